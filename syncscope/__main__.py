@@ -1,0 +1,3 @@
+from syncscope.cli import main
+
+main()

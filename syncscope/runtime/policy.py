@@ -1,0 +1,23 @@
+"""What to do when an in-scope sync happens: record it, warn, or raise at the offending line."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Policy(str, enum.Enum):
+    RECORD = "record"
+    WARN = "warn"
+    ERROR = "error"
+
+
+class HostSyncError(RuntimeError):
+    """Raised at the line that synced, under the `error` policy or inside `forbid_syncs()`."""
+
+    def __init__(self, kind: str, api: str, location: str, source: str = ""):
+        self.kind = kind
+        self.api = api
+        self.location = location
+        self.source = source
+        detail = f": {source}" if source else ""
+        super().__init__(f"host sync ({kind}, {api}) at {location}{detail}")

@@ -1,0 +1,175 @@
+"""The recorder: detectors report syncs here; it attributes them to the user's line, applies the
+region, allow-list and policy, marks them for Nsight and keeps the events."""
+
+from __future__ import annotations
+
+import fnmatch
+import linecache
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from syncscope.runtime import nvtx_marks, regions
+from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.runtime.policy import HostSyncError, Policy
+from syncscope.site import relative_path
+
+MAX_STACK = 24
+_STDLIB_INTERNAL = ("warnings.py", "contextlib.py", "runpy.py", "functools.py", "threading.py")
+
+
+def _package_dir(name: str) -> str | None:
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) + os.sep if path else None
+
+
+class _InternalFrames:
+    """Decides which frames belong to torch, triton or syncscope rather than to the user."""
+
+    def __init__(self) -> None:
+        import syncscope
+
+        self.prefixes = [p for p in (_package_dir("syncscope"), _package_dir("torch"), _package_dir("triton")) if p]
+        self.stdlib = os.path.dirname(os.__file__) + os.sep
+        self._cache: dict[str, bool] = {}
+        del syncscope
+
+    def __call__(self, filename: str) -> bool:
+        hit = self._cache.get(filename)
+        if hit is None:
+            hit = (
+                filename.startswith("<frozen")
+                or any(filename.startswith(p) for p in self.prefixes)
+                or (filename.startswith(self.stdlib) and filename.endswith(_STDLIB_INTERNAL))
+            )
+            self._cache[filename] = hit
+        return hit
+
+
+@dataclass(frozen=True)
+class AllowRule:
+    """A config allow-list entry: matches a site by path glob, optional line, function and kind."""
+
+    path: str = "*"
+    line: int | None = None
+    function: str = "*"
+    kind: str = "*"
+    reason: str = "allowed by config"
+
+    def matches(self, site: Frame, kind: str) -> bool:
+        return (
+            fnmatch.fnmatch(site.path, self.path)
+            and (self.line is None or self.line == site.line)
+            and fnmatch.fnmatch(site.function, self.function)
+            and fnmatch.fnmatch(kind, self.kind)
+        )
+
+
+@dataclass
+class Recorder:
+    policy: Policy = Policy.RECORD
+    allow_rules: tuple[AllowRule, ...] = ()
+    root: str = field(default_factory=os.getcwd)
+    device: str = "cuda"
+    events: list[HostSyncEvent] = field(default_factory=list)
+    started_ns: int = field(default_factory=time.perf_counter_ns)
+
+    def __post_init__(self) -> None:
+        self._internal = _InternalFrames()
+        self._warned: set[tuple[str, int, str]] = set()
+        self._lock = threading.Lock()
+
+    # -- called by detectors -------------------------------------------------------------------
+    def record(
+        self,
+        kind: str,
+        api: str,
+        *,
+        blocked_ns: int | None = None,
+        related: Frame | None = None,
+        detector: str = "",
+        frame=None,
+        stack: tuple[Frame, ...] | None = None,
+    ) -> HostSyncEvent | None:
+        """Record one sync seen now on this thread; raise `HostSyncError` under the error policy.
+        `frame` is where to start looking for the user's line (default: the caller)."""
+        if regions.suspended():
+            return None
+        if stack is None:
+            stack = self.user_stack(frame if frame is not None else sys._getframe(1))
+        site = stack[0] if stack else Frame("<unknown>", 0, "<unknown>")
+        reason = regions.allow_reason()
+        if reason is None:
+            reason = next((r.reason for r in self.allow_rules if r.matches(site, kind)), None)
+        in_scope = regions.in_scope()
+        event = HostSyncEvent(
+            kind=kind,
+            api=api,
+            site=site,
+            source=self.source_line(site),
+            stack=stack,
+            thread=threading.current_thread().name,
+            pid=os.getpid(),
+            region=regions.current_region(),
+            in_scope=in_scope,
+            allowed=reason is not None,
+            allow_reason=reason,
+            blocked_ns=blocked_ns,
+            ts_ns=time.perf_counter_ns() - self.started_ns,
+            related=related,
+            detector=detector,
+        )
+        self.events.append(event)
+        nvtx_marks.mark(event)
+        if in_scope and reason is None:
+            self._apply_policy(event)
+        return event
+
+    def user_stack(self, frame) -> tuple[Frame, ...]:
+        frames = []
+        is_internal = self._internal
+        while frame is not None and len(frames) < MAX_STACK:
+            code = frame.f_code
+            if not is_internal(code.co_filename):
+                function = getattr(code, "co_qualname", code.co_name)
+                frames.append(Frame(self._relative(code.co_filename), frame.f_lineno, function))
+            frame = frame.f_back
+        return tuple(frames)
+
+    def source_line(self, site: Frame) -> str:
+        path = site.path if os.path.isabs(site.path) else os.path.join(self.root, site.path)
+        return linecache.getline(path, site.line).strip()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _relative(self, filename: str) -> str:
+        if filename.startswith("<"):
+            return filename
+        return relative_path(filename, self.root)
+
+    def _apply_policy(self, event: HostSyncEvent) -> None:
+        policy = regions.policy_override() or self.policy
+        if policy is Policy.RECORD:
+            return
+        location = f"{event.site.path}:{event.site.line}"
+        if policy is Policy.ERROR:
+            raise HostSyncError(event.kind, event.api, location, event.source)
+        key = (event.site.path, event.site.line, event.kind)
+        with self._lock:
+            if key in self._warned:
+                return
+            self._warned.add(key)
+        print(
+            f"syncscope: host sync {event.kind} ({event.api}) at {location}: {event.source}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def in_scope_events(self) -> list[HostSyncEvent]:
+        return [e for e in self.events if e.in_scope]
+
+    def extend(self, events: Iterable[HostSyncEvent]) -> None:
+        self.events.extend(events)

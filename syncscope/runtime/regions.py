@@ -1,0 +1,146 @@
+"""Regions: which syncs count. Per thread and per asyncio task, through context variables.
+
+torch's own sync-debug mode is one process-global flag, so a thread that leaves its checked
+region disarms every other thread. Here each thread (and each task) carries its own region
+stack, allow reason and policy override; a new thread starts outside every region.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import importlib
+from typing import Callable, Iterator
+
+from syncscope.runtime.policy import Policy
+
+_regions: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("syncscope_regions", default=())
+_allow_reason: contextvars.ContextVar[str | None] = contextvars.ContextVar("syncscope_allow", default=None)
+_policy_override: contextvars.ContextVar[Policy | None] = contextvars.ContextVar("syncscope_policy", default=None)
+# Set while syncscope itself calls into torch (e.g. reading a pinned flag): nothing is recorded.
+_suspended: contextvars.ContextVar[bool] = contextvars.ContextVar("syncscope_suspended", default=False)
+
+
+class _Scoping:
+    """Whether any scope was declared (a region entered, `--scope`, `--module-forward`).
+    Until one is, the whole program is in scope."""
+
+    declared = False
+
+
+scoping = _Scoping()
+
+
+def current_region() -> str | None:
+    stack = _regions.get()
+    return stack[-1] if stack else None
+
+
+def in_scope() -> bool:
+    return bool(_regions.get()) or not scoping.declared
+
+
+def allow_reason() -> str | None:
+    return _allow_reason.get()
+
+
+def policy_override() -> Policy | None:
+    return _policy_override.get()
+
+
+def suspended() -> bool:
+    return _suspended.get()
+
+
+@contextlib.contextmanager
+def region(name: str, *, policy: Policy | str | None = None) -> Iterator[None]:
+    """Mark a region that matters (`with syncscope.region("decode_step"):` or as a decorator).
+    Syncs inside it are in scope; `policy` overrides the trap's policy inside it."""
+    scoping.declared = True
+    token = _regions.set(_regions.get() + (name,))
+    policy_token = _policy_override.set(Policy(policy)) if policy is not None else None
+    try:
+        yield
+    finally:
+        if policy_token is not None:
+            _policy_override.reset(policy_token)
+        _regions.reset(token)
+
+
+@contextlib.contextmanager
+def allow_sync(reason: str) -> Iterator[None]:
+    """Syncs inside are expected (warm-up, a deliberate read): still reported, marked allowed,
+    never warned about or raised."""
+    if not reason:
+        raise ValueError("allow_sync needs a reason, so the report says why the sync is fine")
+    token = _allow_reason.set(reason)
+    try:
+        yield
+    finally:
+        _allow_reason.reset(token)
+
+
+@contextlib.contextmanager
+def suspend() -> Iterator[None]:
+    token = _suspended.set(True)
+    try:
+        yield
+    finally:
+        _suspended.reset(token)
+
+
+def _resolve(spec: str) -> tuple[object, str, Callable]:
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise ValueError(f"--scope expects package.module:Class.method, got {spec!r}")
+    owner: object = importlib.import_module(module_name)
+    parts = attr_path.split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part)
+    name = parts[-1]
+    return owner, name, getattr(owner, name)
+
+
+def scope_callable(spec: str) -> Callable[[], None]:
+    """Wrap `package.module:Class.method` so each call runs in a region named after it.
+    Returns a function that undoes the wrapping."""
+    owner, name, original = _resolve(spec)
+    raw = vars(owner).get(name, original) if isinstance(owner, type) else original
+    if isinstance(raw, (staticmethod, classmethod)):
+        raise ValueError(f"--scope {spec}: static and class methods are not supported; scope a plain method or function")
+    region_name = spec.partition(":")[2]
+
+    @functools.wraps(original)
+    def scoped(*args, **kwargs):
+        with region(region_name):
+            return original(*args, **kwargs)
+
+    setattr(owner, name, scoped)
+    scoping.declared = True
+
+    def undo() -> None:
+        setattr(owner, name, raw)
+
+    return undo
+
+
+def scope_module_forwards() -> Callable[[], None]:
+    """Every `nn.Module` call runs in a region named after the outermost module's forward."""
+    import torch
+
+    original_call = torch.nn.Module.__call__
+
+    def call_in_region(self, *args, **kwargs):
+        if _regions.get() and _regions.get()[-1].endswith(".forward"):
+            return original_call(self, *args, **kwargs)
+        with region(f"{type(self).__name__}.forward"):
+            return original_call(self, *args, **kwargs)
+
+    torch.nn.Module.__call__ = call_in_region
+    scoping.declared = True
+
+    def undo() -> None:
+        torch.nn.Module.__call__ = original_call
+
+    return undo
