@@ -144,3 +144,18 @@ def scope_module_forwards() -> Callable[[], None]:
         torch.nn.Module.__call__ = original_call
 
     return undo
+
+
+def apply_scopes(specs, module_forward: bool) -> list[Callable[[], None]]:
+    """Apply `--scope` specs and `--module-forward`; returns the undo functions, in order."""
+    undo = []
+    try:
+        for spec in specs:
+            undo.append(scope_callable(spec))
+        if module_forward:
+            undo.append(scope_module_forwards())
+    except BaseException:
+        for fn in reversed(undo):
+            fn()
+        raise
+    return undo

@@ -1,0 +1,158 @@
+"""`syncscope run` and `syncscope report`."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+DEFAULT_REPORT = "syncscope-report.json"
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"syncscope: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _meta(device: str, target: str, args: list[str], module: bool, root: str) -> dict:
+    import datetime
+    import os
+    import socket
+    import sys
+
+    import torch
+
+    import syncscope
+
+    gpu = None
+    if device == "cuda":
+        gpu = torch.cuda.get_device_name()
+    return {
+        "tool": {"name": "syncscope", "version": syncscope.__version__},
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": device,
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "rank": int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None,
+        "command": (["-m"] if module else []) + [target] + args,
+        "project_root": root,
+    }
+
+
+def execute(
+    target: str,
+    args: list[str],
+    *,
+    module: bool,
+    device: str,
+    policy: str,
+    report_path: str,
+    scope: list[str],
+    module_forward: bool,
+    allow: list[str],
+    show_table: bool,
+) -> None:
+    import os
+    import sys
+
+    from syncscope.report import console
+    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.runtime import config, regions, runner
+    from syncscope.runtime.policy import Policy
+    from syncscope.runtime.trap import DeviceUnavailable, resolve_device, trap
+
+    if policy not in {p.value for p in Policy}:
+        _fail(f"--policy {policy!r}: choose record, warn or error")
+    root = os.getcwd()
+    try:
+        allow_rules = config.load_allow_rules(root) + tuple(config.parse_allow_option(a) for a in allow)
+        resolved = resolve_device(device)
+    except (config.ConfigError, DeviceUnavailable, ValueError) as exc:
+        _fail(str(exc))
+    report_path = os.path.abspath(report_path)
+
+    outcome = None
+    with trap(resolved, policy, allow=allow_rules, root=root) as t:
+        try:
+            undo = regions.apply_scopes(scope, module_forward)
+        except (ImportError, AttributeError, ValueError) as exc:
+            _fail(f"--scope: {exc}")
+        try:
+            outcome = runner.run_target(target, args, module=module)
+        except runner.TargetNotFound as exc:
+            _fail(str(exc))
+        finally:
+            for fn in reversed(undo):
+                fn()
+            # Written even when the program raised, exited or was interrupted.
+            meta = _meta(resolved, target, args, module, root)
+            if outcome is not None:
+                meta.update(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
+            meta["report_path"] = report_path
+            report = build_report(list(t.events), meta)
+            write_json_atomic(report_path, report.to_json())
+    if show_table:
+        console.render(report)
+    sys.stderr.flush()
+    runner.exit_like_python(outcome)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "run",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False},
+    )
+    def run(
+        ctx: typer.Context,
+        target: Optional[str] = typer.Argument(None, help="script.py (or, with -m, a module name)", show_default=False),
+        module: bool = typer.Option(False, "-m", help="run TARGET as a module, like python -m"),
+        device: str = typer.Option("auto", "--device", help="cuda | sim | auto (cuda when a GPU is present)"),
+        policy: str = typer.Option("record", "--policy", help="record | warn | error"),
+        report: str = typer.Option(DEFAULT_REPORT, "-o", "--report", help="where to write the JSON report"),
+        scope: List[str] = typer.Option([], "--scope", help="package.module:Class.method whose calls are in scope"),
+        module_forward: bool = typer.Option(False, "--module-forward", help="every nn.Module forward is in scope"),
+        allow: List[str] = typer.Option([], "--allow", help="allow syncs at PATH[:LINE][@KIND] (still reported)"),
+        table: bool = typer.Option(True, "--table/--no-table", help="print the table of sites"),
+    ) -> None:
+        """Run a program (script.py args... or -m module args...) and report its host syncs."""
+        if not target:
+            _fail("nothing to run: syncscope run [OPTIONS] script.py [ARGS]... or -m module [ARGS]...")
+        execute(
+            target,
+            list(ctx.args),
+            module=module,
+            device=device,
+            policy=policy,
+            report_path=report,
+            scope=list(scope),
+            module_forward=module_forward,
+            allow=list(allow),
+            show_table=table,
+        )
+
+    @app.command("report")
+    def report_command(
+        path: str = typer.Argument(..., help="a JSON report written by syncscope run"),
+        format: str = typer.Option("table", "--format", help="table | json"),
+    ) -> None:
+        """Render a saved report again."""
+        import json
+        import sys
+
+        from syncscope.report import console
+        from syncscope.report.model import ReportError, load_report
+
+        if format not in ("table", "json"):
+            _fail(f"--format {format!r}: choose table or json")
+        try:
+            loaded = load_report(path)
+        except ReportError as exc:
+            _fail(str(exc))
+        if format == "json":
+            json.dump(loaded.to_json(), sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            console.render(loaded, file=sys.stdout)

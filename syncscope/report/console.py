@@ -1,0 +1,57 @@
+"""The rich table printed after a run and by `syncscope report`."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from syncscope.report.model import Report, SiteStats
+
+
+def _ms(ns: int | None) -> str:
+    return "n/m" if ns is None else f"{ns / 1e6:.3f}"
+
+
+def _row(s: SiteStats) -> list[str]:
+    return [
+        f"{s.path}:{s.line}",
+        s.function,
+        s.kind,
+        str(s.count),
+        _ms(s.blocked_ns if s.measured else None),
+        _ms(s.mean_blocked_ns),
+        ", ".join(s.regions) or "-",
+        s.source[:60],
+    ]
+
+
+def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file, stderr=file is None, highlight=False, width=160 if file is not None else None)
+    device = report.meta.get("device", "?")
+    in_scope = [s for s in report.sites if s.in_scope and not s.allowed]
+    allowed = [s for s in report.sites if s.allowed]
+    out_of_scope = [s for s in report.sites if not s.in_scope and not s.allowed]
+    title = f"syncscope: {sum(s.count for s in in_scope)} host syncs at {len(in_scope)} sites in scope (device: {device})"
+    if device == "sim":
+        title += "; blocked time not measured on the simulated device"
+    columns = ["site", "function", "kind", "count", "total ms", "mean ms", "region", "source"]
+    for heading, group, style in (
+        (title, in_scope, "bold red"),
+        ("allowed syncs", allowed, "yellow"),
+        ("outside the regions in scope (kept apart)", out_of_scope, "dim"),
+    ):
+        if not group and heading != title:
+            continue
+        table = Table(title=heading, title_style=style, show_lines=False, expand=False)
+        for name in columns:
+            table.add_column(name, no_wrap=name in ("site", "kind"), justify="right" if name in ("count", "total ms", "mean ms") else "left")
+        for s in group[:limit]:
+            table.add_row(*_row(s))
+        if len(group) > limit:
+            table.caption = f"{len(group) - limit} more sites in the JSON report"
+        console.print(table)
+    path = report.meta.get("report_path")
+    if path:
+        console.print(f"report: {path}", style="dim")

@@ -1,0 +1,235 @@
+"""The runtime report: sites aggregated from events, saved as versioned JSON, loaded back.
+
+Standard library only: `syncscope report`, `gate` and `combine` read reports without torch.
+The schema is documented in docs/report-schema.md; bump `SCHEMA_VERSION` on any incompatible
+change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.site import Site, with_occurrences
+
+SCHEMA = "syncscope.report"
+SCHEMA_VERSION = 1
+MAX_EVENTS = 200_000  # counts in sites stay exact past this; only the per-event timeline is cut
+
+
+class ReportError(ValueError):
+    """A report file that is missing, unreadable or not a syncscope report."""
+
+
+@dataclass
+class SiteStats:
+    """All events at one site (path, line, kind), split by scope and allow status."""
+
+    path: str
+    line: int
+    function: str
+    kind: str
+    source: str
+    in_scope: bool
+    allowed: bool
+    apis: list[str] = field(default_factory=list)
+    regions: list[str] = field(default_factory=list)
+    count: int = 0
+    blocked_ns: int = 0
+    measured: int = 0  # how many events had a measured blocked time
+    stack: list[dict] = field(default_factory=list)
+    related: dict | None = None
+    allow_reason: str | None = None
+    fingerprint: str = ""
+
+    @property
+    def mean_blocked_ns(self) -> int | None:
+        return self.blocked_ns // self.measured if self.measured else None
+
+    def site(self) -> Site:
+        return Site(self.path, self.line, self.function, self.kind, self.source)
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "function": self.function,
+            "kind": self.kind,
+            "source": self.source,
+            "apis": self.apis,
+            "count": self.count,
+            "blocked_ns": self.blocked_ns if self.measured else None,
+            "mean_blocked_ns": self.mean_blocked_ns,
+            "blocked_measured": self.measured,
+            "in_scope": self.in_scope,
+            "allowed": self.allowed,
+            "allow_reason": self.allow_reason,
+            "regions": self.regions,
+            "stack": self.stack,
+            "related": self.related,
+            "fingerprint": self.fingerprint,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SiteStats":
+        return cls(
+            path=data["path"],
+            line=int(data["line"]),
+            function=data["function"],
+            kind=data["kind"],
+            source=data.get("source", ""),
+            in_scope=bool(data["in_scope"]),
+            allowed=bool(data.get("allowed", False)),
+            apis=list(data.get("apis", [])),
+            regions=list(data.get("regions", [])),
+            count=int(data["count"]),
+            blocked_ns=int(data.get("blocked_ns") or 0),
+            measured=int(data.get("blocked_measured", 0)),
+            stack=list(data.get("stack", [])),
+            related=data.get("related"),
+            allow_reason=data.get("allow_reason"),
+            fingerprint=data.get("fingerprint", ""),
+        )
+
+
+def _site_key(e: HostSyncEvent) -> tuple:
+    return (e.site.path, e.site.line, e.kind, e.in_scope, e.allowed)
+
+
+def sites_from_events(events: Iterable[HostSyncEvent], scoping_declared: bool = True) -> list[SiteStats]:
+    """Aggregate events into sites, sorted by total blocked time then count (largest first)."""
+    by_key: dict[tuple, SiteStats] = {}
+    for e in events:
+        key = _site_key(e)
+        stats = by_key.get(key)
+        if stats is None:
+            stats = by_key[key] = SiteStats(
+                path=e.site.path,
+                line=e.site.line,
+                function=e.site.function,
+                kind=e.kind,
+                source=e.source,
+                in_scope=e.in_scope,
+                allowed=e.allowed,
+                allow_reason=e.allow_reason,
+                stack=[f.to_json() for f in e.stack],
+                related=e.related.to_json() if e.related else None,
+            )
+        stats.count += 1
+        if e.api not in stats.apis:
+            stats.apis.append(e.api)
+        if e.region and e.region not in stats.regions:
+            stats.regions.append(e.region)
+        if e.blocked_ns is not None:
+            stats.blocked_ns += e.blocked_ns
+            stats.measured += 1
+    return assign_fingerprints(list(by_key.values()))
+
+
+def assign_fingerprints(sites: list[SiteStats]) -> list[SiteStats]:
+    fingerprints = {site: site.fingerprint() for site in with_occurrences(s.site() for s in sites)}
+    for stats in sites:
+        stats.fingerprint = fingerprints[stats.site()]
+    return sorted(sites, key=lambda s: (-s.blocked_ns, -s.count, s.path, s.line))
+
+
+@dataclass
+class Report:
+    sites: list[SiteStats]
+    events: list[dict]
+    meta: dict[str, Any]
+    events_truncated: int = 0
+
+    @property
+    def in_scope_sites(self) -> list[SiteStats]:
+        return [s for s in self.sites if s.in_scope]
+
+    def to_json(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            **self.meta,
+            "summary": {
+                "sites": len(self.sites),
+                "events": sum(s.count for s in self.sites),
+                "in_scope_events": sum(s.count for s in self.sites if s.in_scope and not s.allowed),
+                "allowed_events": sum(s.count for s in self.sites if s.allowed),
+                "out_of_scope_events": sum(s.count for s in self.sites if not s.in_scope),
+                "blocked_ns": sum(s.blocked_ns for s in self.sites),
+            },
+            "sites": [s.to_json() for s in self.sites],
+            "events": self.events,
+            "events_truncated": self.events_truncated,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, origin: str = "report") -> "Report":
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise ReportError(f"{origin}: not a syncscope report (no \"schema\": \"{SCHEMA}\")")
+        if data.get("version") != SCHEMA_VERSION:
+            raise ReportError(f"{origin}: report schema version {data.get('version')!r}, this syncscope reads {SCHEMA_VERSION}")
+        try:
+            sites = [SiteStats.from_json(s) for s in data["sites"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReportError(f"{origin}: malformed site entry ({exc})") from None
+        meta = {k: v for k, v in data.items() if k not in ("schema", "version", "summary", "sites", "events", "events_truncated")}
+        return cls(sites=sites, events=list(data.get("events", [])), meta=meta, events_truncated=int(data.get("events_truncated", 0)))
+
+
+def event_to_json(e: HostSyncEvent, site_index: int) -> dict:
+    return {
+        "site": site_index,
+        "ts_ns": e.ts_ns,
+        "thread": e.thread,
+        "pid": e.pid,
+        "region": e.region,
+        "blocked_ns": e.blocked_ns,
+        "api": e.api,
+    }
+
+
+def build_report(events: list[HostSyncEvent], meta: dict[str, Any]) -> Report:
+    sites = sites_from_events(events)
+    index = {(s.path, s.line, s.kind, s.in_scope, s.allowed): i for i, s in enumerate(sites)}
+    kept = events[:MAX_EVENTS]
+    return Report(
+        sites=sites,
+        events=[event_to_json(e, index[_site_key(e)]) for e in kept],
+        meta=meta,
+        events_truncated=len(events) - len(kept),
+    )
+
+
+def write_json_atomic(path: str, data: Any) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".syncscope-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def load_report(path: str) -> Report:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such report") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read report ({exc})") from None
+    return Report.from_json(data, origin=path)

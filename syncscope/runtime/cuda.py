@@ -1,0 +1,344 @@
+"""The detector for a real GPU.
+
+Two mechanisms, each doing what it measures best at:
+
+* torch's sync-debug mode in `warn` sees every C++-level sync (an `.item()`, a boolean-mask
+  gather, a blocking copy, ...) at almost no cost, but it tells neither which Python call it was
+  nor how long the host waited, and it is blind to the explicit `synchronize()` calls and to
+  `non_blocking` copies from pageable memory. We route its warning to the recorder instead of
+  printing it (an "always" filter in front, so Python's once-per-line filter does not hide repeats).
+* Thin timing shims on the Python entry points that can sync (`Tensor.item`, `__getitem__`,
+  `torch.nonzero`, `torch.cuda.synchronize`, ...). A shim only notes the start time on a
+  per-thread stack and calls through; torch flushes C++ warnings to Python before the binding
+  returns, so when the warning arrives the shim that is running knows the API, classifies the
+  kind from its arguments and, once the call returns, measures the host's wait as the call's wall
+  time. A shim call without a warning records nothing: non-blocking cases are never reported.
+
+We deliberately do not use `torch.cuda._gpu_trace`: activating it cannot be undone and costs
+~37% on launch-bound loops (anchors.md, section 1).
+
+Nothing here synchronizes: the shims read only tensor metadata (device, dtype, pinned flag).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from syncscope.runtime import nvtx_marks
+from syncscope.runtime.events import SyncKind as K
+from syncscope.runtime.recorder import Recorder
+
+SYNC_WARNING = "called a synchronizing CUDA operation"
+_is_compiling = torch.compiler.is_compiling
+
+
+# -- classifying a call from its arguments (metadata reads only, never data) -------------------
+def _is_cuda_tensor(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_cuda
+
+
+def _index_parts(index: Any) -> tuple:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _classify_getitem(args, kwargs) -> str:
+    for part in _index_parts(args[1]):
+        if isinstance(part, torch.Tensor):
+            if part.dtype in (torch.bool, torch.uint8) and part.is_cuda:
+                return K.BOOL_MASK_INDEX
+            if not part.is_cuda:
+                return K.HOST_INDEX
+        elif isinstance(part, (list, tuple)):
+            return K.HOST_INDEX
+    return K.OTHER
+
+
+def _classify_setitem(args, kwargs) -> str:
+    value = args[2]
+    for part in _index_parts(args[1]):
+        if isinstance(part, torch.Tensor):
+            if part.dtype in (torch.bool, torch.uint8):
+                return K.BOOL_MASK_INDEX if part.is_cuda else K.HOST_INDEX
+            if not part.is_cuda:
+                return K.HOST_INDEX
+    if isinstance(value, torch.Tensor) and not value.is_cuda and value.dim() > 0:
+        return K.H2D_COPY
+    if isinstance(value, (int, float, bool)):
+        return K.SCALAR_STORE
+    return K.OTHER
+
+
+def _target_is_cuda(args, kwargs) -> bool | None:
+    """Where `Tensor.to(...)` sends the tensor: True (cuda), False (cpu) or None (unchanged)."""
+    for value in list(args[1:]) + [kwargs.get("device")]:
+        if isinstance(value, torch.Tensor):
+            return value.is_cuda
+        if isinstance(value, (str, torch.device, int)) and not isinstance(value, bool):
+            try:
+                return torch.device(value).type == "cuda"
+            except (RuntimeError, TypeError):
+                continue
+    return None
+
+
+def _classify_to(args, kwargs) -> str:
+    target_cuda = _target_is_cuda(args, kwargs)
+    if args[0].is_cuda and target_cuda is False:
+        return K.CPU_COPY
+    if not args[0].is_cuda and target_cuda:
+        return K.H2D_COPY
+    return K.OTHER
+
+
+def _classify_copy(args, kwargs) -> str:
+    dst, src = args[0], args[1]
+    if dst.is_cuda and isinstance(src, torch.Tensor) and not src.is_cuda:
+        return K.H2D_COPY
+    if not dst.is_cuda and _is_cuda_tensor(src):
+        return K.CPU_COPY
+    return K.OTHER
+
+
+def _non_blocking(args, kwargs, position: int) -> bool:
+    if "non_blocking" in kwargs:
+        return bool(kwargs["non_blocking"])
+    return len(args) > position and isinstance(args[position], bool) and args[position]
+
+
+def _pageable_h2d(src: Any) -> bool:
+    return isinstance(src, torch.Tensor) and src.device.type == "cpu" and not src.is_pinned()
+
+
+def _predict_to(args, kwargs) -> str | None:
+    # A non_blocking copy from pageable memory blocks in the driver; torch's debug mode misses it.
+    if _pageable_h2d(args[0]) and _target_is_cuda(args, kwargs) and kwargs.get("non_blocking"):
+        return K.H2D_PAGEABLE
+    return None
+
+
+def _predict_cuda(args, kwargs) -> str | None:
+    if _pageable_h2d(args[0]) and _non_blocking(args, kwargs, 2):
+        return K.H2D_PAGEABLE
+    return None
+
+
+def _predict_copy(args, kwargs) -> str | None:
+    dst, src = args[0], args[1]
+    if dst.is_cuda and _pageable_h2d(src) and _non_blocking(args, kwargs, 2):
+        return K.H2D_PAGEABLE
+    return None
+
+
+def _always(kind: str) -> Callable:
+    """For calls that always wait when they touch the device (reads of device data to the host,
+    explicit synchronizations)."""
+
+    def predict(args, kwargs) -> str | None:
+        return kind if not args or _is_cuda_tensor(args[0]) else None
+
+    return predict
+
+
+def _fixed(kind: str) -> Callable:
+    return lambda args, kwargs: kind
+
+
+def _predict_factory(args, kwargs) -> str | None:
+    device = kwargs.get("device")
+    if device is None:
+        return None
+    try:
+        return K.H2D_COPY if torch.device(device).type == "cuda" else None
+    except (RuntimeError, TypeError):
+        return None
+
+
+def _predict_new_tensor(args, kwargs) -> str | None:
+    device = kwargs.get("device")
+    on_cuda = args[0].is_cuda if device is None else torch.device(device).type == "cuda"
+    return K.H2D_COPY if on_cuda else None
+
+
+@dataclass(frozen=True)
+class ShimSpec:
+    owner: Any
+    name: str
+    api: str
+    # Called on a sync warning raised inside the call: which kind was it?
+    classify: Callable[[tuple, dict], str]
+    # Called before the call: a kind when the call is certain to sync (so it gets an NVTX range
+    # and is recorded even if torch does not warn), else None.
+    predict: Callable[[tuple, dict], str | None] | None = None
+
+
+def _shim_specs() -> list[ShimSpec]:
+    T = torch.Tensor
+    F = torch.nn.functional
+    dyn = _fixed(K.DYNAMIC_SHAPE)
+    specs = [
+        ShimSpec(T, "item", "Tensor.item", _fixed(K.ITEM), _always(K.ITEM)),
+        ShimSpec(T, "tolist", "Tensor.tolist", _fixed(K.TOLIST), _always(K.TOLIST)),
+        ShimSpec(T, "cpu", "Tensor.cpu", _fixed(K.CPU_COPY), _always(K.CPU_COPY)),
+        ShimSpec(T, "numpy", "Tensor.numpy", _fixed(K.CPU_COPY), _always(K.CPU_COPY)),
+        ShimSpec(T, "__bool__", "Tensor.__bool__", _fixed(K.ITEM), _always(K.ITEM)),
+        ShimSpec(T, "__int__", "Tensor.__int__", _fixed(K.ITEM), _always(K.ITEM)),
+        ShimSpec(T, "__float__", "Tensor.__float__", _fixed(K.ITEM), _always(K.ITEM)),
+        ShimSpec(T, "__index__", "Tensor.__index__", _fixed(K.ITEM), _always(K.ITEM)),
+        ShimSpec(T, "__getitem__", "Tensor.__getitem__", _classify_getitem),
+        ShimSpec(T, "__setitem__", "Tensor.__setitem__", _classify_setitem),
+        ShimSpec(T, "to", "Tensor.to", _classify_to, _predict_to),
+        ShimSpec(T, "cuda", "Tensor.cuda", _fixed(K.H2D_COPY), _predict_cuda),
+        ShimSpec(T, "copy_", "Tensor.copy_", _classify_copy, _predict_copy),
+        ShimSpec(T, "new_tensor", "Tensor.new_tensor", _fixed(K.H2D_COPY), _predict_new_tensor),
+        ShimSpec(T, "nonzero", "Tensor.nonzero", _fixed(K.NONZERO)),
+        ShimSpec(T, "argwhere", "Tensor.argwhere", _fixed(K.NONZERO)),
+        ShimSpec(T, "masked_select", "Tensor.masked_select", dyn),
+        ShimSpec(T, "unique", "Tensor.unique", dyn),
+        ShimSpec(T, "unique_consecutive", "Tensor.unique_consecutive", dyn),
+        ShimSpec(T, "bincount", "Tensor.bincount", dyn),
+        ShimSpec(T, "histc", "Tensor.histc", dyn),
+        ShimSpec(T, "repeat_interleave", "Tensor.repeat_interleave", _fixed(K.REPEAT_INTERLEAVE)),
+        ShimSpec(torch, "nonzero", "torch.nonzero", _fixed(K.NONZERO)),
+        ShimSpec(torch, "argwhere", "torch.argwhere", _fixed(K.NONZERO)),
+        ShimSpec(torch, "where", "torch.where", _fixed(K.NONZERO)),
+        ShimSpec(torch, "masked_select", "torch.masked_select", dyn),
+        ShimSpec(torch, "unique", "torch.unique", dyn),
+        ShimSpec(torch, "unique_consecutive", "torch.unique_consecutive", dyn),
+        ShimSpec(torch, "bincount", "torch.bincount", dyn),
+        ShimSpec(torch, "histc", "torch.histc", dyn),
+        ShimSpec(torch, "repeat_interleave", "torch.repeat_interleave", _fixed(K.REPEAT_INTERLEAVE)),
+        ShimSpec(torch, "tensor", "torch.tensor", _fixed(K.H2D_COPY), _predict_factory),
+        ShimSpec(torch, "as_tensor", "torch.as_tensor", _fixed(K.H2D_COPY)),
+        ShimSpec(F, "one_hot", "torch.nn.functional.one_hot", dyn),
+        ShimSpec(torch.cuda, "synchronize", "torch.cuda.synchronize", _fixed(K.DEVICE_SYNC), _fixed(K.DEVICE_SYNC)),
+        ShimSpec(torch.cuda.Stream, "synchronize", "Stream.synchronize", _fixed(K.STREAM_SYNC), _fixed(K.STREAM_SYNC)),
+        ShimSpec(torch.cuda.Event, "synchronize", "Event.synchronize", _fixed(K.EVENT_SYNC), _fixed(K.EVENT_SYNC)),
+    ]
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "synchronize"):
+        specs.append(
+            ShimSpec(accelerator, "synchronize", "torch.accelerator.synchronize", _fixed(K.DEVICE_SYNC), _fixed(K.DEVICE_SYNC))
+        )
+    return specs
+
+
+class _Call:
+    """A shim call in progress on this thread; a sync warning inside it marks it."""
+
+    __slots__ = ("spec", "args", "kwargs", "start_ns", "synced")
+
+    def __init__(self, spec: ShimSpec, args: tuple, kwargs: dict, start_ns: int):
+        self.spec = spec
+        self.args = args
+        self.kwargs = kwargs
+        self.start_ns = start_ns
+        self.synced = False
+
+
+class CudaDetector:
+    name = "cuda"
+
+    def __init__(self) -> None:
+        self._recorder: Recorder | None = None
+        self._local = threading.local()
+        self._originals: list[tuple[Any, str, Any, bool]] = []
+        self._previous_showwarning = None
+        self._previous_debug_mode = 0
+        self._filter = ("always", None, UserWarning, None, 0)
+
+    # -- install / uninstall -------------------------------------------------------------------
+    def install(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        for spec in _shim_specs():
+            owner_dict = vars(spec.owner)
+            had_own = spec.name in owner_dict
+            original = owner_dict[spec.name] if had_own else getattr(spec.owner, spec.name)
+            self._originals.append((spec.owner, spec.name, original, had_own))
+            setattr(spec.owner, spec.name, self._make_shim(spec, getattr(spec.owner, spec.name)))
+        self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("warn")
+        self.rearm()
+
+    def rearm(self) -> None:
+        """(Re)install the warning route. Needed after `warnings.catch_warnings()` blocks (pytest
+        wraps every test in one) restore the filters and `showwarning`."""
+        warnings.filterwarnings("always", message=SYNC_WARNING, category=UserWarning)
+        if warnings.showwarning is not self._showwarning:
+            self._previous_showwarning = warnings.showwarning
+            warnings.showwarning = self._showwarning
+
+    def uninstall(self) -> None:
+        torch.cuda.set_sync_debug_mode(self._previous_debug_mode)
+        for owner, name, original, had_own in reversed(self._originals):
+            if had_own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+        self._originals.clear()
+        if warnings.showwarning is self._showwarning and self._previous_showwarning is not None:
+            warnings.showwarning = self._previous_showwarning
+        warnings.filters[:] = [
+            f for f in warnings.filters if not (f[0] == "always" and getattr(f[1], "pattern", None) == SYNC_WARNING)
+        ]
+        self._recorder = None
+
+    # -- the shims -----------------------------------------------------------------------------
+    def _make_shim(self, spec: ShimSpec, original: Callable) -> Callable:
+        local = self._local
+        predict = spec.predict
+        finish = self._finish
+
+        def shim(*args, **kwargs):
+            if _is_compiling():  # traced by Dynamo: stay invisible so no graph break is ours
+                return original(*args, **kwargs)
+            stack = getattr(local, "calls", None)
+            if stack is None:
+                stack = local.calls = []
+            predicted = predict(args, kwargs) if predict is not None else None
+            call = _Call(spec, args, kwargs, time.perf_counter_ns())
+            stack.append(call)
+            try:
+                if predicted is not None:
+                    with nvtx_marks.blocking_range(f"sync {predicted} {spec.api}"):
+                        result = original(*args, **kwargs)
+                else:
+                    result = original(*args, **kwargs)
+            finally:
+                stack.pop()
+            if predicted is not None or call.synced:
+                finish(call, predicted, time.perf_counter_ns() - call.start_ns)
+            return result
+
+        shim.__name__ = getattr(original, "__name__", spec.name)
+        shim.__qualname__ = getattr(original, "__qualname__", spec.name)
+        shim.__doc__ = getattr(original, "__doc__", None)
+        shim.__wrapped__ = original
+        return shim
+
+    def _finish(self, call: _Call, predicted: str | None, blocked_ns: int) -> None:
+        recorder = self._recorder
+        if recorder is None:
+            return
+        kind = predicted or call.spec.classify(call.args, call.kwargs)
+        recorder.record(kind, call.spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2))
+
+    # -- torch's sync warning ------------------------------------------------------------------
+    def _showwarning(self, message, category, filename, lineno, file=None, line=None):
+        if str(message).startswith(SYNC_WARNING) and self._recorder is not None:
+            calls = getattr(self._local, "calls", None)
+            if calls:
+                calls[-1].synced = True  # the shim records it, timed, when the call returns
+            else:
+                # A sync no shim wraps (e.g. inside a function imported before the trap, or a
+                # torch op we do not shim): attribute it to the user's line, time unknown.
+                self._recorder.record(K.OTHER, "c++ sync", detector="cuda-debug-mode", frame=sys._getframe(1))
+            return
+        previous = self._previous_showwarning or warnings._showwarning_orig  # type: ignore[attr-defined]
+        previous(message, category, filename, lineno, file, line)
