@@ -1,0 +1,125 @@
+"""PR 32951: zero-bubble asynchronous scheduling with speculative decoding.
+
+Each step the runner needs every token's position (`num_computed_tokens` of its request plus its
+offset in the query) and its KV-cache slot (through the block table). With speculative decoding,
+`num_computed_tokens` after a step depends on how many drafts the verifier accepted, which only
+the device knows.
+
+Naive: at the end of every step the host reads the accepted counts (a sync: the host waits for
+the whole forward pass, and the device idles while the host prepares the next step), keeps
+exact counts in numpy, computes positions and slot mapping in numpy and copies them up.
+Fixed: the host assumes every draft is accepted (its mirror is an upper bound, see
+`seq_lens_upper_bound`), a Triton kernel corrects `num_computed_tokens` on the device from the
+device-side accepted counts, and positions and slot mapping are computed on the device
+(`compute_slot_mapping` in Triton). The host never reads the counts in the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from reference_impl.common import ScheduledBatch, check_impl, to_device
+from reference_impl.kernels import PAD_SLOT_ID, compute_slot_mapping, correct_num_computed_tokens
+from reference_impl.seq_lens_upper_bound import HostSeqLenMirror
+
+
+@dataclass
+class StepInputs:
+    positions: torch.Tensor  # [num_tokens] int64, device
+    slot_mapping: torch.Tensor  # [num_tokens_padded] int64, device; PAD_SLOT_ID past num_tokens
+    seq_lens: torch.Tensor  # [num_reqs] int32, device: exact
+    seq_lens_cpu_upper_bound: np.ndarray  # [num_reqs] int32, host: >= seq_lens (== in naive)
+    req_indices: torch.Tensor  # [num_reqs] int32, device
+    query_start_loc: torch.Tensor  # [num_reqs + 1] int32, device
+    num_tokens: int
+
+
+def slot_mapping_numpy(
+    num_computed: np.ndarray, batch: ScheduledBatch, block_table_np: np.ndarray, block_size: int, num_tokens_padded: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The host way: positions and slots of every token with numpy. Returns (positions, slots)."""
+    qsl = batch.query_start_loc
+    rows = np.repeat(batch.req_indices, batch.query_lens)
+    offsets = np.arange(batch.num_tokens) - np.repeat(qsl[:-1], batch.query_lens)
+    positions = np.repeat(num_computed[batch.req_indices], batch.query_lens) + offsets
+    slots = np.full(num_tokens_padded, PAD_SLOT_ID, dtype=np.int64)
+    blocks = block_table_np[rows, positions // block_size].astype(np.int64)
+    slots[: batch.num_tokens] = blocks * block_size + positions % block_size
+    return positions.astype(np.int64), slots
+
+
+class InputPreparer:
+    """Owns the per-request `num_computed_tokens` (host mirror and device truth) and the block
+    table, and turns a scheduled batch into positions, slots and sequence lengths."""
+
+    def __init__(self, max_num_reqs: int, max_blocks_per_req: int, block_size: int, device, impl: str):
+        self.device = torch.device(device)
+        self.impl = check_impl(impl)
+        self.block_size = block_size
+        self.mirror = HostSeqLenMirror(max_num_reqs)  # exact in naive, an upper bound in fixed
+        self.num_computed = torch.zeros(max_num_reqs, dtype=torch.int32, device=self.device)
+        self.block_table_np = np.zeros((max_num_reqs, max_blocks_per_req), dtype=np.int32)
+        self.block_table = torch.zeros(max_num_reqs, max_blocks_per_req, dtype=torch.int32, device=self.device)
+
+    def add_request(self, row: int, block_ids: np.ndarray, num_computed: int = 0) -> None:
+        """A new request in `row`: its first blocks and its cached prefix length (host data)."""
+        self.block_table_np[row] = 0
+        self.block_table_np[row, : len(block_ids)] = block_ids
+        self.mirror.reset(row, num_computed)
+        self.num_computed[row : row + 1].fill_(num_computed)  # a slice fill: no host scalar copy
+
+    def append_blocks(self, row: int, start: int, block_ids: np.ndarray) -> None:
+        self.block_table_np[row, start : start + len(block_ids)] = block_ids
+
+    def commit_block_table(self) -> None:
+        """Host edits of this step to the device: one asynchronous copy of the whole table."""
+        self.block_table.copy_(to_device(self.block_table_np, self.device), non_blocking=True)
+
+    def prepare(self, batch: ScheduledBatch, num_tokens_padded: int | None = None) -> StepInputs:
+        n = batch.num_tokens
+        padded = n if num_tokens_padded is None else num_tokens_padded
+        upper = self.mirror.upper_bound(batch)
+        qsl = to_device(batch.query_start_loc, self.device)
+        req_indices = to_device(batch.req_indices, self.device)
+        if self.impl == "naive":
+            # The mirror is exact (finish() read the counts), so the host computes everything.
+            positions, slots = slot_mapping_numpy(
+                self.mirror.num_computed_tokens_np, batch, self.block_table_np, self.block_size, padded
+            )
+            return StepInputs(
+                positions=to_device(positions, self.device),
+                slot_mapping=to_device(slots, self.device),
+                seq_lens=to_device(upper.astype(np.int32), self.device),
+                seq_lens_cpu_upper_bound=upper,
+                req_indices=req_indices,
+                query_start_loc=qsl,
+                num_tokens=n,
+            )
+        # Fixed: from the device's own num_computed_tokens; sizes from host data only.
+        query_lens = to_device(batch.query_lens, self.device)
+        base = self.num_computed[req_indices.long()]
+        seq_lens = base + query_lens
+        token_base = torch.repeat_interleave(base - qsl[:-1], query_lens, output_size=n)
+        positions = token_base.long() + torch.arange(n, device=self.device)
+        slots = compute_slot_mapping(positions, qsl, req_indices, self.block_table, self.block_size, padded)
+        return StepInputs(positions, slots, seq_lens, upper, req_indices, qsl, n)
+
+    def finish(self, batch: ScheduledBatch, num_accepted: torch.Tensor) -> None:
+        """After verification. `num_accepted`: [num_reqs] int32 on the device, accepted drafts per
+        request (0 for requests without drafts)."""
+        if self.impl == "naive":
+            accepted = np.asarray(num_accepted.tolist(), dtype=np.int32)  # sync: tolist
+            self.mirror.advance(batch)
+            self.mirror.correct(batch.req_indices, batch.num_draft - accepted)
+            return
+        self.mirror.advance(batch)  # optimistic: every draft accepted
+        correct_num_computed_tokens(
+            self.num_computed,
+            to_device(batch.req_indices, self.device),
+            to_device(batch.query_lens, self.device),
+            to_device(batch.num_draft, self.device),
+            num_accepted,
+        )
