@@ -66,7 +66,7 @@ class GDNSpecDecodeMetadataBuilder:
         query_lens = common.query_start_loc[1:] - common.query_start_loc[:-1]
         width = self.num_speculative_tokens + 1
         spec_state_indices = common.block_table[mask, :width]  # sync: bool_mask_index
-        non_spec_state_indices = common.block_table[~mask, 0]  # sync: bool_mask_index
+        non_spec_state_indices = common.block_table[:, 0][~mask]  # sync: bool_mask_index
         spec_query_lens = query_lens[mask]  # sync: bool_mask_index
         non_spec_query_lens = query_lens[~mask]  # sync: bool_mask_index
         num_accepted = num_accepted_tokens[mask]  # sync: bool_mask_index
