@@ -28,7 +28,9 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=file, stderr=file is None, highlight=False, width=160 if file is not None else None)
+    console = Console(file=file, stderr=file is None, highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 160)  # logs and CI: do not squeeze columns to 80
     device = report.meta.get("device", "?")
     in_scope = [s for s in report.sites if s.in_scope and not s.allowed]
     allowed = [s for s in report.sites if s.allowed]

@@ -1,0 +1,115 @@
+"""Overhead of the runtime trap on a sync-free step loop (run on the GPU machine).
+
+A small transformer-like forward (a few hundred kernel launches a step, small enough to be
+launch-bound, which is where per-call overhead shows) is timed plain and under `syncscope.trap`,
+alternating rounds in one process, and the ratio of median step times is reported. The loop also
+does the slicing, `.to()` and indexing that serving code does, so the timing shims are exercised.
+
+    python bench/runtime_overhead.py [--steps 200] [--rounds 7] [--out result.json]
+"""
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+import syncscope
+
+
+class Block(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.norm2 = nn.LayerNorm(d)
+        self.up = nn.Linear(d, 4 * d)
+        self.down = nn.Linear(4 * d, d)
+
+    def forward(self, x, positions):
+        h = self.norm1(x)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        q = q[:, positions]  # device long index: gather, no sync
+        att = torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1)
+        x = x + self.proj(att @ v)
+        return x + self.down(torch.nn.functional.gelu(self.up(self.norm2(x))))
+
+
+def build(device, layers=12, d=256):
+    model = nn.Sequential(*[Block(d) for _ in range(layers)]).to(device)
+    return model
+
+
+def step(model, x, positions, pinned_ids, device):
+    ids = pinned_ids.to(device, non_blocking=True)  # pinned H2D: no sync
+    h = x + ids[:, None, None].float() * 0
+    for block in model:
+        h = block(h, positions)
+    return h[:, -1]
+
+
+def time_steps(model, x, positions, pinned_ids, device, steps):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        out = step(model, x, positions, pinned_ids, device)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / steps, out
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    device = "cuda"
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        model = build(device)
+        x = torch.randn(4, 32, 256, device=device)
+        positions = torch.arange(32, device=device)
+        pinned_ids = torch.arange(4).pin_memory()
+        launches = None
+        for _ in range(3):
+            time_steps(model, x, positions, pinned_ids, device, 20)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            step(model, x, positions, pinned_ids, device)
+            torch.cuda.synchronize()
+        launches = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        plain, trapped, syncs = [], [], 0
+        for _ in range(args.rounds):
+            plain.append(time_steps(model, x, positions, pinned_ids, device, args.steps)[0])
+            with syncscope.trap(device="cuda") as t:
+                with syncscope.region("step"):
+                    torch.cuda.current_stream()  # nothing to see: the region only scopes
+                trapped_time, _ = time_steps(model, x, positions, pinned_ids, device, args.steps)
+                syncs += sum(1 for e in t.events if e.api not in ("torch.cuda.synchronize",))
+            trapped.append(trapped_time)
+    result = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "kernels_per_step": launches,
+        "plain_step_ms": statistics.median(plain) * 1e3,
+        "trapped_step_ms": statistics.median(trapped) * 1e3,
+        # Rounds alternate plain/trapped, so each pair shares the machine's state of the moment;
+        # the median of the paired ratios is robust to the drift between rounds.
+        "ratio": statistics.median(t / p for p, t in zip(plain, trapped)),
+        "ratio_of_medians": statistics.median(trapped) / statistics.median(plain),
+        "plain_rounds_ms": [p * 1e3 for p in plain],
+        "trapped_rounds_ms": [t * 1e3 for t in trapped],
+        "syncs_in_loop": syncs,
+    }
+    print(json.dumps(result, indent=1))
+    print(f"overhead: {100 * (result['ratio'] - 1):+.2f}% ({result['plain_step_ms']:.3f} -> {result['trapped_step_ms']:.3f} ms/step, "
+          f"{launches} kernels/step)")
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(result, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

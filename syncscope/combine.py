@@ -1,0 +1,176 @@
+"""`syncscope combine`: merge the reports of several processes (workers, torchrun ranks) into one.
+
+Nothing is lost and nothing counted twice: every site count, blocked time and event of every input
+reaches the output, and an input whose process is already part of another input (the same report
+given twice, or a combined report plus one of its parts) is refused rather than added again.
+Each merged site keeps its per-process counts (`processes`), so "which rank synced" survives.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import json
+import os
+from dataclasses import dataclass
+
+from syncscope.report.model import Report, ReportError, SiteStats, assign_fingerprints, write_json_atomic
+
+DEFAULT_PATTERN = "syncscope-report*.json"
+
+
+class CombineError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Part:
+    """One process whose events an input holds."""
+
+    host: str | None
+    pid: int | None
+    rank: int | None
+    created: str | None
+    report: str
+
+    @property
+    def identity(self) -> tuple:
+        # The report path is the identity only when a report cannot tell its process.
+        if self.pid is None:
+            return ("path", os.path.abspath(self.report))
+        return (self.host, self.pid, self.created)
+
+    def to_json(self) -> dict:
+        return {"host": self.host, "pid": self.pid, "rank": self.rank, "created": self.created, "report": self.report}
+
+
+def _parts(data: dict, path: str) -> list[Part]:
+    nested = data.get("combined_from")
+    if isinstance(nested, list) and nested:
+        return [Part(p.get("host"), p.get("pid"), p.get("rank"), p.get("created"), p.get("report") or path) for p in nested]
+    return [Part(data.get("host"), data.get("pid"), data.get("rank"), data.get("created"), path)]
+
+
+def _load(path: str) -> tuple[dict, Report]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        return data, Report.from_json(data, origin=path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CombineError(f"{path}: cannot read report ({exc})") from None
+    except ReportError as exc:
+        raise CombineError(str(exc)) from None
+
+
+def discover(paths: list[str], output: str | None) -> list[str]:
+    """The report files to merge: given files, the reports inside given directories, or (nothing
+    given) `syncscope-report*.json` here. The output file itself is never an input."""
+    out = os.path.abspath(output) if output else None
+    found: list[str] = []
+    for path in paths or [DEFAULT_PATTERN]:
+        if os.path.isdir(path):
+            found.extend(sorted(glob.glob(os.path.join(path, "*.json"))))
+        elif any(c in path for c in "*?["):
+            found.extend(sorted(glob.glob(path)))
+        else:
+            found.append(path)
+    unique = []
+    for path in found:
+        absolute = os.path.abspath(path)
+        if absolute != out and absolute not in {os.path.abspath(p) for p in unique}:
+            unique.append(path)
+    if not unique:
+        raise CombineError(f"no reports to combine (looked for {', '.join(paths or [DEFAULT_PATTERN])})")
+    return unique
+
+
+def _site_key(s: SiteStats) -> tuple:
+    return (s.path, s.line, s.kind, s.in_scope, s.allowed)
+
+
+def _merge_into(target: SiteStats, s: SiteStats) -> None:
+    target.count += s.count
+    target.blocked_ns += s.blocked_ns
+    target.measured += s.measured
+    target.apis.extend(a for a in s.apis if a not in target.apis)
+    target.regions.extend(r for r in s.regions if r not in target.regions)
+    target.related = target.related or s.related
+    target.allow_reason = target.allow_reason or s.allow_reason
+
+
+def combine(paths: list[str]) -> dict:
+    """Merge the reports at `paths` into one report (as JSON data, ready to write)."""
+    inputs = [(path, *_load(path)) for path in paths]
+    parts: list[Part] = []
+    seen: dict[tuple, str] = {}
+    for path, data, _ in inputs:
+        for part in _parts(data, path):
+            if part.identity in seen:
+                raise CombineError(
+                    f"{path}: holds the events of process {part.host}:{part.pid} already in {seen[part.identity]}; "
+                    "combining it again would count them twice"
+                )
+            seen[part.identity] = path
+            parts.append(part)
+
+    merged: dict[tuple, SiteStats] = {}
+    processes: dict[tuple, list[dict]] = {}
+    remapped_events: list[tuple[tuple, dict]] = []
+    truncated = 0
+    for path, data, report in inputs:
+        own = _parts(data, path)
+        raw_sites = data["sites"]
+        keys = []
+        for raw, s in zip(raw_sites, report.sites):
+            key = _site_key(s)
+            keys.append(key)
+            if key in merged:
+                _merge_into(merged[key], s)
+            else:
+                merged[key] = s
+            # An input that was itself combined already says which process had how many.
+            per_process = raw.get("processes") or [{"host": own[0].host, "pid": own[0].pid, "rank": own[0].rank, "count": s.count}]
+            processes.setdefault(key, []).extend(per_process)
+        for event in report.events:
+            event = dict(event)
+            try:
+                key = keys[event["site"]]
+            except (KeyError, IndexError, TypeError):
+                raise CombineError(f"{path}: event refers to a site the report does not have ({event.get('site')!r})") from None
+            if len(own) == 1:  # a single-process report: say which process the event was in
+                event.setdefault("host", own[0].host)
+                event.setdefault("rank", own[0].rank)
+            remapped_events.append((key, event))
+        truncated += report.events_truncated
+
+    sites = assign_fingerprints(list(merged.values()))
+    index = {_site_key(s): i for i, s in enumerate(sites)}
+    events = []
+    for key, event in remapped_events:
+        event["site"] = index[key]
+        events.append(event)
+    devices = sorted({str(data.get("device")) for _, data, _ in inputs})
+    meta = {
+        "tool": inputs[0][1].get("tool"),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": devices[0] if len(devices) == 1 else "mixed",
+        "host": None,
+        "pid": None,
+        "rank": None,
+        "project_root": inputs[0][1].get("project_root"),
+        "combined_from": [p.to_json() for p in parts],
+    }
+    out = Report(sites=sites, events=events, meta=meta, events_truncated=truncated).to_json()
+    for raw in out["sites"]:
+        key = (raw["path"], raw["line"], raw["kind"], raw["in_scope"], raw["allowed"])
+        raw["processes"] = sorted(processes[key], key=lambda p: (p.get("rank") is None, p.get("rank") or 0, p.get("pid") or 0))
+    return out
+
+
+def combine_files(paths: list[str], output: str) -> dict:
+    data = combine(paths)
+    data["report_path"] = os.path.abspath(output)
+    write_json_atomic(output, data)  # temp file + rename: a reader never sees half a report
+    return data

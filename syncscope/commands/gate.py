@@ -1,0 +1,147 @@
+"""`syncscope baseline create`, `syncscope gate`, `syncscope combine`, `syncscope export`.
+
+Exit codes: 0 passed, 1 new sites (or over a budget), 2 bad input or usage. A failed run never
+touches the baseline file.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"syncscope: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _write_text(path: str, text: str) -> None:
+    """`-` is stdout; `$GITHUB_STEP_SUMMARY` is appended to, as GitHub expects."""
+    import os
+    import sys
+
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    mode = "a" if path == os.environ.get("GITHUB_STEP_SUMMARY") else "w"
+    with open(path, mode, encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def register(app: typer.Typer) -> None:
+    baseline_app = typer.Typer(help="Accepted sync sites: create a baseline for `syncscope gate`.", no_args_is_help=True)
+    app.add_typer(baseline_app, name="baseline")
+
+    @baseline_app.command("create")
+    def baseline_create(
+        source: str = typer.Argument(..., help="a runtime report (syncscope run) or lint JSON output (syncscope lint --output-format json)"),
+        output: str = typer.Option("syncscope-baseline.json", "-o", "--output", help="baseline file to write"),
+        budget: Optional[float] = typer.Option(
+            None, "--budget", help="also record a per-step budget: current syncs per step times this factor (runtime reports)"
+        ),
+        steps: Optional[int] = typer.Option(None, "--steps", min=1, help="steps the run made (for --budget)"),
+        force: bool = typer.Option(False, "--force", help="overwrite an existing baseline"),
+    ) -> None:
+        """Accept every in-scope site of SOURCE: later gates fail only on sites not in it."""
+        import os
+
+        from syncscope import baseline as bl
+
+        if os.path.exists(output) and not force:
+            _fail(f"{output} exists; pass --force to replace it, or `syncscope gate --update` to shrink it")
+        try:
+            observation = bl.load_observation(source)
+            created = bl.create(observation, budget_slack=budget, steps=steps)
+        except bl.InputError as exc:
+            _fail(str(exc))
+        bl.save_baseline(created, output)
+        typer.echo(f"syncscope: baseline {output}: {len(created.entries)} {observation.origin} site(s) from {source}")
+
+    @app.command("gate")
+    def gate_command(
+        report: str = typer.Argument(..., help="a runtime report or lint JSON output"),
+        baseline: str = typer.Option(..., "--baseline", "-b", help="baseline file (syncscope baseline create)"),
+        update: bool = typer.Option(False, "--update", help="drop baseline sites no longer seen (never adds; only when the gate passes)"),
+        steps: Optional[int] = typer.Option(None, "--steps", min=1, help="steps the run made, for per-step budgets"),
+        markdown: Optional[str] = typer.Option(None, "--markdown", help="also write a Markdown summary here (- for stdout)"),
+    ) -> None:
+        """Exit 1 when REPORT has a sync site the baseline does not accept, else 0."""
+        from syncscope import baseline as bl
+        from syncscope import gate
+
+        try:
+            accepted = bl.load_baseline(baseline)
+            observation = bl.load_observation(report)
+            result = gate.check(observation, accepted, steps=steps)
+        except bl.InputError as exc:
+            _fail(str(exc))
+        typer.echo(gate.render_text(result, observation, baseline), err=not result.passed)
+        if markdown:
+            from syncscope.report import markdown as md
+
+            _write_text(markdown, md.render_gate(result, observation, baseline))
+        if update:
+            if not result.passed:
+                typer.echo(f"syncscope gate: {baseline} left unchanged (the gate failed; --update only shrinks a passing baseline)", err=True)
+            elif result.fixed:
+                bl.save_baseline(bl.shrink(accepted, (o.fingerprint for o in observation.sites)), baseline)
+                typer.echo(f"syncscope gate: {baseline}: dropped {len(result.fixed)} fixed site(s)")
+        raise typer.Exit(result.exit_code)
+
+    @app.command("combine")
+    def combine_command(
+        reports: List[str] = typer.Argument(None, help="report files or directories (default: syncscope-report*.json here)"),
+        output: str = typer.Option("syncscope-combined.json", "-o", "--output", help="merged report to write"),
+    ) -> None:
+        """Merge the reports of several processes (workers, torchrun ranks) into one."""
+        from syncscope import combine
+
+        try:
+            paths = combine.discover(list(reports or []), output)
+            data = combine.combine_files(paths, output)
+        except combine.CombineError as exc:
+            _fail(str(exc))
+        summary = data["summary"]
+        typer.echo(
+            f"syncscope: combined {len(paths)} report(s) from {len(data['combined_from'])} process(es) into {output}: "
+            f"{summary['events']} events at {summary['sites']} sites"
+        )
+
+    @app.command("export")
+    def export_command(
+        report: str = typer.Argument(..., help="a runtime report (or a combined one)"),
+        format: str = typer.Option(..., "--format", "-f", help="markdown | perfetto | sarif | github"),
+        output: str = typer.Option("-", "-o", "--output", help="file to write (- for stdout)"),
+    ) -> None:
+        """Write a runtime report in another format (Markdown summary, Perfetto trace, SARIF, GitHub annotations)."""
+        import json
+
+        from syncscope.report.model import ReportError, load_report
+
+        try:
+            loaded = load_report(report)
+        except ReportError as exc:
+            _fail(str(exc))
+        if format == "markdown":
+            from syncscope.report import markdown as md
+
+            text = md.render_report(loaded)
+        elif format == "perfetto":
+            from syncscope.report import perfetto
+
+            text = json.dumps(perfetto.trace(loaded)) + "\n"
+        elif format in ("sarif", "github"):
+            text = _export_shared(loaded, format)
+        else:
+            _fail(f"--format {format!r}: choose markdown, perfetto, sarif or github")
+        _write_text(output, text)
+
+
+def _export_shared(report, format: str) -> str:
+    """SARIF and GitHub annotations come from the linter's writers, which take generic sites."""
+    try:
+        from syncscope.report import github, sarif  # noqa: F401
+    except ImportError:
+        _fail(f"--format {format}: the SARIF/GitHub writers are not available in this build")
+    raise NotImplementedError

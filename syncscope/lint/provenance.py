@@ -1,0 +1,59 @@
+"""Where a value lives, as far as the linter can tell without running anything.
+
+The order matters: `combine` keeps the "most device-like" side, because an operation that
+mixes a device tensor with host data produces a device tensor. `UNKNOWN` sits between host and
+tensor: a value we know nothing about (an attribute of `self`, an unannotated parameter) is not
+assumed to be a tensor, but a value that *is* a tensor and whose device we do not know counts as
+device (`TENSOR`), as the issue asks.
+"""
+
+from __future__ import annotations
+
+PY = 0  # a plain Python value: int, str, a shape, a dtype. Never a tensor.
+HOST = 1  # host memory: a CPU tensor, a numpy array, a list built on the host
+UNKNOWN = 2  # nothing known
+TENSOR = 3  # a torch tensor on an unknown device: treated as device
+DEVICE = 4  # known to live on the device
+
+NAMES = {PY: "python", HOST: "host", UNKNOWN: "unknown", TENSOR: "tensor", DEVICE: "device"}
+
+
+def combine(*wheres: int) -> int:
+    """Where the result of an operation on these operands lives."""
+    return max(wheres) if wheres else PY
+
+
+def is_tensor_like(where: int) -> bool:
+    """Known to be a tensor that may live on the device (the issue's "tensor-looking value")."""
+    return where >= TENSOR
+
+
+def maybe_device(where: int) -> bool:
+    """Not known to be on the host: what a method that only tensors have (`.item()`) implies."""
+    return where >= UNKNOWN
+
+
+class NameHints:
+    """Serving code names host mirrors by convention (`seq_lens_cpu`, `num_tokens_np`,
+    `block_table.cpu`); the device side sometimes says so too (`input_ids.gpu`). Names are
+    split on `_` and a suffix matches as a whole word, so `cpu_` prefixes and `_cpu_` infixes
+    count too, while `cpuinfo` does not."""
+
+    def __init__(self, host_suffixes: list[str], device_suffixes: list[str]):
+        self.host_words = frozenset(s.strip("_").lower() for s in host_suffixes if s.strip("_"))
+        self.device_words = frozenset(s.strip("_").lower() for s in device_suffixes if s.strip("_"))
+        self._memo: dict[str, int] = {}
+
+    def where(self, name: str) -> int:
+        found = self._memo.get(name)
+        if found is None:
+            found = self._memo[name] = self._classify(name)
+        return found
+
+    def _classify(self, name: str) -> int:
+        words = name.lower().strip("_").split("_")
+        if any(w in self.host_words for w in words):
+            return HOST
+        if any(w in self.device_words for w in words):
+            return DEVICE
+        return UNKNOWN

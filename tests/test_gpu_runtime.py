@@ -1,0 +1,196 @@
+"""The runtime trap on a real GPU (run on the device machine: `pytest -m gpu`)."""
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.catalog.expectations import CATALOG, expectations
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _catalog_pairs(events):
+    catalog = CATALOG.resolve().as_posix()
+    return {
+        (e.site.line, e.kind)
+        for e in events
+        if Path(e.site.path).resolve().as_posix() == catalog or e.site.path.endswith("tests/catalog/sync_catalog.py")
+    }
+
+
+def test_catalog_on_cuda_matches_expectations():
+    import syncscope
+    from tests.catalog.sync_catalog import run_catalog
+
+    run_catalog("cuda")  # warm-up: lazy CUDA init, kernels loaded, outside the trap
+    with syncscope.trap(device="cuda") as t:
+        run_catalog("cuda")
+    expected = {(line, kind) for line, kind in expectations().items() if kind}
+    assert _catalog_pairs(t.events) == expected
+
+
+def test_catalog_blocked_times_are_measured():
+    import syncscope
+    from tests.catalog.sync_catalog import run_catalog
+
+    with syncscope.trap(device="cuda") as t:
+        run_catalog("cuda")
+    assert t.events and all(e.blocked_ns is not None and e.blocked_ns > 0 for e in t.events)
+
+
+def _queue_gpu_work(ms: float):
+    import torch
+
+    # Calibrate cycles to wall time once per call; _sleep spins on the GPU without memory traffic.
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    end.record()
+    end.synchronize()
+    cycles_per_ms = 10_000_000 / start.elapsed_time(end)
+    torch.cuda._sleep(int(cycles_per_ms * ms))
+
+
+def test_blocked_time_of_a_bool_mask_gather_is_the_wait():
+    import torch
+
+    import syncscope
+
+    x = torch.randn(1 << 20, device="cuda")
+    mask = x > 0
+    x[mask]
+    torch.cuda.synchronize()
+    # The wait measured independently: the same gather, same queue, host clock around it.
+    _queue_gpu_work(25)
+    t0 = time.perf_counter_ns()
+    x[mask]
+    independent = time.perf_counter_ns() - t0
+    torch.cuda.synchronize()
+    with syncscope.trap(device="cuda") as t:
+        _queue_gpu_work(25)
+        x[mask]
+    (event,) = [e for e in t.events if e.kind == "bool_mask_index"]
+    assert independent > 20e6
+    assert event.blocked_ns >= 0.8 * independent, (event.blocked_ns, independent)
+
+
+def test_background_thread_keeps_working_while_main_thread_is_trapped():
+    import torch
+
+    import syncscope
+
+    stop = threading.Event()
+    done = []
+
+    def worker():
+        y = torch.ones(1024, device="cuda")
+        while not stop.is_set():
+            done.append(float(y.sum()))  # syncs, on a thread outside every region
+
+    thread = threading.Thread(target=worker, name="background")
+    with syncscope.trap(device="cuda") as t:
+        thread.start()
+        with syncscope.region("decode_step"):
+            x = torch.ones(8, device="cuda")
+            for _ in range(50):
+                x.sum().item()
+        time.sleep(0.05)
+        stop.set()
+        thread.join()
+    assert len(done) > 0
+    main = [e for e in t.events if e.thread == "MainThread"]
+    background = [e for e in t.events if e.thread == "background"]
+    assert len(main) == 50 and all(e.in_scope and e.region == "decode_step" for e in main)
+    assert background and not any(e.in_scope for e in background)
+
+
+def test_forbid_syncs_raises_at_the_line():
+    import torch
+
+    import syncscope
+
+    x = torch.ones(4, device="cuda")
+    with pytest.raises(syncscope.HostSyncError) as info:
+        with syncscope.forbid_syncs():
+            y = x * 2
+            y.tolist()
+    assert info.value.kind == "tolist"
+    assert "y.tolist()" in str(info.value)
+
+
+def _run_cli(tmp_path, script_text, *extra):
+    script = tmp_path / "prog.py"
+    script.write_text(script_text)
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "syncscope", "run", "--device", "cuda", "-o", str(report), *extra, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    return proc, (json.loads(report.read_text()) if report.exists() else None)
+
+
+COMPILE_AND_GRAPH = """
+import torch
+import torch._dynamo
+
+def step(x, w):
+    return torch.relu(x @ w).sum(dim=-1)
+
+x = torch.randn(64, 64, device="cuda")
+w = torch.randn(64, 64, device="cuda")
+torch._dynamo.reset()
+compiled = torch.compile(step, fullgraph=True)
+eager = step(x, w)
+out = compiled(x, w)
+explanation = torch._dynamo.explain(step)(x, w)
+torch.cuda.synchronize()
+assert torch.allclose(out, eager, atol=1e-4), "compiled output differs"
+print("graph_breaks", explanation.graph_break_count)
+
+static_x = x.clone()
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    for _ in range(3):
+        step(static_x, w)
+torch.cuda.current_stream().wait_stream(s)
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    static_out = step(static_x, w)
+static_x.copy_(x * 2)
+graph.replay()
+torch.cuda.synchronize()
+assert torch.allclose(static_out, step(x * 2, w), atol=1e-4), "graph replay differs"
+print("graph ok")
+"""
+
+
+def test_torch_compile_and_cuda_graph_under_syncscope_run(tmp_path):
+    proc, report = _run_cli(tmp_path, COMPILE_AND_GRAPH)
+    assert proc.returncode == 0, proc.stderr
+    assert "graph_breaks 0" in proc.stdout
+    assert "graph ok" in proc.stdout
+    assert report["status"] == "ok"
+
+
+def test_policy_error_exits_with_the_line(tmp_path):
+    proc, report = _run_cli(
+        tmp_path,
+        "import torch\nx = torch.ones(3, device='cuda')\nprint('before')\nx.sum().item()\nprint('after')\n",
+        "--policy",
+        "error",
+    )
+    assert proc.returncode == 1
+    assert "before" in proc.stdout and "after" not in proc.stdout
+    assert "HostSyncError" in proc.stderr and "prog.py:4" in proc.stderr
+    assert "syncscope/runtime" not in proc.stderr  # traceback without syncscope frames
+    assert report["status"] == "exception"
