@@ -38,13 +38,15 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
     title = f"syncscope: {sum(s.count for s in in_scope)} host syncs at {len(in_scope)} sites in scope (device: {device})"
     if device == "sim":
         title += "; blocked time not measured on the simulated device"
+    if not report.sites:
+        console.print(f"syncscope: no host syncs (device: {device})", style="bold green")
     columns = ["site", "function", "kind", "count", "total ms", "mean ms", "region", "source"]
     for heading, group, style in (
         (title, in_scope, "bold red"),
         ("allowed syncs", allowed, "yellow"),
         ("outside the regions in scope (kept apart)", out_of_scope, "dim"),
     ):
-        if not group and heading != title:
+        if not group:
             continue
         table = Table(title=heading, title_style=style, show_lines=False, expand=False)
         for name in columns:

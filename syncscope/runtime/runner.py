@@ -50,6 +50,7 @@ def _check_target(target: str, module: bool) -> None:
 
 
 def _run_path(path: str) -> None:
+    path = os.path.abspath(path)  # Python >= 3.9 gives scripts an absolute __file__ and code path
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__builtins__ = __builtins__
@@ -57,7 +58,7 @@ def _run_path(path: str) -> None:
     main.__spec__ = None
     main.__cached__ = None
     sys.modules["__main__"] = main
-    with io.open_code(os.path.abspath(path)) as fh:
+    with io.open_code(path) as fh:
         source = fh.read()
     code = compile(source, path, "exec", dont_inherit=True)
     exec(code, main.__dict__)

@@ -1,0 +1,939 @@
+"""One pass over one parsed module: track where values live inside each function and hand the
+rules the events they asked for.
+
+The walk is a plain abstract interpretation in source order. Each function gets a fresh
+environment (name -> where, see provenance.py); an assignment records where its value lives, a
+read looks it up, and what is not bound locally is judged by its annotation or its name. Branches
+are not merged: the last assignment above a use wins, which is what serving code's straight-line
+builders need and keeps the walk to one visit per node.
+
+Functions that run once (constructors, weight loading, warm-up, graph capture; configurable) are
+skipped unless the whole file is to be linted. Module and class bodies run once at import and are
+only scanned for imports and definitions.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from . import provenance as P
+from .imports import dotted, record_import
+from .rules.base import CallInfo, Fix, Rule
+
+# Tensor attributes and methods that give plain Python values (no tensor, no sync).
+PY_ATTRS = frozenset(
+    "shape dtype device ndim is_cuda is_cpu is_sparse layout requires_grad itemsize nbytes is_leaf "
+    "is_quantized is_meta names".split()
+)
+PY_METHODS = frozenset(
+    "size dim numel element_size nelement is_contiguous data_ptr stride storage_offset get_device "
+    "is_pinned is_floating_point is_complex untyped_storage __len__ startswith endswith join "
+    "format split strip lower upper keys items values".split()
+)
+BOOL_METHODS = frozenset(
+    "bool eq ne gt lt ge le isnan isinf isfinite logical_and logical_or logical_not logical_xor "
+    "isin any all __eq__ __ne__ __lt__ __gt__ __le__ __ge__ isneginf isposinf signbit".split()
+)
+# torch functions that make a tensor from nothing: their device is where `device=` says, the
+# host otherwise (the `_like` family copies its argument's device instead).
+TORCH_FACTORIES = frozenset(
+    "tensor as_tensor zeros ones empty full arange linspace logspace eye rand randn randint "
+    "randperm empty_strided frombuffer asarray zeros_like ones_like empty_like full_like rand_like "
+    "randn_like randint_like".split()
+)
+# torch namespaces whose calls return streams, events, devices, flags: never tensors.
+TORCH_NON_TENSOR = (
+    "torch.cuda.",
+    "torch.accelerator.",
+    "torch.distributed.",
+    "torch.compiler.",
+    "torch._dynamo.",
+    "torch.device",
+    "torch.Size",
+    "torch.is_",
+    "torch.get_",
+    "torch.set_",
+    "torch.finfo",
+    "torch.iinfo",
+    "torch.numel",
+    "torch.no_grad",
+    "torch.inference_mode",
+    "torch.Generator",
+    "torch.dtype",
+    "torch.library.",
+    "torch.ops.",
+    "torch.jit.",
+    "torch.fx.",
+    "torch.nn.Module",
+    "torch.nn.Parameter",
+    "torch.profiler.",
+    "torch.autograd.",
+    "torch.manual_seed",
+    "torch.use_deterministic_algorithms",
+)
+BUILTIN_NAMES = frozenset(dir(builtins))
+PY_BUILTINS = frozenset(
+    "len range isinstance issubclass hasattr callable id hash str repr format bytes int float bool "
+    "complex dict set frozenset tuple list sorted reversed enumerate zip type chr ord bin hex oct "
+    "divmod round abs print".split()
+)
+DEVICE_KWARG_HOST = ("cpu",)
+TYPE_HOST_HINTS = ("ndarray", "NDArray", "array")
+TYPE_PY_HINTS = frozenset(
+    "int float bool str bytes list List tuple Tuple dict Dict set Set frozenset Sequence Iterable "
+    "Mapping Callable Any None Optional Union Literal Iterator Generator type".split()
+)
+COLD_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton")
+
+
+@dataclass
+class RawFinding:
+    code: str
+    function: str
+    stmt: int  # index into the statement spans
+    anchors: list[Any]  # strings, or nodes whose first line of code is the anchor
+    message: str
+    fix: Fix | None = None
+    level: str = "error"
+
+
+@dataclass
+class CallSite:
+    """A call into code of the linted tree, kept for the cross-file (SYN6xx) pass."""
+
+    function: str
+    stmt: int
+    anchor: str
+    callee: str
+    shift: int  # 1 when `self.m(x)` passes `self` implicitly
+    args: list[tuple[int | None, str | None, int, str]]  # (position, keyword, where, text)
+
+
+@dataclass
+class FunctionContext:
+    """What a rule may ask about the function being walked."""
+
+    analyzer: "ModuleAnalyzer"
+    qualname: str
+    classes: list[str]
+    passive: bool = False  # module/class body: only imports and definitions matter
+    env: dict[str, int] = field(default_factory=dict)
+    bools: set[str] = field(default_factory=set)
+    types: dict[str, str] = field(default_factory=dict)  # name -> annotated class name
+    params: list[str] = field(default_factory=list)
+    reassigned: set[str] = field(default_factory=set)
+    copies: dict[str, str] = field(default_factory=dict)  # name -> name it is a host/device copy of
+    aliases: dict[str, str] | None = None
+    stmt: int = 0
+
+    # -- questions rules ask -------------------------------------------------------------
+    @property
+    def config(self):
+        return self.analyzer.config
+
+    def alias_table(self) -> dict[str, str]:
+        return self.aliases if self.aliases is not None else self.analyzer.aliases
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        """Qualified name of an imported thing (`torch.cuda.synchronize`), else None."""
+        name = dotted(node)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        target = self.alias_table().get(root)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def where_of_name(self, name: str) -> int:
+        found = self.env.get(name)
+        if found is not None:
+            return found
+        return self.analyzer.hints.where(name.rsplit(".", 1)[-1])
+
+    def is_bool(self, node: cst.BaseExpression) -> bool:
+        """Does this expression look like a boolean mask?"""
+        if isinstance(node, cst.Comparison):
+            return not any(
+                isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons
+            )
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+            return self.is_bool(node.expression)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+            return self.is_bool(node.left) or self.is_bool(node.right)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted(node)
+            if name is not None and name in self.bools:
+                return True
+            last = name.rsplit(".", 1)[-1] if name else (node.attr.value if isinstance(node, cst.Attribute) else "")
+            words = last.lower().strip("_").split("_")
+            return "mask" in words or "masks" in words
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in BOOL_METHODS:
+                    return True
+                if func.attr.value == "to" and any(dotted(a.value) in ("torch.bool", "bool") for a in node.args):
+                    return True
+        return False
+
+    def host_twin(self, node: cst.BaseExpression) -> tuple[str, bool] | None:
+        """A host-side twin of a device value in scope (`mask` -> `mask_cpu`), and whether it is
+        provably a copy of it (a local `mask = mask_cpu.to(...)` or `mask_cpu = mask.cpu()`)
+        rather than only named like one."""
+        if not isinstance(node, cst.Name):
+            return None
+        name = node.value
+        for suffix in self.config.twin_suffixes:
+            twin = name + suffix
+            if twin in self.env or twin in self.params:
+                proven = self.copies.get(name) == twin or self.copies.get(twin) == name
+                return twin, proven
+        return None
+
+    def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
+               subject: cst.BaseExpression | None = None, fix: Fix | None = None) -> None:
+        if self.passive:
+            return
+        anchors: list[Any] = [node]
+        if anchor:
+            anchors.append(anchor)
+        self.analyzer.findings.append(RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level))
+        if isinstance(subject, cst.Name) and subject.value in self.params and subject.value not in self.reassigned:
+            self.analyzer.record_summary(self, subject.value, rule.code, message)
+
+
+class ModuleAnalyzer:
+    def __init__(self, module: cst.Module, spans: list[tuple[int, int, int]], config, registry,
+                 module_name: str, is_package: bool) -> None:
+        self.module = module
+        self.spans = spans
+        self.config = config
+        self.registry = registry
+        self.hints = config.name_hints
+        self.module_name = module_name
+        self.is_package = is_package
+        self.aliases: dict[str, str] = {}
+        self.findings: list[RawFinding] = []
+        self.calls: list[CallSite] = []
+        # qualified function -> {"params": [...], "syncs": {param: (code, stmt, message)}}
+        self.summaries: dict[str, dict] = {}
+        self.counter = 0
+        self._eval_dispatch = {
+            cst.Name: self._eval_name,
+            cst.Attribute: self._eval_attribute,
+            cst.Call: self._eval_call,
+            cst.Subscript: self._eval_subscript,
+            cst.BinaryOperation: self._eval_binary,
+            cst.Comparison: self._eval_comparison,
+            cst.UnaryOperation: self._eval_unary,
+            cst.BooleanOperation: self._eval_boolean,
+            cst.IfExp: self._eval_ifexp,
+            cst.Integer: _py, cst.Float: _py, cst.Imaginary: _py, cst.SimpleString: _py,
+            cst.ConcatenatedString: _py, cst.Ellipsis: _py,
+            cst.FormattedString: self._eval_fstring,
+            cst.List: self._eval_sequence, cst.Tuple: self._eval_sequence, cst.Set: self._eval_sequence,
+            cst.Dict: self._eval_dict,
+            cst.ListComp: self._eval_comp, cst.SetComp: self._eval_comp, cst.GeneratorExp: self._eval_comp,
+            cst.DictComp: self._eval_comp,
+            cst.Lambda: _unknown,
+            cst.Await: self._eval_await,
+            cst.Yield: self._eval_yield,
+            cst.NamedExpr: self._eval_walrus,
+            cst.StarredElement: self._eval_starred,
+        }
+
+    # -- statement counting: keeps us aligned with lines.statement_spans ----------------
+    def enter(self) -> int:
+        index = self.counter
+        self.counter += 1
+        return index
+
+    def skip_subtree(self, index: int) -> None:
+        """Jump over the statements nested in statement `index` without visiting them."""
+        if index < len(self.spans):
+            self.counter = index + self.spans[index][2]
+
+    # -- module / class level ------------------------------------------------------------
+    def run(self) -> None:
+        top = FunctionContext(self, "<module>", [], passive=not self.config.all_functions)
+        for stmt in self.module.body:
+            self.visit_stmt(stmt, top)
+
+    def is_cold(self, node: cst.FunctionDef) -> bool:
+        if self.config.all_functions:
+            return False
+        if self.config.cold_function(node.name.value):
+            return True
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            if isinstance(expr, cst.Call):
+                expr = expr.func
+            name = (dotted(expr) or "").lower()
+            if any(word in name for word in COLD_DECORATOR_WORDS):
+                return True  # a Triton/JIT kernel body is device code, not host code
+        return False
+
+    def visit_function(self, node: cst.FunctionDef, outer: FunctionContext) -> None:
+        index = self.enter()
+        prefix = outer.qualname if outer.qualname != "<module>" and not outer.passive else ".".join(outer.classes)
+        qualname = f"{prefix}.{node.name.value}" if prefix else node.name.value
+        if self.is_cold(node):
+            self.skip_subtree(index)
+            return
+        ctx = FunctionContext(self, qualname, list(outer.classes) if outer.passive else outer.classes)
+        if not outer.passive:  # a closure sees its enclosing function's names
+            ctx.env = dict(outer.env)
+            ctx.bools = set(outer.bools)
+            ctx.types = dict(outer.types)
+            ctx.aliases = outer.aliases
+        self._bind_params(node.params, ctx)
+        ctx.stmt = index
+        self.visit_block(node.body, ctx)
+
+    def visit_class(self, node: cst.ClassDef, outer: FunctionContext) -> None:
+        self.enter()
+        ctx = FunctionContext(self, outer.qualname, outer.classes + [node.name.value],
+                              passive=not self.config.all_functions, aliases=outer.aliases)
+        if not ctx.passive:
+            ctx.qualname = ".".join(ctx.classes)
+        self.visit_block(node.body, ctx)
+
+    def _bind_params(self, params: cst.Parameters, ctx: FunctionContext) -> None:
+        ordered = list(params.posonly_params) + list(params.params)
+        extra = list(params.kwonly_params)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                extra.append(star)
+        for param in ordered + extra:
+            name = param.name.value
+            if param in ordered:
+                ctx.params.append(name)
+            ctx.env[name] = self._where_of_param(param, ctx)
+            ctx.reassigned.discard(name)
+
+    def _where_of_param(self, param: cst.Param, ctx: FunctionContext) -> int:
+        name = param.name.value
+        by_name = self.hints.where(name)
+        if by_name == P.HOST:
+            return P.HOST
+        if name in ("self", "cls"):
+            return P.UNKNOWN
+        if param.annotation is None:
+            return by_name
+        return self._where_of_annotation(param.annotation.annotation, name, ctx, by_name)
+
+    def _where_of_annotation(self, ann: cst.BaseExpression, name: str, ctx: FunctionContext, by_name: int) -> int:
+        names = _annotation_names(ann)
+        if any(n == "Tensor" or n.endswith(".Tensor") for n in names):
+            return max(by_name, P.TENSOR)
+        if any(n.rsplit(".", 1)[-1] in TYPE_HOST_HINTS for n in names):
+            return P.HOST
+        heads = [n.rsplit(".", 1)[-1] for n in names]
+        if heads and all(h in TYPE_PY_HINTS for h in heads):
+            return P.PY
+        classes = [h for h in heads if h not in TYPE_PY_HINTS]
+        if classes:
+            ctx.types[name] = classes[0]
+        return by_name
+
+    # -- statements ----------------------------------------------------------------------
+    def visit_block(self, block: cst.BaseSuite, ctx: FunctionContext) -> None:
+        if isinstance(block, cst.SimpleStatementSuite):
+            for small in block.body:
+                self.visit_small(small, ctx)
+        else:
+            for stmt in block.body:
+                self.visit_stmt(stmt, ctx)
+
+    def visit_stmt(self, stmt: cst.CSTNode, ctx: FunctionContext) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self.visit_small(small, ctx)
+            return
+        if isinstance(stmt, cst.FunctionDef):
+            self.visit_function(stmt, ctx)
+            return
+        if isinstance(stmt, cst.ClassDef):
+            self.visit_class(stmt, ctx)
+            return
+        ctx.stmt = self.enter()
+        active = not ctx.passive
+        if isinstance(stmt, cst.If):
+            if active:
+                self.condition(stmt.test, ctx, "if")
+            self.visit_block(stmt.body, ctx)
+            if isinstance(stmt.orelse, cst.If):
+                self.visit_stmt(stmt.orelse, ctx)
+            elif isinstance(stmt.orelse, cst.Else):
+                self.visit_block(stmt.orelse.body, ctx)
+        elif isinstance(stmt, cst.For):
+            if active:
+                self.bind(stmt.target, self._iter_where(stmt.iter, ctx), None, ctx)
+            self.visit_block(stmt.body, ctx)
+            if stmt.orelse is not None:
+                self.visit_block(stmt.orelse.body, ctx)
+        elif isinstance(stmt, cst.While):
+            if active:
+                self.condition(stmt.test, ctx, "while")
+            self.visit_block(stmt.body, ctx)
+            if stmt.orelse is not None:
+                self.visit_block(stmt.orelse.body, ctx)
+        elif isinstance(stmt, cst.With):
+            if active:
+                for item in stmt.items:
+                    where = self.eval(item.item, ctx)
+                    if item.asname is not None:
+                        self.bind(item.asname.name, where, None, ctx)
+            self.visit_block(stmt.body, ctx)
+        elif isinstance(stmt, (cst.Try, cst.TryStar)):
+            self.visit_block(stmt.body, ctx)
+            for handler in stmt.handlers:
+                if active and handler.name is not None:
+                    self.bind(handler.name.name, P.PY, None, ctx)
+                self.visit_block(handler.body, ctx)
+            if stmt.orelse is not None:
+                self.visit_block(stmt.orelse.body, ctx)
+            if stmt.finalbody is not None:
+                self.visit_block(stmt.finalbody.body, ctx)
+        elif isinstance(stmt, cst.Match):
+            if active:
+                self.eval(stmt.subject, ctx)
+            for case in stmt.cases:
+                self.visit_block(case.body, ctx)
+        else:  # an unknown compound statement: keep the line table aligned
+            self.skip_subtree(ctx.stmt)
+
+    def visit_small(self, small: cst.BaseSmallStatement, ctx: FunctionContext) -> None:
+        ctx.stmt = self.enter()
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            if ctx.passive or ctx.aliases is None and ctx.qualname == "<module>":
+                record_import(small, self.aliases, self.module_name, self.is_package)
+            else:
+                if ctx.aliases is None or ctx.aliases is self.aliases:
+                    ctx.aliases = dict(self.aliases)
+                record_import(small, ctx.aliases, self.module_name, self.is_package)
+            return
+        if ctx.passive:
+            return
+        if isinstance(small, cst.Expr):
+            self.eval(small.value, ctx)
+        elif isinstance(small, cst.Assign):
+            self.assign([t.target for t in small.targets], small.value, ctx)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self.assign([small.target], small.value, ctx)
+            elif isinstance(small.target, cst.Name):
+                name = small.target.value
+                ctx.env[name] = self._where_of_annotation(small.annotation.annotation, name, ctx, self.hints.where(name))
+        elif isinstance(small, cst.AugAssign):
+            value = self.eval(small.value, ctx)
+            if isinstance(small.target, cst.Subscript):
+                self._eval_subscript_parts(small.target, ctx)
+            else:
+                target = self.eval(small.target, ctx)
+                self.bind(small.target, P.combine(target, value), None, ctx)
+        elif isinstance(small, cst.Return):
+            if small.value is not None:
+                self.eval(small.value, ctx)
+        elif isinstance(small, cst.Assert):
+            self.condition(small.test, ctx, "assert")
+            if small.msg is not None:
+                self.eval(small.msg, ctx)
+        elif isinstance(small, cst.Raise):
+            if small.exc is not None:
+                self.eval(small.exc, ctx)
+        elif isinstance(small, cst.Del):
+            pass
+
+    # -- assignment ----------------------------------------------------------------------
+    def assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression, ctx: FunctionContext) -> None:
+        # `a, b = x_cpu, y` binds pairwise, so each side keeps its own provenance
+        if (len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List))
+                and isinstance(value, (cst.Tuple, cst.List))
+                and len(targets[0].elements) == len(value.elements)
+                and not any(isinstance(e, cst.StarredElement) for e in value.elements)):
+            for target_el, value_el in zip(targets[0].elements, value.elements):
+                where = self.eval(value_el.value, ctx)
+                self.bind(target_el.value, where, value_el.value, ctx)
+            return
+        where = self.eval(value, ctx)
+        for target in targets:
+            self.bind(target, where, value, ctx)
+
+    def bind(self, target: cst.BaseExpression, where: int, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
+        if isinstance(target, cst.Name):
+            name = target.value
+            self._bind_name(name, where, value, ctx)
+        elif isinstance(target, cst.Attribute):
+            name = dotted(target)
+            self.eval(target.value, ctx)
+            if name is not None:
+                self._bind_name(name, where, value, ctx)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind(element.value, where, None, ctx)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, where, None, ctx)
+        elif isinstance(target, cst.Subscript):
+            base = self._eval_subscript_parts(target, ctx)
+            for rule in self.registry.subscript_store:
+                rule.on_subscript_store(ctx, target, base, value, where)
+
+    def _bind_name(self, name: str, where: int, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
+        # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
+        if self.hints.where(name.rsplit(".", 1)[-1]) == P.HOST and where != P.PY:
+            where = P.HOST
+        ctx.env[name] = where
+        ctx.reassigned.add(name)
+        ctx.copies.pop(name, None)
+        for other, source in list(ctx.copies.items()):
+            if source == name:
+                del ctx.copies[other]
+        if value is not None and ctx.is_bool(value):
+            ctx.bools.add(name)
+        else:
+            ctx.bools.discard(name)
+        # `a = b.to(device)` / `a = b.cpu()`: a and b hold the same values (for fix safety)
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in ("to", "cpu", "cuda") and isinstance(value.func.value, cst.Name):
+            ctx.copies[name] = value.func.value.value
+
+    # -- expressions ---------------------------------------------------------------------
+    def eval(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+        handler = self._eval_dispatch.get(type(node))
+        if handler is None:
+            return P.UNKNOWN
+        return handler(node, ctx)
+
+    def condition(self, test: cst.BaseExpression, ctx: FunctionContext, context: str) -> None:
+        """A value used as a truth value: `bool()` is called on it."""
+        if isinstance(test, cst.BooleanOperation):
+            self.condition(test.left, ctx, context)
+            self.condition(test.right, ctx, context)
+            return
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            self.condition(test.expression, ctx, context)
+            return
+        where = self.eval(test, ctx)
+        for rule in self.registry.condition:
+            rule.on_condition(ctx, test, where, context)
+
+    def _eval_name(self, node: cst.Name, ctx: FunctionContext) -> int:
+        value = node.value
+        if value in ("True", "False", "None"):
+            return P.PY
+        found = ctx.env.get(value)
+        if found is not None:
+            return found
+        if value in ctx.alias_table():
+            return P.PY  # a module or an imported function
+        return self.hints.where(value)
+
+    def _eval_attribute(self, node: cst.Attribute, ctx: FunctionContext) -> int:
+        attr = node.attr.value
+        name = dotted(node)
+        if name is not None:
+            found = ctx.env.get(name)
+            if found is not None:
+                return found
+            root = name.split(".", 1)[0]
+            if root in ctx.alias_table() and root not in ctx.env:
+                return P.PY  # `torch.float16`, `np.int32`: module attributes
+        receiver = self.eval(node.value, ctx)
+        if attr in self.registry.attribute_names:
+            for rule in self.registry.attribute:
+                rule.on_attribute(ctx, node, receiver)
+        if attr in PY_ATTRS:
+            return P.PY
+        if attr in ("T", "mT", "H", "data", "real", "imag"):
+            return receiver
+        by_name = self.hints.where(attr)
+        if by_name != P.UNKNOWN:
+            return by_name
+        return P.UNKNOWN
+
+    def _eval_subscript_parts(self, node: cst.Subscript, ctx: FunctionContext) -> int:
+        base = self.eval(node.value, ctx)
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                self.eval(element.slice.value, ctx)
+            else:
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        self.eval(part, ctx)
+        return base
+
+    def _eval_subscript(self, node: cst.Subscript, ctx: FunctionContext) -> int:
+        base = self._eval_subscript_parts(node, ctx)
+        for rule in self.registry.subscript_read:
+            rule.on_subscript_read(ctx, node, base)
+        return base
+
+    def index_where(self, node: cst.Subscript, ctx: FunctionContext) -> list[tuple[cst.BaseExpression | None, int]]:
+        """(expression, where) of each index element; slices give (None, PY). Rules call this;
+        it re-evaluates only names and attributes, which has no side effects."""
+        out = []
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                value = element.slice.value
+                out.append((value, self.peek(value, ctx)))
+            else:
+                out.append((None, P.PY))
+        return out
+
+    def peek(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+        """Where a simple expression lives, without emitting events."""
+        if isinstance(node, cst.Name):
+            return self._eval_name(node, ctx)
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            return P.PY
+        if isinstance(node, cst.Attribute):
+            name = dotted(node)
+            if name is not None and name in ctx.env:
+                return ctx.env[name]
+            if node.attr.value in PY_ATTRS:
+                return P.PY
+            by_name = self.hints.where(node.attr.value)
+            if by_name != P.UNKNOWN:
+                return by_name
+            return P.UNKNOWN
+        if isinstance(node, cst.UnaryOperation):
+            return self.peek(node.expression, ctx)
+        if isinstance(node, cst.Comparison):
+            return P.combine(self.peek(node.left, ctx), *(self.peek(c.comparator, ctx) for c in node.comparisons))
+        if isinstance(node, cst.BinaryOperation):
+            return P.combine(self.peek(node.left, ctx), self.peek(node.right, ctx))
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                if method in ("item",):
+                    return P.PY
+                if method in ("cpu", "numpy", "tolist", "pin_memory"):
+                    return P.HOST
+                if method in PY_METHODS:
+                    return P.PY
+                if method == "cuda":
+                    return P.DEVICE
+                if ctx.resolve(func) is None:
+                    return self.peek(func.value, ctx)
+            if isinstance(func, cst.Name) and func.value in PY_BUILTINS and func.value not in ctx.env:
+                return P.PY
+            qual = ctx.resolve(func)
+            if qual is not None and qual.startswith("numpy."):
+                return P.HOST
+            return P.UNKNOWN
+        if isinstance(node, cst.Subscript):
+            return self.peek(node.value, ctx)
+        return P.UNKNOWN
+
+    def _eval_binary(self, node: cst.BinaryOperation, ctx: FunctionContext) -> int:
+        return P.combine(self.eval(node.left, ctx), self.eval(node.right, ctx))
+
+    def _eval_comparison(self, node: cst.Comparison, ctx: FunctionContext) -> int:
+        wheres = [self.eval(node.left, ctx)] + [self.eval(c.comparator, ctx) for c in node.comparisons]
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+            return P.PY
+        return P.combine(*wheres)
+
+    def _eval_unary(self, node: cst.UnaryOperation, ctx: FunctionContext) -> int:
+        if isinstance(node.operator, cst.Not):
+            self.condition(node.expression, ctx, "not")
+            return P.PY
+        return self.eval(node.expression, ctx)
+
+    def _eval_boolean(self, node: cst.BooleanOperation, ctx: FunctionContext) -> int:
+        # `a or b` calls bool(a); b is returned as it is
+        self.condition(node.left, ctx, node.operator.__class__.__name__.lower())
+        return P.combine(P.PY, self.eval(node.right, ctx))
+
+    def _eval_ifexp(self, node: cst.IfExp, ctx: FunctionContext) -> int:
+        self.condition(node.test, ctx, "ternary")
+        return P.combine(self.eval(node.body, ctx), self.eval(node.orelse, ctx))
+
+    def _eval_fstring(self, node: cst.FormattedString, ctx: FunctionContext) -> int:
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                self.eval(part.expression, ctx)
+        return P.PY
+
+    def _eval_sequence(self, node, ctx: FunctionContext) -> int:
+        wheres = [self.eval(e.value, ctx) for e in node.elements]
+        # a literal list of Python values is host data (what `torch.tensor([...])` copies)
+        return P.combine(P.PY, *wheres)
+
+    def _eval_dict(self, node: cst.Dict, ctx: FunctionContext) -> int:
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                self.eval(element.key, ctx)
+            self.eval(element.value, ctx)
+        return P.PY
+
+    def _eval_comp(self, node, ctx: FunctionContext) -> int:
+        saved = dict(ctx.env)
+        clause = node.for_in
+        while clause is not None:
+            self.bind_loop_target(clause.target, self._iter_where(clause.iter, ctx), ctx)
+            for cond in clause.ifs:
+                self.condition(cond.test, ctx, "comprehension")
+            clause = clause.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self.eval(node.key, ctx)
+            result = self.eval(node.value, ctx)
+        else:
+            result = self.eval(node.elt, ctx)
+        ctx.env = saved
+        return result
+
+    def bind_loop_target(self, target: cst.BaseExpression, where: int, ctx: FunctionContext) -> None:
+        if isinstance(target, cst.Name):
+            ctx.env[target.value] = where
+            ctx.reassigned.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind_loop_target(element.value, where, ctx)
+
+    def _iter_where(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+        """Where the items of an iteration live."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value not in ctx.env:
+            name = node.func.value
+            if name == "range":
+                self.eval(node, ctx)
+                return P.PY
+            if name in ("zip", "enumerate", "reversed", "sorted", "list", "tuple"):
+                wheres = [self.eval(a.value, ctx) for a in node.args]
+                return P.combine(*wheres) if wheres else P.UNKNOWN
+        where = self.eval(node, ctx)
+        return where
+
+    def _eval_await(self, node: cst.Await, ctx: FunctionContext) -> int:
+        return self.eval(node.expression, ctx)
+
+    def _eval_yield(self, node: cst.Yield, ctx: FunctionContext) -> int:
+        if isinstance(node.value, cst.BaseExpression):
+            self.eval(node.value, ctx)
+        elif isinstance(node.value, cst.From):
+            self.eval(node.value.item, ctx)
+        return P.UNKNOWN
+
+    def _eval_walrus(self, node: cst.NamedExpr, ctx: FunctionContext) -> int:
+        where = self.eval(node.value, ctx)
+        self.bind(node.target, where, node.value, ctx)
+        return where
+
+    def _eval_starred(self, node: cst.StarredElement, ctx: FunctionContext) -> int:
+        return self.eval(node.value, ctx)
+
+    # -- calls ---------------------------------------------------------------------------
+    def _eval_call(self, node: cst.Call, ctx: FunctionContext) -> int:
+        func = node.func
+        qualname: str | None = None
+        method: str | None = None
+        receiver: cst.BaseExpression | None = None
+        receiver_where: int | None = None
+        shift = 0
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in ctx.env:
+                qualname = None  # a local variable holding a callable
+            elif name in ctx.alias_table():
+                qualname = ctx.alias_table()[name]
+            elif name in BUILTIN_NAMES:
+                qualname = name
+            else:
+                qualname = f"{self.module_name}.{name}" if self.module_name else name
+        elif isinstance(func, cst.Attribute):
+            method = func.attr.value
+            qualname = ctx.resolve(func)
+            if qualname is None:
+                receiver = func.value
+                receiver_where = self.eval(receiver, ctx)
+                if isinstance(receiver, cst.Name) and receiver.value == "self" and ctx.classes:
+                    qualname = ".".join(filter(None, [self.module_name, *ctx.classes, method]))
+                    shift = 1
+        else:
+            self.eval(func, ctx)
+
+        args: list[tuple[cst.BaseExpression, int]] = []
+        kwargs: dict[str, tuple[cst.BaseExpression, int]] = {}
+        star = False
+        for arg in node.args:
+            where = self.eval(arg.value, ctx)
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = (arg.value, where)
+            elif arg.star:
+                star = True
+            else:
+                args.append((arg.value, where))
+        info = CallInfo(node, qualname, method, receiver, receiver_where, args, kwargs, star)
+
+        last = method if method is not None else (qualname.rsplit(".", 1)[-1] if qualname else None)
+        if last is not None:
+            rules = self.registry.by_name.get(last)
+            if rules:
+                for rule in rules:
+                    rule.on_call(ctx, info)
+        if qualname is not None and not ctx.passive and (shift or receiver is None):
+            self._maybe_record_call(ctx, info, qualname, shift, last or "")
+        return self._call_result(info, ctx)
+
+    def _maybe_record_call(self, ctx: FunctionContext, info: CallInfo, qualname: str, shift: int, last: str) -> None:
+        if qualname in BUILTIN_NAMES or qualname.startswith(("torch.", "numpy.", "math.", "triton.")):
+            return
+        if not self.config.cross_file:
+            return
+        if not any(P.maybe_device(w) for _, w in info.args) and not any(P.maybe_device(w) for _, w in info.kwargs.values()):
+            return
+        args = [(i, None, w, dotted(a) or "") for i, (a, w) in enumerate(info.args)]
+        args += [(None, k, w, dotted(a) or "") for k, (a, w) in info.kwargs.items()]
+        self.calls.append(CallSite(ctx.qualname, ctx.stmt, last + "(", qualname, shift, args))
+
+    def _call_result(self, info: CallInfo, ctx: FunctionContext) -> int:
+        qualname, method = info.qualname, info.method
+        if info.receiver is not None:
+            r = info.receiver_where if info.receiver_where is not None else P.UNKNOWN
+            if method == "item":
+                return P.PY
+            if method in ("cpu", "numpy", "tolist", "pin_memory"):
+                return P.HOST
+            if method == "cuda":
+                return P.DEVICE
+            if method == "to":
+                target = copy_target(info, ctx)
+                return target if target is not None else r
+            if method in PY_METHODS:
+                return P.PY
+            if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
+                return r if r >= P.HOST else P.TENSOR
+            if r in (P.HOST, P.TENSOR, P.DEVICE):
+                return r
+            return P.UNKNOWN if r != P.PY else P.PY
+        if qualname is None:
+            return P.UNKNOWN
+        if qualname.startswith("torch."):
+            if qualname.startswith(TORCH_NON_TENSOR):
+                return P.PY
+            short = qualname.rsplit(".", 1)[-1]
+            if short in TORCH_FACTORIES:
+                device = info.kwarg("device")
+                if device is not None:
+                    return device_where(device, ctx) or P.DEVICE
+                if short.endswith("_like") and info.args:
+                    return info.args[0][1]
+                if short == "as_tensor" and info.args:
+                    return info.args[0][1] if info.args[0][1] >= P.HOST else P.HOST
+                return P.HOST
+            if short == "from_numpy":
+                return P.HOST
+            wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
+            if any(w == P.DEVICE for w in wheres):
+                return P.DEVICE
+            if any(w in (P.TENSOR, P.UNKNOWN) for w in wheres):
+                return P.TENSOR
+            if any(w == P.HOST for w in wheres):
+                return P.HOST
+            return P.TENSOR
+        if qualname.startswith("numpy."):
+            return P.HOST
+        if qualname.startswith("math."):
+            return P.PY
+        if qualname in PY_BUILTINS:
+            return P.PY
+        if qualname in ("min", "max", "sum"):
+            wheres = [w for _, w in info.args]
+            return P.PY if all(w == P.PY for w in wheres) else P.combine(*wheres)
+        return P.UNKNOWN
+
+    # -- cross-file summaries ------------------------------------------------------------
+    def record_summary(self, ctx: FunctionContext, param: str, code: str, message: str) -> None:
+        qualname = f"{self.module_name}.{ctx.qualname}" if self.module_name else ctx.qualname
+        entry = self.summaries.setdefault(qualname, {"params": list(ctx.params), "syncs": {}})
+        entry["syncs"].setdefault(param, (code, ctx.stmt, message))
+
+
+def _py(node, ctx) -> int:
+    return P.PY
+
+
+def _unknown(node, ctx) -> int:
+    return P.UNKNOWN
+
+
+def _annotation_names(node: cst.BaseExpression) -> list[str]:
+    """Dotted names mentioned by an annotation: `Optional[torch.Tensor]` -> [Optional, torch.Tensor]."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        name = dotted(node)
+        return [name] if name else []
+    if isinstance(node, cst.Subscript):
+        names = _annotation_names(node.value)
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                names += _annotation_names(element.slice.value)
+        return names
+    if isinstance(node, cst.BinaryOperation):
+        return _annotation_names(node.left) + _annotation_names(node.right)
+    if isinstance(node, cst.SimpleString):
+        text = node.value.strip("'\"")
+        return [text.split("[", 1)[0].strip()] + (["Tensor"] if "Tensor" in text else [])
+    return []
+
+
+def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> int | None:
+    """HOST or DEVICE for a device expression (`"cuda"`, `torch.device("cpu")`, `self.device`,
+    `x.device`); None for something that is not a device (a dtype, another tensor)."""
+    if isinstance(node, cst.SimpleString):
+        text = node.value.strip("'\"rbuRBU").lower()
+        if text.startswith("cpu"):
+            return P.HOST
+        if text.startswith(("cuda", "xpu", "npu", "hip", "mps", "meta")):
+            return P.DEVICE
+        return None
+    if isinstance(node, cst.Call):
+        if ctx.resolve(node.func) == "torch.device":
+            if node.args:
+                return device_where(node.args[0].value, ctx) or P.DEVICE
+            return P.DEVICE
+        return None
+    if isinstance(node, cst.Attribute) and node.attr.value == "device":
+        owner = ctx.analyzer.peek(node.value, ctx)
+        return P.HOST if owner == P.HOST else P.DEVICE
+    name = dotted(node)
+    if name is None:
+        return None
+    qual = ctx.resolve(node)
+    if qual is not None and qual.startswith("torch.") and not qual.startswith("torch.device"):
+        return None  # torch.float16 and friends
+    last = name.rsplit(".", 1)[-1].lower()
+    words = last.strip("_").split("_")
+    if "dtype" in words or "type" in words:
+        return None
+    if any(w in ctx.config.name_hints.host_words for w in words) or last == "cpu":
+        return P.HOST
+    if "device" in words or "dev" in words or last in ("cuda", "gpu"):
+        return P.DEVICE
+    return None
+
+
+def copy_target(info: CallInfo, ctx: FunctionContext) -> int | None:
+    """Where `x.to(...)` sends x: HOST, DEVICE, or None when it only changes the dtype or the
+    target cannot be told."""
+    device = info.kwarg("device")
+    if device is not None:
+        return device_where(device, ctx)
+    for arg, _ in info.args[:1]:
+        found = device_where(arg, ctx)
+        if found is not None:
+            return found
+    return None
+
+
+def is_non_blocking(info: CallInfo) -> bool:
+    value = info.kwarg("non_blocking")
+    if value is None:
+        return False
+    return not (isinstance(value, cst.Name) and value.value == "False")
