@@ -60,6 +60,32 @@ def time_steps(model, x, positions, pinned_ids, device, steps):
     return (time.perf_counter() - t0) / steps, out
 
 
+def per_call_ns(fn, calls=20000):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter_ns() - t0
+    torch.cuda.synchronize()
+    return elapsed / calls
+
+
+def shim_costs():
+    """Host cost of one call of a shimmed entry point that does not sync, plain vs trapped."""
+    x = torch.randn(64, 64, device="cuda")
+    idx = torch.arange(8, device="cuda")
+    cases = {"x[:, idx]": lambda: x[:, idx], "x[3:9]": lambda: x[3:9], "x.to(cuda)": lambda: x.to("cuda")}
+    costs = {}
+    for name, fn in cases.items():
+        plain, trapped = [], []
+        for _ in range(5):
+            plain.append(per_call_ns(fn))
+            with syncscope.trap(device="cuda"):
+                trapped.append(per_call_ns(fn))
+        costs[name] = {"plain_ns": statistics.median(plain), "trapped_ns": statistics.median(trapped)}
+    return costs
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
@@ -102,6 +128,7 @@ def main():
         "plain_rounds_ms": [p * 1e3 for p in plain],
         "trapped_rounds_ms": [t * 1e3 for t in trapped],
         "syncs_in_loop": syncs,
+        "shim_cost_per_call": shim_costs(),
     }
     print(json.dumps(result, indent=1))
     print(f"overhead: {100 * (result['ratio'] - 1):+.2f}% ({result['plain_step_ms']:.3f} -> {result['trapped_step_ms']:.3f} ms/step, "

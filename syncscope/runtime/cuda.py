@@ -60,6 +60,15 @@ def _classify_getitem(args, kwargs) -> str:
     return K.OTHER
 
 
+def _predict_getitem(args, kwargs) -> str | None:
+    # The seeds' main case, known before the call so it gets a full NVTX range: a read through a
+    # device boolean mask must learn the output size from the device.
+    index = args[1]
+    if isinstance(index, torch.Tensor) and index.dtype is torch.bool and index.is_cuda and args[0].is_cuda:
+        return K.BOOL_MASK_INDEX
+    return None
+
+
 def _classify_setitem(args, kwargs) -> str:
     value = args[2]
     for part in _index_parts(args[1]):
@@ -191,7 +200,7 @@ def _shim_specs() -> list[ShimSpec]:
         ShimSpec(T, "__int__", "Tensor.__int__", _fixed(K.ITEM), _always(K.ITEM)),
         ShimSpec(T, "__float__", "Tensor.__float__", _fixed(K.ITEM), _always(K.ITEM)),
         ShimSpec(T, "__index__", "Tensor.__index__", _fixed(K.ITEM), _always(K.ITEM)),
-        ShimSpec(T, "__getitem__", "Tensor.__getitem__", _classify_getitem),
+        ShimSpec(T, "__getitem__", "Tensor.__getitem__", _classify_getitem, _predict_getitem),
         ShimSpec(T, "__setitem__", "Tensor.__setitem__", _classify_setitem),
         ShimSpec(T, "to", "Tensor.to", _classify_to, _predict_to),
         ShimSpec(T, "cuda", "Tensor.cuda", _fixed(K.H2D_COPY), _predict_cuda),
