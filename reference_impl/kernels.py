@@ -83,7 +83,7 @@ def chunk_local_cumsum_reference(g: torch.Tensor, cu_seqlens: torch.Tensor, chun
 # --------------------------------------------------------------------------------------------
 # slot mapping: (request, position) -> KV-cache slot through the block table
 # --------------------------------------------------------------------------------------------
-@triton.jit
+@triton.jit(do_not_specialize=["num_reqs", "num_tokens_padded"])  # they change every step: no recompiles
 def _compute_slot_mapping_kernel(
     positions_ptr,
     query_start_loc_ptr,
@@ -168,7 +168,7 @@ def compute_slot_mapping_reference(
 # --------------------------------------------------------------------------------------------
 # num_computed_tokens corrected on the device from the verifier's accepted counts
 # --------------------------------------------------------------------------------------------
-@triton.jit
+@triton.jit(do_not_specialize=["num_reqs"])
 def _correct_num_computed_tokens_kernel(
     num_computed_ptr,
     req_indices_ptr,

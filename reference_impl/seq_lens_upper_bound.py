@@ -135,11 +135,10 @@ class ChunkedContextBuilder:
         chunk_lens = np.maximum(ends - starts, 0)
         cu = np.zeros((num_chunks, len(context_lens) + 1), dtype=np.int32)
         np.cumsum(chunk_lens, axis=1, out=cu[:, 1:])
-        starts_full = np.broadcast_to(starts, chunk_lens.shape)
         return ChunkedContextMetadata(
             max_seq_len=int(seq_lens_cpu.max()) if common.num_reqs else 0,
             context_lens=to_device(context_lens, self.device),
-            chunk_starts=to_device(np.ascontiguousarray(starts_full, dtype=np.int32), self.device),
+            chunk_starts=to_device(np.tile(starts, (1, len(context_lens))).astype(np.int32), self.device),
             cu_chunk_seq_lens=to_device(cu, self.device),
             num_chunks=num_chunks,
             workspace_tokens=int(cu[:, -1].max()) if num_chunks else 0,

@@ -26,7 +26,9 @@ from reference_impl.common import ScheduledBatch, to_device  # noqa: E402
 HAS_CUDA = torch.cuda.is_available()
 TRAP_DEVICE = "cuda" if HAS_CUDA else "sim"
 # The one guard: skip while the detector this machine needs does not exist yet.
-pytest.importorskip("syncscope.runtime.cuda" if HAS_CUDA else "syncscope.runtime.sim")
+_DETECTOR = ("syncscope.runtime.cuda", "CudaDetector") if HAS_CUDA else ("syncscope.runtime.sim", "SimulatedCudaDetector")
+if not hasattr(pytest.importorskip(_DETECTOR[0]), _DETECTOR[1]):
+    pytest.skip(f"{'.'.join(_DETECTOR)} does not exist yet", allow_module_level=True)
 import syncscope  # noqa: E402
 
 pytestmark = pytest.mark.gpu if HAS_CUDA else []
