@@ -72,7 +72,14 @@ def execute(
         resolved = resolve_device(device)
     except (config.ConfigError, DeviceUnavailable, ValueError) as exc:
         _fail(str(exc))
-    report_path = os.path.abspath(report_path)
+    # Child processes and torchrun ranks (issue 6, syncscope/multiprocess.py): each rank gets a
+    # report name of its own, and multiprocessing children write reports of their own.
+    from syncscope import multiprocess
+
+    children = multiprocess.ChildConfig(
+        os.path.abspath(report_path), resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward
+    )
+    report_path = multiprocess.process_report_path(os.path.abspath(report_path))
 
     outcome = None
     with trap(resolved, policy, allow=allow_rules, root=root) as t:
@@ -80,11 +87,13 @@ def execute(
             undo = regions.apply_scopes(scope, module_forward)
         except (ImportError, AttributeError, ValueError) as exc:
             _fail(f"--scope: {exc}")
+        stop_following = multiprocess.follow_children(children)
         try:
             outcome = runner.run_target(target, args, module=module)
         except runner.TargetNotFound as exc:
             _fail(str(exc))
         finally:
+            stop_following()
             for fn in reversed(undo):
                 fn()
             # Written even when the program raised, exited or was interrupted.
