@@ -9,6 +9,10 @@ a sync), filled the offsets on the host and copied them up. Fixed: the guard is 
 "every part of this batch uses the TRT-LLM kernels" (`all_uses_trtllm`), and the offsets are
 computed on the device into a persistent buffer whose first element is zeroed. Batches that some
 non-TRT-LLM path handles still take the host path in both versions.
+
+The prefill offsets live in the persistent buffer at the prefills' place in the batch
+(`[num_decodes : num_reqs + 1]`), so the element where they start held something else in an
+earlier step: zeroing it is part of the fix, not a formality.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ class TrtllmMetadata:
     num_prefills: int
     seq_lens: torch.Tensor  # [num_reqs] device
     block_table: torch.Tensor
-    paged_kv_indptr: torch.Tensor  # [num_prefills + 1] int32, device: a view of the persistent buffer
+    paged_kv_indptr: torch.Tensor  # [num_prefills + 1] int32, device: prefill page offsets, from 0
     used_host_path: bool
 
 
@@ -65,12 +69,13 @@ class TrtllmMetadataBuilder:
             )
             needs_seq_lens_cpu = self.use_cascade or not all_uses_trtllm
 
-        indptr = self.paged_kv_indptr[: num_prefills + 1]
+        # A view of the persistent buffer at the prefills' place in the batch.
+        indptr = self.paged_kv_indptr[num_decodes : num_decodes + num_prefills + 1]
         if needs_seq_lens_cpu:
             # Host path. Reusing one pinned staging buffer is safe only because reading
             # seq_lens_cpu just waited for the device, so last step's copy out of it is done.
             seq_lens_cpu = common.seq_lens_cpu  # the lazy property: a sync on first read
-            host = self.paged_kv_indptr_cpu[: num_prefills + 1]
+            host = self.paged_kv_indptr_cpu[num_decodes : num_decodes + num_prefills + 1]
             host[:1] = 0
             torch.cumsum(ceil_div(seq_lens_cpu[num_decodes:], self.page_size), 0, dtype=torch.int32, out=host[1:])
             indptr.copy_(host, non_blocking=True)

@@ -208,28 +208,28 @@ def test_upper_bound_never_below_the_true_length(steps):
 @pytest.mark.parametrize("device", DEVICES)
 @SETTINGS
 @given(
-    data=batches(),
+    steps=st.lists(batches(), min_size=1, max_size=3),
     page_size=st.sampled_from([1, 16, 64]),
     prefill_use_trtllm=st.booleans(),
     decode_use_trtllm=st.booleans(),
     use_cascade=st.booleans(),
 )
-def test_trtllm_indptr_naive_equals_fixed(data, page_size, prefill_use_trtllm, decode_use_trtllm, use_cascade, device):
-    batch, num_computed = data
+def test_trtllm_indptr_naive_equals_fixed(steps, page_size, prefill_use_trtllm, decode_use_trtllm, use_cascade, device):
     flags = dict(prefill_use_trtllm=prefill_use_trtllm, decode_use_trtllm=decode_use_trtllm, use_cascade=use_cascade)
-    # Two steps on the same builders: the persistent buffers must not leak the earlier step.
-    for step, nc in enumerate((num_computed, num_computed + 5)):
-        common = common_metadata(batch, nc, device)
-        naive_builder = TrtllmMetadataBuilder(page_size, 16, device, "naive", **flags) if step == 0 else naive_builder
-        fixed_builder = TrtllmMetadataBuilder(page_size, 16, device, "fixed", **flags) if step == 0 else fixed_builder
+    # Several steps on the same builders: the persistent buffer must not leak an earlier step
+    # (the prefill offsets start where an earlier step may have left a nonzero offset).
+    naive_builder = TrtllmMetadataBuilder(page_size, 16, device, "naive", **flags)
+    fixed_builder = TrtllmMetadataBuilder(page_size, 16, device, "fixed", **flags)
+    for batch, num_computed in steps:
+        common = common_metadata(batch, num_computed, device)
         naive = naive_builder.build(common)
         fixed = fixed_builder.build(common)
         assert_same(naive.paged_kv_indptr, fixed.paged_kv_indptr)
-        seq_lens = nc + batch.query_lens
+        seq_lens = num_computed + batch.query_lens
         pages = -(-seq_lens[batch.num_decodes :] // page_size)
         assert fixed.paged_kv_indptr.cpu().tolist() == [0] + np.cumsum(pages).tolist()
-    all_trtllm = (batch.num_prefills == 0 or prefill_use_trtllm) and (batch.num_decodes == 0 or decode_use_trtllm)
-    assert fixed.used_host_path == (use_cascade or not all_trtllm)
+        all_trtllm = (batch.num_prefills == 0 or prefill_use_trtllm) and (batch.num_decodes == 0 or decode_use_trtllm)
+        assert fixed.used_host_path == (use_cascade or not all_trtllm)
 
 
 def test_trtllm_page_boundary():
@@ -238,6 +238,19 @@ def test_trtllm_page_boundary():
     common = common_metadata(batch, np.zeros(3, np.int32), "cpu")
     for impl in ("naive", "fixed"):
         assert TrtllmMetadataBuilder(16, 4, "cpu", impl).build(common).paged_kv_indptr.tolist() == [0, 1, 3, 5]
+
+
+def test_trtllm_device_path_overwrites_the_stale_offset():
+    """Step 1 puts prefill offsets at buffer positions 1..4; step 2's prefills start at position 3,
+    which holds step 1's nonzero offset until the fixed builder zeroes it."""
+    fixed = TrtllmMetadataBuilder(16, 8, "cpu", "fixed")
+    one = ScheduledBatch(np.arange(4, dtype=np.int32), np.array([1, 40, 40, 40], np.int32), np.zeros(4, np.int32))
+    two = ScheduledBatch(np.arange(4, dtype=np.int32), np.array([1, 1, 1, 40], np.int32), np.zeros(4, np.int32))
+    fixed.build(common_metadata(one, np.full(4, 10, np.int32), "cpu"))
+    assert fixed.paged_kv_indptr[3].item() != 0
+    got = fixed.build(common_metadata(two, np.full(4, 10, np.int32), "cpu"))
+    assert not got.used_host_path
+    assert got.paged_kv_indptr.tolist() == [0, 4]
 
 
 # ------------------------------------------------------- PR 32951 zero-bubble async spec decode
