@@ -1,0 +1,40 @@
+"""The simulated CUDA device: run an unmodified CUDA program on the CPU and find the syncs a GPU
+would have had. See docs/simulated-device.md.
+
+- tensor.py      `SimulatedCudaTensor` (wrapper subclass on `cuda:0` holding a CPU tensor)
+- dispatch.py    `__torch_dispatch__`: sync model check, run the CPU op, wrap results
+- sync_model.py  which aten op with which arguments blocks the host (tags + argument rules)
+- mode.py        the Python-API layer: factories, host->device copies, DeviceGuard replay
+- cuda_api.py    the fake `torch.cuda` surface: devices, streams, events, synchronize
+- race.py        the non_blocking device->host read-before-sync hazard
+- triton_bridge.py  Triton kernels on simulated tensors through the interpreter
+- detector.py    `SimulatedCudaDetector` (install / uninstall)
+"""
+
+from __future__ import annotations
+
+
+def __getattr__(name: str):
+    if name == "SimulatedCudaDetector":
+        from syncscope.runtime.sim.detector import SimulatedCudaDetector
+
+        return SimulatedCudaDetector
+    if name == "SimulatedCudaTensor":
+        from syncscope.runtime.sim.tensor import SimulatedCudaTensor
+
+        return SimulatedCudaTensor
+    if name == "SimulatedDeviceError":
+        from syncscope.runtime.sim.dispatch import SimulatedDeviceError
+
+        return SimulatedDeviceError
+    raise AttributeError(f"module 'syncscope.runtime.sim' has no attribute {name!r}")
+
+
+def is_simulated() -> bool:
+    """True while the simulated device is installed (for the rare path a program must skip)."""
+    from syncscope.runtime.sim.detector import SimulatedCudaDetector
+
+    return SimulatedCudaDetector._installed
+
+
+__all__ = ["SimulatedCudaDetector", "SimulatedCudaTensor", "SimulatedDeviceError", "is_simulated"]

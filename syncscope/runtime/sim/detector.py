@@ -1,0 +1,93 @@
+"""`SimulatedCudaDetector`: installs the simulated CUDA device into torch and takes it out again."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from syncscope.runtime.sim import cuda_api, mode, race, state
+from syncscope.runtime.sim.triton_bridge import TritonBridge
+
+_F = torch.nn.functional
+
+
+class SimulatedCudaDetector:
+    """The detector for `--device sim`: the unmodified CUDA program runs on the CPU and each sync
+    a GPU would have had is recorded (kind, site, stack, region; blocked time not measured)."""
+
+    name = "sim"
+    _lock = threading.Lock()
+    _installed = False
+
+    def __init__(self) -> None:
+        self._patches = cuda_api.Patches()
+        self._threads = mode.ThreadModes()
+        self._triton = TritonBridge()
+        self._previous_debug_mode = 0
+
+    @property
+    def note(self) -> str | None:
+        return self._triton.note
+
+    def install(self, recorder) -> None:
+        with SimulatedCudaDetector._lock:
+            if SimulatedCudaDetector._installed:
+                raise RuntimeError("the syncscope simulated device is already installed in this process")
+            SimulatedCudaDetector._installed = True
+        try:
+            _refresh_internal_frames(recorder)
+            state.S.recorder = recorder
+            self._previous_debug_mode = state.S.debug_mode
+            state.S.debug_mode = 0
+            state.on_sync_hooks[:] = [race.on_sync]
+            cuda_api.install(self._patches)
+            self._patch_one_hot()
+            self._triton.install(self._patches)
+            mode.enable_subclass_handler()
+            self._threads.install()
+        except BaseException:
+            self.uninstall()
+            raise
+
+    def uninstall(self) -> None:
+        self._threads.uninstall()
+        mode.disable_subclass_handler()
+        self._triton.uninstall()
+        self._patches.undo()
+        state.on_sync_hooks[:] = []
+        state.S.recorder = None
+        state.S.debug_mode = self._previous_debug_mode
+        race.T.tensors.clear()
+        race.T.copies.clear()
+        with SimulatedCudaDetector._lock:
+            SimulatedCudaDetector._installed = False
+
+    def _patch_one_hot(self) -> None:
+        """`F.one_hot` has no torch-function hook; note it as the API in progress so its sync
+        (max().item() when num_classes is not given) is named as on a GPU."""
+        original = _F.one_hot
+
+        def one_hot(tensor, num_classes=-1):
+            local = state.local
+            previous = local.api, local.api_args
+            local.api, local.api_args = one_hot, (tensor, num_classes)
+            try:
+                return original(tensor, num_classes)
+            finally:
+                local.api, local.api_args = previous
+
+        one_hot.__name__ = "one_hot"
+        state._API_NAMES[one_hot] = "torch.nn.functional.one_hot"
+        self._patches.set(_F, "one_hot", one_hot)
+
+
+def _refresh_internal_frames(recorder) -> None:
+    """The recorder decides which frames are torch's from the packages imported when it was
+    built; `trap(device="sim")` builds it before anything imported torch (resolving "sim" needs
+    no torch), so torch's own frames would be taken for the user's. Rebuild that set now that
+    torch (and maybe triton) is imported. (Proper fix belongs in recorder.py: compute the
+    prefixes lazily.)"""
+    internal = getattr(recorder, "_internal", None)
+    if internal is not None and getattr(internal, "prefixes", None) is not None:
+        recorder._internal = type(internal)()

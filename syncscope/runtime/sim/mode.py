@@ -1,0 +1,398 @@
+"""The Python-API layer of the simulated device: one torch-function handler.
+
+It runs for every torch call that involves a simulated tensor (as the wrapper class's
+`__torch_function__`, in every thread) and, through a `TorchFunctionMode` pushed on the threads
+the device is installed on, for every torch call at all. It does what aten-level dispatch cannot:
+
+* host->device entry points whose arguments hold no device tensor yet: factories with
+  `device="cuda"`, `torch.tensor(data, device="cuda")`, `cpu_t.to("cuda")`, `.cuda()`,
+  `pin_memory()` / `pin_memory=True` / `is_pinned()` (a CPU-only build has no pinned allocator);
+* calls whose C++ binding takes a CUDA DeviceGuard before dispatching (indexing, `nonzero()`,
+  `int(t)`, ...): replayed on `HostGuardView`s of the same data (tensor.py);
+* the name of the Python call in progress, so a sync found at the aten level is reported as the
+  real-GPU detector reports it (`Tensor.__setitem__`, `Tensor.tolist`, ...);
+* host reads of a pending non_blocking device->host copy (race.py).
+
+Everything else goes straight on to aten dispatch.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from syncscope.runtime.events import SyncKind as K
+from syncscope.runtime.sim import race, state
+from syncscope.runtime.sim.dispatch import SimulatedDeviceError
+from syncscope.runtime.sim.tensor import (
+    HostGuardView,
+    SimulatedCudaTensor,
+    _SimBase,
+    is_pinned,
+    mark_pinned,
+    wrap,
+    wrap_view,
+)
+
+_DisableSubclass = torch._C.DisableTorchFunctionSubclass
+_GUARD_ERROR = "not linked with support for cuda devices"
+_CPU = torch.device("cpu")
+T = torch.Tensor
+local = state.local
+
+
+# -- devices -----------------------------------------------------------------------------------
+_device_cache: dict = {}
+
+
+def _is_cuda(device) -> bool:
+    """Is this `device=` argument the (simulated) GPU? Cached: called on every factory."""
+    try:
+        hit = _device_cache.get(device)
+    except TypeError:  # unhashable
+        hit = None
+    if hit is None:
+        if isinstance(device, torch.device):
+            hit = device.type == "cuda"
+        elif isinstance(device, str):
+            hit = device.startswith("cuda")
+        elif isinstance(device, int) and not isinstance(device, bool):
+            hit = True  # a bare index names a CUDA device
+        else:
+            hit = False
+        try:
+            _device_cache[device] = hit
+        except TypeError:
+            pass
+    return hit
+
+
+def _target_device(device) -> torch.device:
+    if isinstance(device, int):
+        return torch.device("cuda", device)
+    device = torch.device(device)
+    return state.DEVICE if device.index is None else device
+
+
+def _has_sim(args) -> bool:
+    for arg in args:
+        if isinstance(arg, _SimBase):
+            return True
+        if type(arg) in (list, tuple):
+            for item in arg:
+                if isinstance(item, _SimBase):
+                    return True
+    return False
+
+
+# -- replay on CPU-device views (the DeviceGuard workaround) ----------------------------------------
+def _to_views(value):
+    if isinstance(value, SimulatedCudaTensor):
+        return wrap_view(value._elem)
+    if type(value) in (list, tuple):
+        return type(value)(_to_views(v) for v in value)
+    if type(value) is dict:
+        return {k: _to_views(v) for k, v in value.items()}
+    return value
+
+
+def _from_views(value, originals):
+    if isinstance(value, HostGuardView):
+        for original in originals:
+            if isinstance(original, SimulatedCudaTensor) and original._elem is value._elem:
+                return original
+        return wrap(value._elem)
+    if type(value) in (list, tuple):
+        return type(value)(_from_views(v, originals) for v in value)
+    return value
+
+
+def _replay(func, args, kwargs):
+    with _DisableSubclass():
+        out = func(*_to_views(args), **_to_views(kwargs))
+    return _from_views(out, args)
+
+
+# -- special cases -----------------------------------------------------------------------------------
+def _record_h2d(source, non_blocking: bool, api: str) -> None:
+    if non_blocking:
+        if not is_pinned(source):
+            state.sync(K.H2D_PAGEABLE, api)
+    else:
+        state.sync(K.H2D_COPY, api)
+
+
+def _to(func, args, kwargs):
+    self = args[0]
+    device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
+    copy = kwargs.get("copy", False)
+    if isinstance(self, _SimBase):
+        if device is not None and device.type == "cpu":
+            # device -> host: aten `_to_copy` (dispatch.py classifies it and tracks non_blocking)
+            return _call(func, args, kwargs)
+        return _call(func, args, kwargs)
+    if device is None or device.type != "cuda":
+        return _call(func, args, kwargs)
+    # host -> simulated device
+    _record_h2d(self, non_blocking, "Tensor.to")
+    with _DisableSubclass():
+        elem = self.to(dtype=dtype or self.dtype, memory_format=memory_format or torch.preserve_format, copy=True)
+    return wrap(elem, _target_device(device))
+
+
+def _cuda(func, args, kwargs):
+    self = args[0]
+    if isinstance(self, _SimBase):
+        return self
+    device = kwargs.get("device", args[1] if len(args) > 1 else None)
+    non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
+    _record_h2d(self, non_blocking, "Tensor.cuda")
+    memory_format = kwargs.get("memory_format", torch.preserve_format)
+    with _DisableSubclass():
+        elem = self.clone(memory_format=memory_format)
+    return wrap(elem, _target_device(0 if device is None else device))
+
+
+def _pin_memory(func, args, kwargs):
+    self = args[0]
+    if isinstance(self, _SimBase):
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if is_pinned(self):
+        return self
+    with _DisableSubclass():
+        return mark_pinned(self.clone())
+
+
+def _is_pinned(func, args, kwargs):
+    return is_pinned(args[0])
+
+
+def _noop(func, args, kwargs):
+    return None
+
+
+def _tolist(func, args, kwargs):
+    self = args[0]
+    if not isinstance(self, _SimBase):
+        return _call(func, args, kwargs)
+    state.sync(K.TOLIST, "Tensor.tolist")
+    return self._elem.tolist()
+
+
+def _numpy(func, args, kwargs):
+    if isinstance(args[0], _SimBase):
+        raise TypeError(
+            "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+        )
+    return _call(func, args, kwargs)
+
+
+def _data_ptr(func, args, kwargs):
+    self = args[0]
+    return self._elem.data_ptr() if isinstance(self, _SimBase) else _call(func, args, kwargs)
+
+
+def _new_tensor(func, args, kwargs):
+    """`t.new_tensor(data)`: like torch.tensor(data) on t's device and dtype."""
+    self, data = args[0], args[1] if len(args) > 1 else kwargs.get("data")
+    device = kwargs.get("device", self.device)
+    if not _is_cuda(device):
+        return _call(func, args, kwargs)
+    dtype = kwargs.get("dtype") or self.dtype
+    if isinstance(data, _SimBase):  # device -> device copy
+        with _DisableSubclass():
+            elem = data._elem.detach().to(dtype, copy=True)
+    else:
+        state.sync(K.H2D_COPY, "Tensor.new_tensor")
+        with _DisableSubclass():
+            elem = torch.tensor(data, dtype=dtype)
+    out = wrap(elem, _target_device(device))
+    if kwargs.get("requires_grad"):
+        out.requires_grad_(True)
+    return out
+
+
+_COPYING_FACTORIES = {"tensor", "as_tensor", "asarray", "from_numpy", "from_file"}
+
+
+def _factory(func, args, kwargs):
+    """A call with `device="cuda"`: run it on the CPU, hand back a device tensor."""
+    device = _target_device(kwargs["device"])
+    name = getattr(func, "__name__", "")
+    ukwargs = dict(kwargs)
+    ukwargs["device"] = _CPU
+    pinned = ukwargs.pop("pin_memory", False)
+    if name in _COPYING_FACTORIES:
+        data = args[0] if args else kwargs.get("data")
+        if isinstance(data, _SimBase):
+            ukwargs.pop("device")
+            with _DisableSubclass():
+                elem = func(data._elem, *args[1:], **ukwargs)
+            if name == "as_tensor" and elem is data._elem:
+                return data
+            return wrap(elem, device)
+        state.sync(K.H2D_COPY, state.api_name(func))
+    elif pinned:
+        raise RuntimeError("pin_memory=True is only for host tensors")
+    args = tuple(a._elem if isinstance(a, _SimBase) else a for a in args)
+    with _DisableSubclass():
+        out = func(*args, **ukwargs)
+    if isinstance(out, torch.Tensor):
+        return wrap(out, device)
+    return out
+
+
+def _pinned_factory(func, args, kwargs):
+    ukwargs = dict(kwargs)
+    ukwargs.pop("pin_memory")
+    with _DisableSubclass():
+        out = func(*args, **ukwargs)
+    return mark_pinned(out) if isinstance(out, torch.Tensor) else out
+
+
+def _call(func, args, kwargs):
+    """The plain path: on to aten dispatch, with the Python API noted for sync naming."""
+    previous, previous_args = local.api, local.api_args
+    local.api, local.api_args = func, args
+    try:
+        with _DisableSubclass():
+            return func(*args, **kwargs)
+    except RuntimeError as exc:
+        if _GUARD_ERROR in str(exc) and _has_sim(args):
+            return _replay(func, args, kwargs)
+        raise
+    finally:
+        local.api, local.api_args = previous, previous_args
+
+
+def _replayed(func, args, kwargs):
+    if not _has_sim(args):
+        return _call(func, args, kwargs)
+    previous, previous_args = local.api, local.api_args
+    local.api, local.api_args = func, args
+    try:
+        return _replay(func, args, kwargs)
+    finally:
+        local.api, local.api_args = previous, previous_args
+
+
+_SPECIAL: dict = {}
+
+
+def _build_special() -> None:
+    replayed = [
+        T.__getitem__, T.__setitem__, T.nonzero, torch.nonzero, T.__int__, T.__index__, T.argwhere,
+        torch.argwhere,
+    ]  # others that hit the guard are caught by `_call` and replayed too
+    for func in replayed:
+        _SPECIAL[func] = _replayed
+    _SPECIAL.update(
+        {
+            T.to: _to,
+            T.cuda: _cuda,
+            T.pin_memory: _pin_memory,
+            T.is_pinned: _is_pinned,
+            T.record_stream: _noop,
+            T.tolist: _tolist,
+            T.numpy: _numpy,
+            T.data_ptr: _data_ptr,
+            T.new_tensor: _new_tensor,
+        }
+    )
+
+
+_build_special()
+
+
+def handle(func, args, kwargs):
+    """The one torch-function handler (mode and subclass)."""
+    if kwargs is None:
+        kwargs = {}
+    if race.T.tensors:
+        copy = race.check_call(func, args, kwargs, "")
+        if copy is not None:
+            name = getattr(func, "__name__", "")
+            if race.is_read(name, func, args):
+                race.report_read(copy, state.api_name(func))
+            else:
+                out = _dispatch_call(func, args, kwargs)
+                if name not in race._METADATA:
+                    race.propagate(copy, out)
+                return out
+    return _dispatch_call(func, args, kwargs)
+
+
+def _dispatch_call(func, args, kwargs):
+    special = _SPECIAL.get(func)
+    if special is not None:
+        return special(func, args, kwargs)
+    if kwargs:
+        device = kwargs.get("device")
+        if device is not None and _is_cuda(device):
+            return _factory(func, args, kwargs)
+        if kwargs.get("pin_memory"):
+            return _pinned_factory(func, args, kwargs)
+    return _call(func, args, kwargs)
+
+
+class SimulatedCudaMode(TorchFunctionMode):
+    """Pushed on each thread that runs with the simulated device, so calls that hold no device
+    tensor yet (factories, `cpu_t.to("cuda")`) are seen too."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return handle(func, args, kwargs)
+
+
+def _subclass_torch_function(cls, func, types, args=(), kwargs=None):
+    return handle(func, args, kwargs)
+
+
+def enable_subclass_handler() -> None:
+    SimulatedCudaTensor.__torch_function__ = classmethod(_subclass_torch_function)
+
+
+def disable_subclass_handler() -> None:
+    SimulatedCudaTensor.__torch_function__ = torch._C._disabled_torch_function_impl
+
+
+# -- threads ------------------------------------------------------------------------------------------
+class ThreadModes:
+    """Push the mode on the installing thread and on every thread started while installed."""
+
+    def __init__(self) -> None:
+        self._mode: SimulatedCudaMode | None = None
+        self._original_bootstrap = None
+
+    def install(self) -> None:
+        self._mode = SimulatedCudaMode()
+        self._mode.__enter__()
+        original = threading.Thread._bootstrap_inner
+        self._original_bootstrap = original
+        owner = self
+
+        def _bootstrap_inner(thread):
+            if owner._mode is None:
+                return original(thread)
+            with SimulatedCudaMode():
+                return original(thread)
+
+        threading.Thread._bootstrap_inner = _bootstrap_inner
+
+    def uninstall(self) -> None:
+        if self._original_bootstrap is not None:
+            threading.Thread._bootstrap_inner = self._original_bootstrap
+            self._original_bootstrap = None
+        mode, self._mode = self._mode, None
+        if mode is not None:
+            try:
+                mode.__exit__(None, None, None)
+            except Exception:  # popped already (uninstall from another thread): nothing to undo
+                pass
+
+
+def unsupported(what: str) -> SimulatedDeviceError:
+    from syncscope.runtime.sim.cuda_api import state_error
+
+    return state_error(what)

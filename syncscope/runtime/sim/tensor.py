@@ -1,0 +1,141 @@
+"""The tensors of the simulated device.
+
+`SimulatedCudaTensor` is a wrapper subclass: to torch (and to the program) it is a tensor on
+`cuda:0`, but it owns no storage of its own and holds a plain CPU tensor, `_elem`, where the data
+lives. Every aten op on it reaches `__torch_dispatch__`, which asks the sync model whether the op
+would block the host on a GPU, then runs the same op on the CPU tensors (so the numbers are
+exactly CPU eager's) and wraps the results again.
+
+`HostGuardView` is the same wrapper reporting `device == cpu`. torch's C++ Python bindings for
+indexing, `nonzero()`, `int(t)` and `new_tensor` take a CUDA DeviceGuard before they dispatch,
+and a CPU-only build has no CUDA guard ("PyTorch is not linked with support for cuda devices").
+Those calls are replayed on HostGuardViews of the same data (see `mode.py`): the guard is then a
+CPU one, the ops still reach our `__torch_dispatch__` as device tensors (it is the wrapper class,
+not the reported device, that marks device memory), and the results are turned back into
+SimulatedCudaTensors.
+
+Host memory flags the simulated device keeps: which plain CPU tensors are "pinned" (a CPU-only
+build has no pinned allocator).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from syncscope.runtime.sim import state
+
+_make_wrapper = torch.Tensor._make_wrapper_subclass
+_CPU = torch.device("cpu")
+
+
+class _SimBase(torch.Tensor):
+    """Shared by both wrappers: the held CPU tensor and the dispatch entry point."""
+
+    _elem: torch.Tensor
+
+    # The Python-API layer lives in mode.py (a torch-function handler); keep torch's default
+    # subclass handling out of the hot path.
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return _dispatch(cls, func, args, kwargs or {})
+
+    # The real CUDA tensor's answers for host-side questions.
+    def __reduce_ex__(self, proto):  # pickling a device tensor: like torch, go through the host
+        raise TypeError(
+            "syncscope simulated device: pickling a simulated CUDA tensor is not supported; "
+            "call .cpu() first (as the real program would need to for a host copy)"
+        )
+
+
+class SimulatedCudaTensor(_SimBase):
+    """A tensor that reports `device.type == "cuda"` and holds its data in a CPU tensor."""
+
+    @staticmethod
+    def __new__(cls, elem: torch.Tensor, device: torch.device | None = None):
+        return wrap(elem, device)
+
+    def __repr__(self, *, tensor_contents=None):
+        return _repr(self)
+
+    # The torch-function handler in mode.py routes Python-level calls on these tensors; it is
+    # installed as a classmethod by `mode.install_subclass_handler` so it works in every thread.
+
+
+class HostGuardView(_SimBase):
+    """A SimulatedCudaTensor's data seen through a CPU-device wrapper, used only while replaying a
+    call whose C++ binding would otherwise need a CUDA DeviceGuard."""
+
+    def __repr__(self, *, tensor_contents=None):
+        return f"HostGuardView({self._elem!r})"
+
+
+def wrap(elem: torch.Tensor, device: torch.device | None = None) -> SimulatedCudaTensor:
+    out = _make_wrapper(
+        SimulatedCudaTensor,
+        elem.size(),
+        strides=elem.stride(),
+        storage_offset=elem.storage_offset(),
+        dtype=elem.dtype,
+        layout=elem.layout,
+        device=device or state.DEVICE,
+        requires_grad=elem.requires_grad,
+    )
+    out._elem = elem
+    return out
+
+
+def wrap_view(elem: torch.Tensor) -> HostGuardView:
+    out = _make_wrapper(
+        HostGuardView,
+        elem.size(),
+        strides=elem.stride(),
+        storage_offset=elem.storage_offset(),
+        dtype=elem.dtype,
+        layout=elem.layout,
+        device=_CPU,
+        requires_grad=False,
+    )
+    out._elem = elem
+    return out
+
+
+def wrap_as(cls: type, elem: torch.Tensor, device: torch.device | None = None):
+    if cls is HostGuardView:
+        return wrap_view(elem)
+    return wrap(elem, device)
+
+
+# -- pinned host memory ------------------------------------------------------------------------
+# A CPU-only build cannot pin. We keep the flag ourselves: by tensor object (weakly) and by the
+# address of its storage, so views of a pinned buffer (`pinned[:n]`) count as pinned too.
+_pinned_storage: dict[int, weakref.ref] = {}
+
+
+def mark_pinned(t: torch.Tensor) -> torch.Tensor:
+    key = t.untyped_storage().data_ptr()
+    _pinned_storage[key] = weakref.ref(t, lambda _ref, key=key: _pinned_storage.pop(key, None))
+    return t
+
+
+def is_pinned(t: torch.Tensor) -> bool:
+    if not _pinned_storage or isinstance(t, _SimBase):
+        return False
+    try:
+        ref = _pinned_storage.get(t.untyped_storage().data_ptr())
+    except RuntimeError:
+        return False
+    return ref is not None and ref() is not None
+
+
+# The dispatch body lives in dispatch.py (it needs these classes); dispatch.py binds these two
+# names when it is imported (the detector always imports it).
+def _dispatch(cls, func, args, kwargs):
+    raise RuntimeError("syncscope.runtime.sim.dispatch was not imported")
+
+
+def _repr(t) -> str:
+    return f"SimulatedCudaTensor({t._elem!r})"
