@@ -120,9 +120,9 @@ def async_spec_decode(impl):
     from reference_impl.async_spec_decode import InputPreparer
 
     batch, num_computed = _batch()
-    prep = InputPreparer(8, 16, 16, "cuda", impl)
+    prep = InputPreparer(8, 32, 16, "cuda", impl)
     for row, computed in zip(batch.req_indices, num_computed):
-        prep.add_request(int(row), np.arange(16, dtype=np.int32) + 16 * int(row), int(computed))
+        prep.add_request(int(row), np.arange(32, dtype=np.int32) + 32 * int(row), int(computed))
     prep.commit_block_table()
     accepted = to_device(np.array([0, 2, 0, 1, 0, 0, 0], np.int32), "cuda")
     for _step in range(2):
