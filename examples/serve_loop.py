@@ -167,7 +167,7 @@ class TinyHybridModel(torch.nn.Module):
         x = self.embed[input_ids]  # [padded tokens, hidden]; padding rows are token 0
         spec, pre = meta["gdn_spec"], meta["gdn_prefill"]
         n_dec_tokens = meta["num_decode_tokens"]
-        slots = torch.where(slot_mapping < 0, self.kv_cache.shape[1] - 1, slot_mapping)
+        slots = slot_mapping.masked_fill(slot_mapping < 0, self.kv_cache.shape[1] - 1)  # padding -> trash slot
         for layer in range(cfg.layers):
             gate = F.logsigmoid(x @ self.w_gate[layer])  # [tokens, heads] log-decays
             mix = torch.zeros_like(gate)

@@ -69,7 +69,7 @@ def test_under_the_trap_only_naive_syncs_inside_steps():
         with syncscope.trap(device="cuda" if HAS_CUDA else "sim") as t:
             example.main(SMALL + ["--impl", impl, "--device", "cuda"])
         sites[impl] = {(Path(e.site.path).name, e.site.function) for e in t.events}
-    end_reads = {(EXAMPLE.name, "run")}  # the end-of-warm-up and end-of-run token-count reads
+    end_reads = {(EXAMPLE.name, "ServeLoop.run")}  # the end-of-warm-up and end-of-run token-count reads
     assert sites["fixed"] <= end_reads, sites["fixed"]
     naive_builder_sites = sites["naive"] - end_reads
     assert {name for name, _ in naive_builder_sites} >= {
