@@ -44,8 +44,8 @@ from reference_impl.trtllm_indptr import TrtllmMetadataBuilder  # noqa: E402
 @dataclass
 class Config:
     impl: str = "fixed"
-    steps: int = 64
-    warmup: int = 8
+    steps: int = 32
+    warmup: int = 4
     seed: int = 0
     device: str = "cuda"
     max_batch: int = 32  # requests per step
