@@ -124,3 +124,58 @@ def test_process_report_path_only_changes_for_ranks(monkeypatch):
     assert multiprocess.process_report_path("/x/r.json") == "/x/r.json"
     monkeypatch.setenv("RANK", "0")
     assert multiprocess.process_report_path("/x/r.json").endswith(".rank0.json")
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SIM_PROGRAM = '''
+import multiprocessing as mp
+import sys
+
+import torch
+
+
+def work(n):
+    x = torch.arange(8, device="cuda")
+    for _ in range(n):
+        x.sum().item()  # planted
+    return n
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context(sys.argv[1])
+    work(1)
+    procs = [ctx.Process(target=work, args=(2 + i,)) for i in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    sys.exit(max(p.exitcode for p in procs))
+'''
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_children_on_the_simulated_device(tmp_path, method):
+    """The real `syncscope run --device sim`: children trap their own syncs on the simulated GPU."""
+    (tmp_path / "prog.py").write_text(SIM_PROGRAM)
+    run = [sys.executable, "-m", "syncscope", "run", "--device", "sim", "--no-table", "-o", "out/r.json", "prog.py", method]
+    proc = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    reports = sorted(glob.glob(str(tmp_path / "out" / "*.json")))
+    assert len(reports) == 3
+    merged = combine.combine(reports)
+    (site,) = [s for s in merged["sites"] if s["in_scope"]]
+    assert (site["kind"], site["count"], site["source"]) == ("item", 1 + 2 + 3, "x.sum().item()  # planted")
+    assert sorted(p["count"] for p in site["processes"]) == [1, 2, 3]
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(REPO, "bench", "torchrun_check.sh")), reason="no bench script")
+def test_torchrun_ranks_on_cpu_with_gloo(tmp_path):
+    """bench/torchrun_check.sh on CPU: two torchrun ranks (gloo, simulated GPU) each write a report,
+    combine merges them, the planted sync is on rank 1 only. The same script runs on 2 GPUs."""
+    env = {**os.environ, "SYNCSCOPE_DEVICE": "sim", "OUT": str(tmp_path / "reports"), "STEPS": "5", "PYTHON": sys.executable}
+    proc = subprocess.run(["bash", "bench/torchrun_check.sh"], cwd=REPO, capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "planted sync examples/tp_allreduce.py:" in proc.stdout and "on rank 1 only, 5 events" in proc.stdout
+    names = sorted(os.listdir(tmp_path / "reports"))
+    assert [n.rsplit(".", 2)[-2] for n in names if ".rank" in n] == ["rank0", "rank1"]
