@@ -539,10 +539,10 @@ def test_main_specs_are_patched_when_the_script_defines_them(tmp_path):
         "    sys.exit(0 if step(2) == 3 else 1)\n"
     )
     log = []
-    scopes = Scopes(["__main__:step", "prog:K.m"], _recording_wrap(log), target=str(script), module=False)
-    assert len(scopes.main_specs) == 1  # prog is not importable from here: not known as main
     assert names_main(ScopeSpec.parse("__main__:f"), None, "x.py", False)
-    scopes = Scopes(["__main__:step", "__main__:K.m"], _recording_wrap(log), target=str(script), module=False)
+    # `prog` resolves, from the script's own directory as the program sees it, to the script itself
+    scopes = Scopes(["__main__:step", "prog:K.m"], _recording_wrap(log), target=str(script), module=False)
+    assert len(scopes.main_specs) == 2 and "prog" not in sys.modules
     before = sys.gettrace()
     scopes.apply()
     try:
@@ -550,7 +550,7 @@ def test_main_specs_are_patched_when_the_script_defines_them(tmp_path):
     finally:
         scopes.restore()
     assert outcome.exit_code == 0
-    assert log == ["__main__:step", "__main__:K.m", "__main__:step"]
+    assert log == ["__main__:step", "prog:K.m", "__main__:step"]
     assert scopes.never_defined() == [] and sys.gettrace() is before
 
 

@@ -10,6 +10,7 @@ and, at the first line after the name is defined, swaps in the wrapper; then tra
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -191,16 +192,30 @@ class Scopes:
             raise ValueError("the oracle needs at least one --scope package.module:function to time")
         self.specs = [ScopeSpec.parse(t) for t in texts]
         self.wrap = wrap
-        main_file = target_file(target, module)
-        self.main_specs = [s for s in self.specs if names_main(s, main_file, target, module)]
+        # Resolve names as the program will: its own directory (or, with -m, the working
+        # directory) first on sys.path, whether syncscope runs as `python -m` or a console script.
+        self._search = [os.getcwd() if module else os.path.dirname(os.path.abspath(target)), os.getcwd()]
+        with self._program_path():
+            main_file = target_file(target, module)
+            self.main_specs = [s for s in self.specs if names_main(s, main_file, target, module)]
         self.module_specs = [s for s in self.specs if s not in self.main_specs]
         self.watcher = MainWatcher(self.main_specs, main_file, wrap)
         self.undo: list[Callable[[], None]] = []
 
+    @contextlib.contextmanager
+    def _program_path(self):
+        saved = sys.path[:]
+        sys.path[:0] = [p for p in self._search if p not in sys.path]
+        try:
+            yield
+        finally:
+            sys.path[:] = saved
+
     def apply(self) -> None:
         try:
-            for spec in self.module_specs:
-                self.undo.append(patch_module_spec(spec, self.wrap))
+            with self._program_path():
+                for spec in self.module_specs:
+                    self.undo.append(patch_module_spec(spec, self.wrap))
         except BaseException:
             self.restore()
             raise
