@@ -22,6 +22,7 @@ import libcst as cst
 
 from . import provenance as P
 from .imports import dotted, record_import
+from .devices import copy_target, device_where
 from .rules.base import CallInfo, Fix, Rule
 
 # Tensor attributes and methods that give plain Python values (no tensor, no sync).
@@ -121,6 +122,7 @@ class FunctionContext:
     qualname: str
     classes: list[str]
     passive: bool = False  # module/class body: only imports and definitions matter
+    kind: str = "function"  # "module", "class" or "function"
     env: dict[str, int] = field(default_factory=dict)
     bools: set[str] = field(default_factory=set)
     types: dict[str, str] = field(default_factory=dict)  # name -> annotated class name
@@ -260,9 +262,16 @@ class ModuleAnalyzer:
 
     # -- module / class level ------------------------------------------------------------
     def run(self) -> None:
-        top = FunctionContext(self, "<module>", [], passive=not self.config.all_functions)
+        top = FunctionContext(self, "<module>", [], passive=not self.config.all_functions, kind="module")
         for stmt in self.module.body:
             self.visit_stmt(stmt, top)
+
+    def run_function(self, node: cst.FunctionDef, classes: list[str]) -> None:
+        """Walk one function parsed on its own (see worker.py): `classes` are the classes that
+        enclose it in the real module."""
+        outer = FunctionContext(self, ".".join(classes) or "<module>", list(classes), passive=True,
+                                kind="class" if classes else "module")
+        self.visit_function(node, outer)
 
     def is_cold(self, node: cst.FunctionDef) -> bool:
         if self.config.all_functions:
@@ -280,27 +289,30 @@ class ModuleAnalyzer:
 
     def visit_function(self, node: cst.FunctionDef, outer: FunctionContext) -> None:
         index = self.enter()
-        prefix = outer.qualname if outer.qualname != "<module>" and not outer.passive else ".".join(outer.classes)
-        qualname = f"{prefix}.{node.name.value}" if prefix else node.name.value
+        name = node.name.value
+        if outer.kind == "module":
+            qualname = name
+        elif outer.kind == "class":
+            qualname = ".".join(outer.classes + [name])
+        else:
+            qualname = f"{outer.qualname}.{name}"
         if self.is_cold(node):
             self.skip_subtree(index)
             return
-        ctx = FunctionContext(self, qualname, list(outer.classes) if outer.passive else outer.classes)
-        if not outer.passive:  # a closure sees its enclosing function's names
+        ctx = FunctionContext(self, qualname, outer.classes, aliases=outer.aliases)
+        if outer.kind == "function":  # a closure sees its enclosing function's names
             ctx.env = dict(outer.env)
             ctx.bools = set(outer.bools)
             ctx.types = dict(outer.types)
-            ctx.aliases = outer.aliases
         self._bind_params(node.params, ctx)
         ctx.stmt = index
         self.visit_block(node.body, ctx)
 
     def visit_class(self, node: cst.ClassDef, outer: FunctionContext) -> None:
         self.enter()
-        ctx = FunctionContext(self, outer.qualname, outer.classes + [node.name.value],
-                              passive=not self.config.all_functions, aliases=outer.aliases)
-        if not ctx.passive:
-            ctx.qualname = ".".join(ctx.classes)
+        classes = outer.classes + [node.name.value]
+        ctx = FunctionContext(self, ".".join(classes), classes, passive=not self.config.all_functions,
+                              kind="class", aliases=outer.aliases)
         self.visit_block(node.body, ctx)
 
     def _bind_params(self, params: cst.Parameters, ctx: FunctionContext) -> None:
@@ -411,10 +423,10 @@ class ModuleAnalyzer:
     def visit_small(self, small: cst.BaseSmallStatement, ctx: FunctionContext) -> None:
         ctx.stmt = self.enter()
         if isinstance(small, (cst.Import, cst.ImportFrom)):
-            if ctx.passive or ctx.aliases is None and ctx.qualname == "<module>":
+            if ctx.kind != "function":
                 record_import(small, self.aliases, self.module_name, self.is_package)
-            else:
-                if ctx.aliases is None or ctx.aliases is self.aliases:
+            else:  # a local import only binds inside this function
+                if ctx.aliases is None:
                     ctx.aliases = dict(self.aliases)
                 record_import(small, ctx.aliases, self.module_name, self.is_package)
             return
@@ -881,59 +893,3 @@ def _annotation_names(node: cst.BaseExpression) -> list[str]:
         text = node.value.strip("'\"")
         return [text.split("[", 1)[0].strip()] + (["Tensor"] if "Tensor" in text else [])
     return []
-
-
-def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> int | None:
-    """HOST or DEVICE for a device expression (`"cuda"`, `torch.device("cpu")`, `self.device`,
-    `x.device`); None for something that is not a device (a dtype, another tensor)."""
-    if isinstance(node, cst.SimpleString):
-        text = node.value.strip("'\"rbuRBU").lower()
-        if text.startswith("cpu"):
-            return P.HOST
-        if text.startswith(("cuda", "xpu", "npu", "hip", "mps", "meta")):
-            return P.DEVICE
-        return None
-    if isinstance(node, cst.Call):
-        if ctx.resolve(node.func) == "torch.device":
-            if node.args:
-                return device_where(node.args[0].value, ctx) or P.DEVICE
-            return P.DEVICE
-        return None
-    if isinstance(node, cst.Attribute) and node.attr.value == "device":
-        owner = ctx.analyzer.peek(node.value, ctx)
-        return P.HOST if owner == P.HOST else P.DEVICE
-    name = dotted(node)
-    if name is None:
-        return None
-    qual = ctx.resolve(node)
-    if qual is not None and qual.startswith("torch.") and not qual.startswith("torch.device"):
-        return None  # torch.float16 and friends
-    last = name.rsplit(".", 1)[-1].lower()
-    words = last.strip("_").split("_")
-    if "dtype" in words or "type" in words:
-        return None
-    if any(w in ctx.config.name_hints.host_words for w in words) or last == "cpu":
-        return P.HOST
-    if "device" in words or "dev" in words or last in ("cuda", "gpu"):
-        return P.DEVICE
-    return None
-
-
-def copy_target(info: CallInfo, ctx: FunctionContext) -> int | None:
-    """Where `x.to(...)` sends x: HOST, DEVICE, or None when it only changes the dtype or the
-    target cannot be told."""
-    device = info.kwarg("device")
-    if device is not None:
-        return device_where(device, ctx)
-    for arg, _ in info.args[:1]:
-        found = device_where(arg, ctx)
-        if found is not None:
-            return found
-    return None
-
-
-def is_non_blocking(info: CallInfo) -> bool:
-    value = info.kwarg("non_blocking")
-    if value is None:
-        return False
-    return not (isinstance(value, cst.Name) and value.value == "False")

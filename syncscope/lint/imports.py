@@ -54,3 +54,34 @@ def record_import(node: cst.Import | cst.ImportFrom, aliases: dict[str, str], mo
         if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
             local = alias.asname.name.value
         aliases[local] = f"{source}.{alias.name.value}" if source else alias.name.value
+
+
+def aliases_from_ast(tree, module: str, is_package: bool) -> dict[str, str]:
+    """The same table as record_import builds, from Python's `ast` of the whole module: the
+    module-level imports, including those under `if TYPE_CHECKING:` and `try:`."""
+    import ast
+
+    aliases: dict[str, str] = {}
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    aliases[root] = root
+        elif isinstance(node, ast.ImportFrom):
+            source = _absolute(module, node.level, node.module, is_package)
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                aliases[alias.asname or alias.name] = f"{source}.{alias.name}" if source else alias.name
+        elif isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
+            pending.extend(node.body)
+            pending.extend(getattr(node, "orelse", []))
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+            pending.extend(getattr(node, "finalbody", []))
+    return aliases

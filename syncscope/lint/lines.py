@@ -20,6 +20,11 @@ def statement_spans(source: str | bytes) -> list[tuple[int, int, int]] | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    return spans_of(tree.body)
+
+
+def spans_of(body: list[ast.stmt]) -> list[tuple[int, int, int]]:
+    """Statement spans of `body` and everything nested in it, in pre-order."""
     spans: list[tuple[int, int, int]] = []
 
     def visit_body(body: list[ast.stmt]) -> None:
@@ -30,7 +35,7 @@ def statement_spans(source: str | bytes) -> list[tuple[int, int, int]] | None:
                 visit_body(child)
             spans[index] = (spans[index][0], spans[index][1], len(spans) - index)
 
-    visit_body(tree.body)
+    visit_body(body)
     return spans
 
 

@@ -1,0 +1,190 @@
+"""`syncscope lint`: the static linter's command line. Only stdlib and typer at import time;
+the linter itself (libcst, rich) is imported inside the command, and torch never."""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+
+FORMATS = ("text", "concise", "json", "sarif", "github")
+
+
+def _codes(value: Optional[str]) -> Optional[list[str]]:
+    if value is None:
+        return None
+    return [c.strip().upper() for c in value.split(",") if c.strip()]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("lint")
+    def lint(
+        paths: Optional[List[str]] = typer.Argument(None, help="Files or directories (default: .)"),
+        select: Optional[str] = typer.Option(None, help="Comma-separated codes or prefixes to enable (replaces the config's)."),
+        extend_select: Optional[str] = typer.Option(None, help="Codes or prefixes to enable in addition."),
+        ignore: Optional[str] = typer.Option(None, help="Codes or prefixes to disable."),
+        output_format: str = typer.Option("text", "--output-format", help="text, concise, json, sarif or github."),
+        output_file: Optional[str] = typer.Option(None, "--output-file", "-o", help="Write the report here instead of stdout."),
+        statistics: bool = typer.Option(False, "--statistics", help="Show counts per rule instead of each finding."),
+        exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
+        fix: bool = typer.Option(False, "--fix", help="Apply safe fixes."),
+        unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply unsafe fixes (with --fix or --diff)."),
+        diff: bool = typer.Option(False, "--diff", help="Show the fixes as a diff; change nothing."),
+        all_functions: Optional[bool] = typer.Option(None, "--all-functions/--hot-functions",
+                                                     help="Lint every function, module and class body (default: skip code that runs once)."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the cache."),
+        config_file: Optional[str] = typer.Option(None, "--config", help="A pyproject.toml (or TOML file with [lint]) to read."),
+        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: CPU count)."),
+        no_progress: bool = typer.Option(False, "--no-progress", help="Never show a progress bar."),
+    ) -> None:
+        """Find host<->GPU synchronizations in source code, statically."""
+        code = run_lint(
+            paths or ["."], select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
+            output_format=output_format, output_file=output_file, statistics=statistics, exit_zero=exit_zero,
+            fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, all_functions=all_functions, use_cache=not no_cache,
+            config_file=config_file, jobs=jobs, progress=not no_progress,
+        )
+        raise typer.Exit(code)
+
+
+def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, output_format="text",
+             output_file=None, statistics=False, exit_zero=False, fix=False, unsafe_fixes=False, diff=False,
+             all_functions=None, use_cache=True, config_file=None, jobs=None, progress=True) -> int:
+    """The whole command; returns the exit code (0 clean, 1 findings, 2 error)."""
+    import os
+
+    from syncscope.lint.config import ConfigError, find_project_root, load_config
+    from syncscope.lint.engine import lint_paths
+    from syncscope.lint import output
+
+    if output_format not in FORMATS:
+        print(f"syncscope lint: unknown --output-format {output_format!r} (choose from {', '.join(FORMATS)})", file=sys.stderr)
+        return 2
+    root = find_project_root(paths[0] if paths else ".")
+    try:
+        overrides = {"select": select, "extend_select": extend_select, "all_functions": all_functions}
+        config = load_config(root, config_file, overrides)
+        if ignore:
+            config.ignore = config.ignore + ignore
+    except ConfigError as error:
+        print(f"syncscope lint: {error}", file=sys.stderr)
+        return 2
+
+    bar = _progress_bar(progress and output_file is None)
+    try:
+        lint_run = lint_paths(paths, config, jobs=jobs, use_cache=use_cache, progress=bar)
+    except FileNotFoundError as error:
+        print(f"syncscope lint: no such file or directory: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if bar:
+            bar.close()
+
+    if fix or diff:
+        changed = _apply_fixes(lint_run, config, unsafe_fixes, write=fix and not diff)
+        if diff:
+            return 1 if changed and not exit_zero else 0
+        if changed:  # report what is left
+            lint_run = lint_paths(paths, config, jobs=jobs, use_cache=use_cache)
+
+    findings = lint_run.findings
+    stream = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
+    try:
+        if statistics:
+            output.write_statistics(findings, stream)
+        elif output_format == "text":
+            output.write_text(findings, lint_run.texts, stream)
+        elif output_format == "concise":
+            output.write_concise(findings, stream)
+        elif output_format == "json":
+            output.write_json(findings, stream)
+        elif output_format == "sarif":
+            from syncscope.report.sarif import write_sarif
+
+            write_sarif(findings, stream, rules=output.sarif_rules(), tool_version=_version(),
+                        information_uri="https://github.com/syncscope/syncscope",
+                        root_uri="file://" + os.path.abspath(config.root))
+        elif output_format == "github":
+            from syncscope.report.github import write_github
+
+            write_github(findings, stream)
+        if output_format in ("text", "concise") or statistics:
+            print(output.summary(lint_run, findings), file=stream)
+    finally:
+        if output_file:
+            stream.close()
+
+    if lint_run.internal_errors:
+        for error in lint_run.internal_errors:
+            print(f"syncscope lint: internal error in {error.splitlines()[0]}", file=sys.stderr)
+        return 2
+    failing = [f for f in findings if f.level == "error"]
+    return 1 if failing and not exit_zero else 0
+
+
+def _apply_fixes(lint_run, config, unsafe: bool, write: bool) -> int:
+    from syncscope.lint.fixes import fix_file, unified_diff
+
+    wanted: dict[str, set[tuple[str, int]]] = {}
+    for f in lint_run.findings:
+        if f.fix == "safe" or (f.fix == "unsafe" and unsafe):
+            wanted.setdefault(f.site.path, set()).add((f.code, f.site.line))
+    total = 0
+    for rel, codes in sorted(wanted.items()):
+        path = lint_run.abs_paths.get(rel, rel)
+        fixed = fix_file(path, rel, codes, config, unsafe)
+        if fixed is None:
+            continue
+        old, new, count = fixed
+        total += count
+        if write:
+            with open(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(new)
+        else:
+            sys.stdout.write(unified_diff(rel, old, new))
+    if write and total:
+        print(f"Fixed {total} finding{'s' if total != 1 else ''}.", file=sys.stderr)
+    return total
+
+
+class _Bar:
+    """A rich progress bar on stderr for long runs. rich is imported only when a run has enough
+    files to analyze to be worth a bar, so a cached rerun never pays for it."""
+
+    def __init__(self) -> None:
+        self.progress = None
+        self.task = None
+
+    def start(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("linting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=Console(stderr=True), transient=True)
+        self.task = self.progress.add_task("lint", total=total)
+        self.progress.start()
+
+    def advance(self, n: int) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task, n)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _progress_bar(wanted: bool):
+    """Only when stderr is a terminal: never in CI logs or pipes."""
+    if not wanted or not sys.stderr.isatty():
+        return None
+    return _Bar()
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("syncscope")
+    except Exception:
+        return "0.1.0"

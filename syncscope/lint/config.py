@@ -1,0 +1,204 @@
+"""`[tool.syncscope.lint]` in pyproject.toml, merged with command-line options.
+
+Keys (all optional; kebab-case as in Ruff):
+    select, extend-select, ignore     rule codes or prefixes ("SYN2", "SYN101")
+    per-file-ignores                  {"tests/*" = ["SYN2"], ...}
+    exclude, extend-exclude           globs of paths not to lint (directories or files)
+    skip-functions, extend-skip-functions
+                                      globs of function names that run once (not linted)
+    all-functions                     lint every function and module/class body too
+    host-suffixes, device-suffixes    naming conventions for where a value lives
+    twin-suffixes                     what `--fix` looks for as a host copy of a device value
+    syncing-properties                `Type.attr` / `name.attr` reads that sync (SYN301)
+    syncing-functions                 qualified names / `Type.method` calls that sync (SYN302)
+    cross-file                        the one-level helper rule (SYN601), default true
+    cache-dir                         default ".syncscope_cache" in the project root
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field, fields
+
+from .provenance import NameHints
+
+DEFAULT_SKIP_FUNCTIONS = [
+    "__init__", "__post_init__", "__new__", "__del__", "__repr__", "__str__", "extra_repr",
+    "load_weights", "load_model", "*warmup*", "*warm_up*", "*capture*", "profile_run", "_dummy_run",
+    "_dummy_sampler_run", "init_*", "_init_*", "initialize_*", "_initialize_*", "setup_*", "_setup_*",
+    "determine_available_memory", "reset_*", "shutdown", "test_*",
+]
+DEFAULT_HOST_SUFFIXES = ["_cpu", "_np", "_host", "_list", "_numpy"]
+DEFAULT_DEVICE_SUFFIXES = ["_gpu", "_cuda"]
+DEFAULT_TWIN_SUFFIXES = ["_cpu", "_np"]
+DEFAULT_SYNCING_PROPERTIES = [
+    # vLLM's lazy host copies of device fields (seed PR 40654)
+    "CommonAttentionMetadata.seq_lens_cpu",
+    "CommonAttentionMetadata.num_computed_tokens_cpu",
+    "common_attn_metadata.seq_lens_cpu",
+    "common_attn_metadata.num_computed_tokens_cpu",
+]
+DEFAULT_EXCLUDE = [
+    ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs", "build", "dist",
+    "node_modules", ".syncscope_cache", ".mypy_cache", ".pytest_cache", "site-packages",
+]
+
+
+class ConfigError(Exception):
+    """Bad configuration: exit code 2."""
+
+
+@dataclass
+class LintConfig:
+    select: list[str] = field(default_factory=lambda: ["SYN"])
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    extend_exclude: list[str] = field(default_factory=list)
+    skip_functions: list[str] = field(default_factory=lambda: list(DEFAULT_SKIP_FUNCTIONS))
+    extend_skip_functions: list[str] = field(default_factory=list)
+    all_functions: bool = False
+    host_suffixes: list[str] = field(default_factory=lambda: list(DEFAULT_HOST_SUFFIXES))
+    device_suffixes: list[str] = field(default_factory=lambda: list(DEFAULT_DEVICE_SUFFIXES))
+    twin_suffixes: list[str] = field(default_factory=lambda: list(DEFAULT_TWIN_SUFFIXES))
+    syncing_properties: list[str] = field(default_factory=lambda: list(DEFAULT_SYNCING_PROPERTIES))
+    syncing_functions: list[str] = field(default_factory=list)
+    cross_file: bool = True
+    cache_dir: str = ".syncscope_cache"
+    root: str = field(default=".", metadata={"derived": True})
+
+    def __post_init__(self) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        patterns = self.skip_functions + self.extend_skip_functions
+        self._cold = re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+        self.name_hints = NameHints(self.host_suffixes, self.device_suffixes)
+
+    def cold_function(self, name: str) -> bool:
+        return bool(self._cold and self._cold.match(name))
+
+    # -- which codes apply where ---------------------------------------------------------
+    def enabled(self, code: str, path: str | None = None) -> bool:
+        selected = _longest_match(code, self.select + self.extend_select)
+        ignored = _longest_match(code, self.ignore)
+        if selected < 0 or ignored > selected or (ignored >= 0 and ignored == selected):
+            return False
+        if path is not None:
+            for pattern, codes in self.per_file_ignores.items():
+                if _path_matches(path, pattern) and _longest_match(code, codes) >= 0:
+                    return False
+        return True
+
+    def excluded(self, path: str) -> bool:
+        return any(_path_matches(path, p) for p in self.exclude + self.extend_exclude)
+
+    def analysis_key(self) -> str:
+        """What the per-file analysis depends on (the cache key). Selection and ignores are
+        applied afterwards, so changing them reuses the cache."""
+        keys = ("skip_functions", "extend_skip_functions", "all_functions", "host_suffixes",
+                "device_suffixes", "twin_suffixes", "syncing_properties", "syncing_functions", "cross_file")
+        data = {k: getattr(self, k) for k in keys}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _longest_match(code: str, prefixes: list[str]) -> int:
+    """Length of the longest prefix matching `code` (Ruff's rule: the more specific wins); -1 if none."""
+    best = -1
+    for prefix in prefixes:
+        prefix = prefix.strip().upper()
+        if prefix == "ALL":
+            prefix = ""
+        if code.startswith(prefix):
+            best = max(best, len(prefix))
+    return best
+
+
+def _path_matches(path: str, pattern: str) -> bool:
+    """Glob match on the relative path or on any of its components (`build` excludes every
+    `build/` directory, `tests/*` the files under tests)."""
+    path = path.replace(os.sep, "/")
+    if fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, pattern.rstrip("/") + "/*"):
+        return True
+    if "/" not in pattern:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in path.split("/"))
+    return False
+
+
+def find_project_root(start: str) -> str:
+    """The nearest directory at or above `start` holding a pyproject.toml; `start` otherwise."""
+    current = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
+    while True:
+        if os.path.isfile(os.path.join(current, "pyproject.toml")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
+        current = parent
+
+
+def load_config(root: str, config_file: str | None = None, overrides: dict | None = None) -> LintConfig:
+    """Read `[tool.syncscope.lint]` from `config_file` or `<root>/pyproject.toml`, then apply
+    command-line overrides (keys as dataclass field names; None means not given)."""
+    path = config_file or os.path.join(root, "pyproject.toml")
+    table: dict = {}
+    if os.path.isfile(path):
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10
+            try:
+                import tomli as tomllib  # type: ignore[no-redef]
+            except ImportError:
+                tomllib = None
+        if tomllib is not None:
+            try:
+                with open(path, "rb") as handle:
+                    data = tomllib.load(handle)
+            except (OSError, ValueError) as error:
+                raise ConfigError(f"{path}: {error}") from error
+            table = data.get("tool", {}).get("syncscope", {}).get("lint", {})
+            if config_file and not table:
+                table = data.get("lint", {})  # a standalone file may use a plain [lint] table
+    elif config_file:
+        raise ConfigError(f"config file not found: {config_file}")
+    known = {f.name for f in fields(LintConfig)}
+    values: dict = {}
+    for key, value in table.items():
+        name = key.replace("-", "_")
+        if name not in known or name == "root":
+            raise ConfigError(f"unknown key in [tool.syncscope.lint]: {key!r}")
+        values[name] = _check_type(name, value)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = value
+    config = LintConfig(**values)
+    config.root = root
+    return config
+
+
+def _check_type(name: str, value):
+    default = getattr(LintConfig(), name)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"[tool.syncscope.lint] {name.replace('_', '-')} must be true or false")
+    elif isinstance(default, list):
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"[tool.syncscope.lint] {name.replace('_', '-')} must be a list of strings")
+    elif isinstance(default, dict):
+        if not isinstance(value, dict):
+            raise ConfigError(f"[tool.syncscope.lint] {name.replace('_', '-')} must be a table")
+        value = {k: ([v] if isinstance(v, str) else list(v)) for k, v in value.items()}
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise ConfigError(f"[tool.syncscope.lint] {name.replace('_', '-')} must be a string")
+    return value
+
+
+def as_dict(config: LintConfig) -> dict:
+    return {k: v for k, v in asdict(config).items()}

@@ -1,0 +1,65 @@
+"""Where a device argument points: `"cuda"`, `torch.device("cpu")`, `self.device`, `x.device`.
+Shared by the analyzer (to know where `.to(...)` sends a value) and the copy rules."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from . import provenance as P
+from .imports import dotted
+
+
+def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> int | None:
+    """HOST or DEVICE for a device expression (`"cuda"`, `torch.device("cpu")`, `self.device`,
+    `x.device`); None for something that is not a device (a dtype, another tensor)."""
+    if isinstance(node, cst.SimpleString):
+        text = node.value.strip("'\"rbuRBU").lower()
+        if text.startswith("cpu"):
+            return P.HOST
+        if text.startswith(("cuda", "xpu", "npu", "hip", "mps", "meta")):
+            return P.DEVICE
+        return None
+    if isinstance(node, cst.Call):
+        if ctx.resolve(node.func) == "torch.device":
+            if node.args:
+                return device_where(node.args[0].value, ctx) or P.DEVICE
+            return P.DEVICE
+        return None
+    if isinstance(node, cst.Attribute) and node.attr.value == "device":
+        owner = ctx.analyzer.peek(node.value, ctx)
+        return P.HOST if owner == P.HOST else P.DEVICE
+    name = dotted(node)
+    if name is None:
+        return None
+    qual = ctx.resolve(node)
+    if qual is not None and qual.startswith("torch.") and not qual.startswith("torch.device"):
+        return None  # torch.float16 and friends
+    last = name.rsplit(".", 1)[-1].lower()
+    words = last.strip("_").split("_")
+    if "dtype" in words or "type" in words:
+        return None
+    if any(w in ctx.config.name_hints.host_words for w in words) or last == "cpu":
+        return P.HOST
+    if "device" in words or "dev" in words or last in ("cuda", "gpu"):
+        return P.DEVICE
+    return None
+
+
+def copy_target(info: CallInfo, ctx: FunctionContext) -> int | None:
+    """Where `x.to(...)` sends x: HOST, DEVICE, or None when it only changes the dtype or the
+    target cannot be told."""
+    device = info.kwarg("device")
+    if device is not None:
+        return device_where(device, ctx)
+    for arg, _ in info.args[:1]:
+        found = device_where(arg, ctx)
+        if found is not None:
+            return found
+    return None
+
+
+def is_non_blocking(info: CallInfo) -> bool:
+    value = info.kwarg("non_blocking")
+    if value is None:
+        return False
+    return not (isinstance(value, cst.Name) and value.value == "False")

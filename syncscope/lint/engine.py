@@ -1,0 +1,218 @@
+"""The lint run: find files, reuse cached results, analyze the rest in parallel, add the
+cross-file findings, then apply selection and suppressions and turn findings into `Site`s.
+
+Stays cheap when nothing changed: hashing the files and loading one cache pickle, no libcst
+import, no process pool.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..site import Site, with_occurrences
+from .cache import Cache, content_hash
+from .config import LintConfig
+from .crossfile import helper_findings
+from .files import discover, module_name, trigger_pattern
+from .suppress import apply_suppressions, parse_suppressions, unused_suppressions
+from .worker import RawResult, analyze_bytes, analyze_file, init_worker
+
+
+PROGRESS_MIN_FILES = 50  # fewer files than this finish before a bar is worth drawing
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One lint result: a site plus what the report needs. Duck-types the record that
+    `syncscope.report.sarif` / `github` take (rule_id, message, level, site, fingerprint)."""
+
+    site: Site
+    code: str
+    message: str
+    level: str
+    column: int
+    fix: str | None  # "safe", "unsafe" or None
+    fingerprint: str
+
+    @property
+    def rule_id(self) -> str:
+        return self.code
+
+    @property
+    def path(self) -> str:
+        return self.site.path
+
+    @property
+    def line(self) -> int:
+        return self.site.line
+
+
+@dataclass
+class _Pending:
+    """A raw finding on its way to becoming a Finding (what suppressions look at)."""
+
+    code: str
+    line: int
+    column: int
+    stmt_start: int
+    stmt_end: int
+    function: str
+    message: str
+    fix: str | None
+    level: str
+
+
+@dataclass
+class LintRun:
+    findings: list[Finding] = field(default_factory=list)
+    files: int = 0
+    parsed: int = 0
+    cached: int = 0
+    skipped: int = 0  # could not contain a finding: not parsed
+    internal_errors: list[str] = field(default_factory=list)
+    texts: dict[str, list[str]] = field(default_factory=dict)  # rel path -> lines, for code frames
+    abs_paths: dict[str, str] = field(default_factory=dict)
+
+
+def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None, use_cache: bool = True,
+               progress=None) -> LintRun:
+    files = discover(paths, config)
+    run = LintRun(files=len(files))
+    cache = Cache(config.root, config.cache_dir, config.analysis_key()) if use_cache else None
+    triggers = trigger_pattern(config)
+    results: dict[str, RawResult] = {}
+    texts: dict[str, bytes] = {}
+    todo: list[tuple[str, str, str, bool, str]] = []
+    for absolute, rel in files:
+        run.abs_paths[rel] = absolute
+        try:
+            with open(absolute, "rb") as handle:
+                data = handle.read()
+        except OSError as error:
+            results[rel] = RawResult(findings=[("SYN001", 1, 1, 1, 1, "<module>", f"cannot read file: {error.strerror}", None, "error")])
+            continue
+        texts[rel] = data
+        digest = content_hash(data)
+        cached = cache.get(rel, digest) if cache else None
+        if cached is not None:
+            results[rel] = cached
+            run.cached += 1
+        elif not triggers.search(data):
+            results[rel] = RawResult()
+            run.skipped += 1
+        else:
+            module, is_package = module_name(absolute)
+            todo.append((absolute, rel, module, is_package, digest))
+    run.parsed = len(todo)
+
+    for (absolute, rel, module, is_package, digest), result in _analyze_all(todo, config, jobs, progress):
+        results[rel] = result
+        if cache is not None:
+            cache.put(rel, digest, result)
+        if result.internal_error:
+            run.internal_errors.append(f"{rel}: {result.internal_error}")
+    if cache is not None:
+        cache.save()
+
+    extra = helper_findings(results) if config.cross_file else {}
+    sites: list[tuple[Site, _Pending]] = []
+    for rel in sorted(results):
+        pending = [_Pending(*f) for f in results[rel].findings] + [_Pending(*f) for f in extra.get(rel, ())]
+        data = texts.get(rel, b"")
+        text = _text(data)
+        suppressions = parse_suppressions(text) if text else {}
+        pending = [p for p in pending if _is_diagnostic(p.code) or config.enabled(p.code, rel)]
+        kept, used = apply_suppressions(pending, suppressions)
+        if suppressions and config.enabled("SYN900", rel):
+            for line, message in unused_suppressions(suppressions, used, lambda c: config.enabled(c, rel)):
+                kept.append(_Pending("SYN900", line, 1, line, line, "<module>", message, "safe", "warning"))
+        if not kept:
+            continue
+        lines = text.splitlines()
+        run.texts[rel] = lines
+        for p in kept:
+            source = lines[p.line - 1].strip() if 0 < p.line <= len(lines) else ""
+            sites.append((Site(rel, p.line, p.function, p.code, source), p))
+    numbered = with_occurrences(site for site, _ in sites)
+    by_key = {(s.path, s.line, s.kind, s.function): s for s in numbered}
+    seen: set[tuple] = set()
+    for site, p in sorted(sites, key=lambda item: (item[0].path, item[0].line, p_col(item[1]), item[0].kind)):
+        key = (site.path, site.line, p.column, site.kind, p.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        numbered_site = by_key.get((site.path, site.line, site.kind, site.function), site)
+        run.findings.append(Finding(numbered_site, p.code, p.message, p.level, p.column, p.fix,
+                                    numbered_site.fingerprint()))
+    return run
+
+
+def p_col(p: _Pending) -> int:
+    return p.column
+
+
+def _is_diagnostic(code: str) -> bool:
+    return code in ("SYN001", "SYN002", "SYN003")
+
+
+def _text(data: bytes) -> str:
+    if not data:
+        return ""
+    try:
+        from .worker import decode
+
+        return decode(data)
+    except Exception:
+        return data.decode("utf-8", "replace")
+
+
+def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
+    """Yield ((task), RawResult) for each file, in parallel when there is more than one file."""
+    if not todo:
+        return
+    if progress is not None and len(todo) >= PROGRESS_MIN_FILES:
+        progress.start(len(todo))
+    jobs = jobs or os.cpu_count() or 1
+    if len(todo) == 1 or jobs == 1:
+        for task in todo:
+            yield task, analyze_file(task[0], task[2], task[3], config)
+            if progress is not None:
+                progress.advance(1)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    import libcst  # noqa: F401 - imported before forking, so workers start with it loaded
+
+    # biggest files first, so no worker is left with a long file at the end
+    ordered = sorted(todo, key=lambda t: -_size(t[0]))
+    context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+    with ProcessPoolExecutor(max_workers=min(jobs, len(ordered)), mp_context=context,
+                             initializer=init_worker) as pool:
+        futures = {pool.submit(analyze_file, t[0], t[2], t[3], config): t for t in ordered}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                result = future.result()
+            except Exception as error:  # a worker died (e.g. out of memory): report, go on
+                result = RawResult(findings=[("SYN003", 1, 1, 1, 1, "<module>", f"internal error: worker failed: {error!r}", None, "error")],
+                                   internal_error=repr(error))
+            if progress is not None:
+                progress.advance(1)
+            yield task, result
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def analyze_for_fix(path: str, config: LintConfig):
+    """Re-analyze one file keeping the tree, for --fix (in this process)."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    module, is_package = module_name(path)
+    return analyze_bytes(data, module, is_package, config, keep_tree=True)

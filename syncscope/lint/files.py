@@ -1,0 +1,81 @@
+"""Which files to lint, what module each one is, and whether it can contain a finding at all."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+
+from ..site import relative_path
+
+# Text that every rule needs to see somewhere in a file before it can fire. A file without any
+# of it is not parsed (TorchFix does the same with the single word "torch").
+_TRIGGERS = [
+    rb"torch", rb"Tensor", rb"\.item\(", rb"\.tolist\(", rb"\.cpu\(", rb"\.cuda\(", rb"\.numpy\(",
+    rb"\.to\(", rb"synchroni[sz]e", rb"new_tensor", rb"repeat_interleave", rb"nonzero", rb"copy_\(",
+]
+
+
+def trigger_pattern(config) -> re.Pattern[bytes]:
+    extra = [p.rsplit(".", 1)[-1] for p in config.syncing_properties + config.syncing_functions]
+    words = _TRIGGERS + [re.escape(w.encode()) for w in extra if w and "*" not in w]
+    return re.compile(b"|".join(words))
+
+
+def discover(paths: list[str], config) -> list[tuple[str, str]]:
+    """(absolute path, path relative to the project root) of every Python file to lint, sorted.
+    Files named explicitly are always linted; directories are walked, skipping excluded ones."""
+    found: dict[str, str] = {}
+    for given in paths:
+        absolute = os.path.abspath(given)
+        if os.path.isfile(absolute):
+            found[absolute] = relative_path(absolute, config.root)
+            continue
+        if not os.path.isdir(absolute):
+            raise FileNotFoundError(given)
+        for directory, subdirs, files in os.walk(absolute):
+            rel_dir = relative_path(directory, config.root)
+            subdirs[:] = sorted(d for d in subdirs if not config.excluded(f"{rel_dir}/{d}".lstrip("./") if rel_dir != "." else d))
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                full = os.path.join(directory, name)
+                rel = relative_path(full, config.root)
+                if not config.excluded(rel):
+                    found[full] = rel
+    return sorted(found.items(), key=lambda item: item[1])
+
+
+@lru_cache(maxsize=None)
+def _package_of(directory: str) -> str:
+    """Dotted package name of a directory, following `__init__.py` files upwards."""
+    if not os.path.isfile(os.path.join(directory, "__init__.py")):
+        return ""
+    parent = _package_of(os.path.dirname(directory))
+    name = os.path.basename(directory)
+    return f"{parent}.{name}" if parent else name
+
+
+def module_name(path: str) -> tuple[str, bool]:
+    """(`pkg.sub.mod`, is_package) for a file, as an import would name it."""
+    directory, filename = os.path.split(os.path.abspath(path))
+    package = _package_of(directory)
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    if stem == "__init__":
+        return package, True
+    return (f"{package}.{stem}" if package else stem), False
+
+
+_FUNCTION_TRIGGERS = [
+    r"torch", r"Tensor", r"\.item\(", r"\.tolist\(", r"\.cpu\(", r"\.cuda\(", r"\.numpy\(", r"\.to\(",
+    r"synchroni[sz]e", r"new_tensor", r"repeat_interleave", r"nonzero", r"copy_\(", r"mask", r"gpu",
+]
+
+
+def function_trigger(config) -> re.Pattern[str]:
+    """The same idea one level down: a hot function whose text mentions none of these cannot
+    produce a finding of the per-function rules, so it is not parsed. (A call into a syncing
+    helper from such a function is missed by SYN601; docs/lint.md says so.)"""
+    extra = [p.rsplit(".", 1)[-1] for p in config.syncing_properties + config.syncing_functions]
+    words = _FUNCTION_TRIGGERS + [re.escape(w) for w in extra if w and "*" not in w]
+    return re.compile("|".join(words))

@@ -1,0 +1,105 @@
+"""Human and machine output of a lint run: text (with a code frame), concise, json, and the
+rule list that SARIF needs. SARIF and GitHub output live in `syncscope.report` (shared with the
+runtime side)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import IO
+
+from .rules import ALL_RULES, DIAGNOSTICS
+
+RULES_URL = "https://github.com/syncscope/syncscope/blob/main/rules/{code}.md"
+
+
+def rule_name(code: str) -> str:
+    for rule in ALL_RULES:
+        if rule.code == code:
+            return rule.name
+    return DIAGNOSTICS.get(code, ("", ""))[0]
+
+
+def sarif_rules() -> list[dict]:
+    out = [
+        {"id": r.code, "name": r.name, "short": r.summary, "full": (r.__doc__ or r.summary).strip(),
+         "help_uri": RULES_URL.format(code=r.code), "level": r.level}
+        for r in ALL_RULES
+    ]
+    out += [{"id": code, "name": name, "short": text, "level": "warning" if code == "SYN900" else "error"}
+            for code, (name, text) in DIAGNOSTICS.items()]
+    return out
+
+
+def _marker(finding) -> str:
+    return "[*] " if finding.fix == "safe" else ""
+
+
+def write_concise(findings, stream: IO[str]) -> None:
+    for f in findings:
+        stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}\n")
+
+
+def write_text(findings, texts: dict[str, list[str]], stream: IO[str]) -> None:
+    """Ruff-style: the location line, then the source line with a caret under the column."""
+    for f in findings:
+        stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}\n")
+        lines = texts.get(f.site.path)
+        if not lines or not 0 < f.site.line <= len(lines):
+            continue
+        first = max(1, f.site.line - 1)
+        last = min(len(lines), f.site.line + 1)
+        width = len(str(last))
+        pad = " " * width
+        stream.write(f"{pad} |\n")
+        for number in range(first, last + 1):
+            stream.write(f"{str(number).rjust(width)} | {lines[number - 1].rstrip()}\n")
+            if number == f.site.line:
+                caret = " " * max(0, f.column - 1) + "^"
+                stream.write(f"{pad} | {caret} {f.code}\n")
+        stream.write(f"{pad} |\n\n")
+
+
+def write_json(findings, stream: IO[str]) -> None:
+    data = [
+        {
+            "code": f.code,
+            "name": rule_name(f.code),
+            "message": f.message,
+            "level": f.level,
+            "path": f.site.path,
+            "line": f.site.line,
+            "column": f.column,
+            "function": f.site.function,
+            "source": f.site.source,
+            "fingerprint": f.fingerprint,
+            "fix": {"applicability": f.fix} if f.fix else None,
+        }
+        for f in findings
+    ]
+    json.dump(data, stream, indent=2)
+    stream.write("\n")
+
+
+def write_statistics(findings, stream: IO[str]) -> None:
+    counts = Counter(f.code for f in findings)
+    fixable = {f.code for f in findings if f.fix == "safe"}
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        mark = "[*]" if code in fixable else "   "
+        stream.write(f"{count:>6}\t{code}\t{mark} {rule_name(code)}\n")
+
+
+def summary(run, findings) -> str:
+    safe = sum(1 for f in findings if f.fix == "safe")
+    unsafe = sum(1 for f in findings if f.fix == "unsafe")
+    parts = [f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"]
+    if safe or unsafe:
+        extra = []
+        if safe:
+            extra.append(f"{safe} fixable with `--fix`")
+        if unsafe:
+            extra.append(f"{unsafe} more with `--unsafe-fixes`")
+        parts.append(f" ({', '.join(extra)})")
+    parts.append(f" in {run.files} file{'s' if run.files != 1 else ''}"
+                 f" ({run.parsed} analyzed, {run.cached} cached, {run.skipped} without torch code).")
+    return "".join(parts)

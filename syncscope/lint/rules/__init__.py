@@ -1,0 +1,50 @@
+"""The rule catalogue: one module per code, listed here in code order. Codes are stable forever;
+a retired code is never reused."""
+
+from __future__ import annotations
+
+from .base import Rule
+from .syn101 import DeviceMaskIndex
+from .syn102 import HostMaskWrite
+from .syn103 import DeviceMaskTensorWrite
+from .syn104 import RepeatInterleaveWithoutOutputSize
+from .syn105 import DataDependentShape
+from .syn106 import OneHotWithoutNumClasses
+from .syn201 import ItemOnDevice
+from .syn202 import TolistOnDevice
+from .syn203 import BlockingCopyToHost
+from .syn204 import NumpyOnDevice
+from .syn205 import ScalarConversionOfTensor
+from .syn206 import TensorAsCondition
+from .syn301 import SyncingPropertyRead
+from .syn302 import ConfiguredSyncingCall
+from .syn401 import TensorFromHostDataOnDevice
+from .syn402 import NewTensorFromHostData
+from .syn403 import BlockingCopyToDevice
+from .syn404 import ScalarStoreAtIndex
+from .syn405 import HostDataSliceStore
+from .syn501 import DeviceSynchronize
+from .syn502 import StreamSynchronize
+from .syn503 import EventSynchronize
+from .syn601 import HelperSyncsOnArgument
+
+ALL_RULES: list[type[Rule]] = [
+    DeviceMaskIndex, HostMaskWrite, DeviceMaskTensorWrite, RepeatInterleaveWithoutOutputSize,
+    DataDependentShape, OneHotWithoutNumClasses,
+    ItemOnDevice, TolistOnDevice, BlockingCopyToHost, NumpyOnDevice, ScalarConversionOfTensor,
+    TensorAsCondition,
+    SyncingPropertyRead, ConfiguredSyncingCall,
+    TensorFromHostDataOnDevice, NewTensorFromHostData, BlockingCopyToDevice, ScalarStoreAtIndex,
+    HostDataSliceStore,
+    DeviceSynchronize, StreamSynchronize, EventSynchronize,
+    HelperSyncsOnArgument,
+]
+RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+
+# Diagnostics that are not rules: they say a file could not be linted, or a suppression is stale.
+DIAGNOSTICS = {
+    "SYN001": ("unreadable-file", "The file could not be read or decoded"),
+    "SYN002": ("syntax-error", "The file could not be parsed"),
+    "SYN003": ("internal-error", "syncscope failed on this file (a bug: please report it)"),
+    "SYN900": ("unused-suppression", "A `# noqa` / `# syncscope: ignore` that suppresses nothing"),
+}

@@ -1,0 +1,57 @@
+"""Small helpers several rules share."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..imports import dotted
+from .base import Fix
+
+
+def show(node: cst.CSTNode, ctx, limit: int = 40) -> str:
+    """Short source text of a node for messages (dotted names are free; anything else pays
+    for code generation, which only flagged nodes reach)."""
+    text = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+    if text is None:
+        text = ctx.analyzer.module.code_for_node(node)
+        text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def twin_fix(ctx, node: cst.BaseExpression, replace: cst.CSTNode | None = None) -> Fix | None:
+    """Swap a device value for its host twin (`mask` -> `mask_cpu`). Safe when the function
+    itself made one a copy of the other; unsafe when only the name says they match."""
+    twin = ctx.host_twin(node)
+    if twin is None:
+        return None
+    name, proven = twin
+    target = replace if replace is not None else node
+    return Fix(
+        "safe" if proven else "unsafe",
+        f"use the host copy `{name}`",
+        lambda: (target, cst.Name(name)),
+    )
+
+
+def add_keyword(call: cst.Call, keyword: str, value: str) -> cst.Call:
+    """`f(a)` -> `f(a, keyword=value)`, keeping the existing argument formatting."""
+    args = list(call.args)
+    if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
+        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.append(cst.Arg(keyword=cst.Name(keyword), value=cst.parse_expression(value),
+                        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                              whitespace_after=cst.SimpleWhitespace(""))))
+    return call.with_changes(args=args)
+
+
+def first_input(call, *names: str):
+    """The tensor an op works on: the receiver of a method call, else the first positional
+    argument or one of the given keywords. Returns (node, where) or None."""
+    if call.receiver is not None:
+        return call.receiver, call.receiver_where
+    if call.args:
+        return call.args[0]
+    for name in names:
+        if name in call.kwargs:
+            return call.kwargs[name]
+    return None

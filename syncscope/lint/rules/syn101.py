@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from .. import provenance as P
+from ._common import show, twin_fix
+from .base import Invalid, Rule
+
+
+class DeviceMaskIndex(Rule):
+    """`t[mask]` (read) where the boolean mask may be on the device: PyTorch must count the true
+    elements to size the result, which reads the mask back to the host."""
+
+    code = "SYN101"
+    name = "device-bool-mask-index"
+    summary = "Boolean-mask indexing (read) with a mask not known to be on the host"
+    fix_applicability = "sometimes"
+
+    VALID = [
+        "import torch\ndef build(x: torch.Tensor, spec_mask_cpu: torch.Tensor):\n    return x[spec_mask_cpu]\n",
+        "import torch\ndef build(x: torch.Tensor, idx: torch.Tensor):\n    return x[idx]\n",  # long index
+        "import torch\ndef build(x: torch.Tensor, n: int):\n    return x[:n]\n",
+        "import numpy as np\ndef build(lens_np, n):\n    return lens_np[lens_np > n]\n",
+        "import torch\ndef __init__(self, x: torch.Tensor):\n    self.y = x[x > 0]\n",  # runs once
+    ]
+    INVALID = [
+        "import torch\ndef build(x: torch.Tensor):\n    return x[x > 0]\n",
+        "import torch\ndef build(x: torch.Tensor, seq_lens: torch.Tensor):\n    spec_mask = seq_lens > 1\n    return x[spec_mask]\n",
+        "import torch\ndef build(x, spec_sequence_masks):\n    return x[~spec_sequence_masks]\n",
+        Invalid(
+            "import torch\ndef build(x: torch.Tensor, mask_cpu: torch.Tensor):\n"
+            "    mask = mask_cpu.to(x.device, non_blocking=True)\n    return x[mask]\n",
+            fixed="import torch\ndef build(x: torch.Tensor, mask_cpu: torch.Tensor):\n"
+            "    mask = mask_cpu.to(x.device, non_blocking=True)\n    return x[mask_cpu]\n",
+        ),
+    ]
+
+    def on_subscript_read(self, ctx, node, base_where):
+        if base_where <= P.HOST:
+            return
+        for value, where in ctx.analyzer.index_where(node, ctx):
+            if value is None or where <= P.HOST or not ctx.is_bool(value):
+                continue
+            ctx.report(
+                self, node,
+                f"`{show(node, ctx)}` indexes with a boolean mask that may be on the device; "
+                "the host waits for the GPU to count it (index with a host mask)",
+                subject=value, fix=twin_fix(ctx, value),
+            )
+            return

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from .. import provenance as P
+from ._common import add_keyword, show
+from .base import Invalid, Rule
+
+
+class RepeatInterleaveWithoutOutputSize(Rule):
+    """`repeat_interleave` with tensor repeats and no `output_size` reads the repeats back to
+    size its output (two syncs per call, measured)."""
+
+    code = "SYN104"
+    name = "repeat-interleave-without-output-size"
+    summary = "`repeat_interleave` with tensor repeats and no `output_size`"
+    fix_applicability = "sometimes"
+    FUNCTIONS = frozenset({"torch.repeat_interleave"})
+    METHODS = frozenset({"repeat_interleave"})
+
+    VALID = [
+        "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor, n: int):\n    return torch.repeat_interleave(x, reps, output_size=n)\n",
+        "import torch\ndef f(x: torch.Tensor, heads: int):\n    return x.repeat_interleave(heads, dim=1)\n",
+        "import torch\ndef f(x_cpu: torch.Tensor, reps_cpu: torch.Tensor):\n    return torch.repeat_interleave(x_cpu, reps_cpu)\n",
+    ]
+    INVALID = [
+        "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor):\n    return torch.repeat_interleave(x, reps)\n",
+        "import torch\ndef f(query_lens: torch.Tensor):\n    return torch.repeat_interleave(query_lens)\n",
+        Invalid(
+            "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor, reps_cpu: torch.Tensor):\n"
+            "    return x.repeat_interleave(reps, dim=0)\n",
+            fixed="import torch\ndef f(x: torch.Tensor, reps: torch.Tensor, reps_cpu: torch.Tensor):\n"
+            "    return x.repeat_interleave(reps, dim=0, output_size=int(reps_cpu.sum()))\n",
+        ),
+    ]
+
+    def on_call(self, ctx, call):
+        if "output_size" in call.kwargs:
+            return
+        if call.receiver is None and call.qualname != "torch.repeat_interleave":
+            return
+        if call.receiver is not None:
+            source, repeats = (call.receiver, call.receiver_where), (call.args[0] if call.args else call.kwargs.get("repeats"))
+        elif len(call.args) >= 2:
+            source, repeats = call.args[0], call.args[1]
+        elif len(call.args) == 1 and "repeats" not in call.kwargs:
+            source, repeats = None, call.args[0]  # torch.repeat_interleave(repeats)
+        else:
+            source, repeats = call.args[0] if call.args else None, call.kwargs.get("repeats")
+        if repeats is None or not P.is_tensor_like(repeats[1]):
+            return
+        if source is not None and source[1] == P.HOST:
+            return
+        fix = None
+        twin = ctx.host_twin(repeats[0])
+        if twin is not None:
+            name, _ = twin
+            # the total on the host is exactly the output length; still a convention, so unsafe
+            from .base import Fix
+            fix = Fix("unsafe", f"pass `output_size` computed from `{name}`",
+                      lambda: (call.node, add_keyword(call.node, "output_size", f"int({name}.sum())")))
+        ctx.report(
+            self, call.node,
+            f"`{show(call.node.func, ctx)}` with tensor repeats `{show(repeats[0], ctx)}` and no "
+            "`output_size` reads the repeats back to size the output (pass `output_size=`)",
+            anchor="repeat_interleave", subject=repeats[0], fix=fix,
+        )

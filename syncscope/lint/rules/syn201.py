@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from .. import provenance as P
+from ._common import show, twin_fix
+from .base import Invalid, Rule
+
+
+class ItemOnDevice(Rule):
+    """`.item()` copies one element to the host and waits for every kernel queued before it."""
+
+    code = "SYN201"
+    name = "item-on-device"
+    summary = "`.item()` on a tensor not known to be on the host"
+    fix_applicability = "sometimes"
+    METHODS = frozenset({"item"})
+
+    VALID = [
+        "import torch\ndef f(lens_cpu: torch.Tensor):\n    return lens_cpu.max().item()\n",
+        "import numpy as np\ndef f(x):\n    a = np.asarray(x)\n    return a.sum().item()\n",
+        "import torch\ndef f(x: torch.Tensor):\n    y = x.cpu()\n    return y.item()\n",
+        "def f(d):\n    return d.item\n",
+    ]
+    INVALID = [
+        "import torch\ndef f(x: torch.Tensor):\n    return x.sum().item()\n",
+        "def f(self):\n    return self.num_accepted.item()\n",
+        Invalid(
+            "import torch\ndef f(n_cpu: torch.Tensor):\n    n = n_cpu.cuda()\n    return n.item()\n",
+            fixed="import torch\ndef f(n_cpu: torch.Tensor):\n    n = n_cpu.cuda()\n    return n_cpu.item()\n",
+        ),
+    ]
+
+    def on_call(self, ctx, call):
+        if call.receiver is None or call.args or not P.maybe_device(call.receiver_where):
+            return
+        ctx.report(
+            self, call.node,
+            f"`{show(call.receiver, ctx)}.item()` copies a device value to the host and waits for "
+            "the GPU (keep a host mirror of it)",
+            anchor=".item(", subject=call.receiver, fix=twin_fix(ctx, call.receiver),
+        )

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from .. import provenance as P
+from ._common import show
+from .base import Rule
+
+
+class ScalarConversionOfTensor(Rule):
+    """`int(t)`, `float(t)`, `bool(t)`, `complex(t)` read a tensor's value on the host."""
+
+    code = "SYN205"
+    name = "scalar-conversion-of-tensor"
+    summary = "`int()` / `float()` / `bool()` of a tensor"
+    FUNCTIONS = frozenset({"int", "float", "bool", "complex"})
+
+    VALID = [
+        "import torch\ndef f(x: torch.Tensor):\n    return int(x.shape[0])\n",
+        "import torch\ndef f(lens_cpu: torch.Tensor):\n    return int(lens_cpu.max())\n",
+        "def f(n):\n    return int(n)\n",  # unknown value, not a tensor
+    ]
+    INVALID = [
+        "import torch\ndef f(x: torch.Tensor):\n    return int(x.max())\n",
+        "import torch\ndef f(x):\n    y = torch.sum(x)\n    return float(y)\n",
+        "import torch\ndef f(x: torch.Tensor):\n    return bool((x > 0).any())\n",
+    ]
+
+    def on_call(self, ctx, call):
+        if call.receiver is not None or call.qualname not in self.FUNCTIONS or not call.args:
+            return
+        arg, where = call.args[0]
+        if not P.is_tensor_like(where):
+            return
+        ctx.report(
+            self, call.node,
+            f"`{call.qualname}({show(arg, ctx)})` reads a tensor value on the host and waits for the GPU",
+            anchor=call.qualname + "(", subject=arg,
+        )

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import provenance as P
+from ..devices import device_where
+from ._common import show
+from .base import Fix, Invalid, Rule
+
+
+class TensorFromHostDataOnDevice(Rule):
+    """`torch.tensor(data, device=...)` builds the tensor in pageable host memory and copies it
+    with a blocking copy."""
+
+    code = "SYN401"
+    name = "tensor-from-host-data-on-device"
+    summary = "`torch.tensor(data, device=...)`: a blocking host->device copy"
+    fix_applicability = "unsafe"
+    FUNCTIONS = frozenset({"torch.tensor", "torch.as_tensor"})
+
+    VALID = [
+        "import torch\ndef f(data):\n    return torch.tensor(data)\n",
+        "import torch\ndef f(data):\n    return torch.tensor(data, device='cpu')\n",
+        "import torch\ndef f(x: torch.Tensor, device):\n    return torch.as_tensor(x, device=device)\n",
+    ]
+    INVALID = [
+        "import torch\ndef f(ids, device):\n    return torch.tensor(ids, device=device)\n",
+        "import torch\ndef f(self, n: int):\n    return torch.tensor([n], dtype=torch.int32, device='cuda')\n",
+        Invalid(
+            "import torch\ndef f(self, lens):\n    return torch.tensor(lens, dtype=torch.int32, device=self.device)\n",
+            fixed="import torch\ndef f(self, lens):\n    return torch.tensor(lens, dtype=torch.int32, pin_memory=True).to(self.device, non_blocking=True)\n",
+        ),
+    ]
+
+    def on_call(self, ctx, call):
+        if call.qualname not in self.FUNCTIONS or call.receiver is not None:
+            return
+        device = call.kwarg("device")
+        if device is None or device_where(device, ctx) == P.HOST:
+            return
+        data = call.args[0] if call.args else call.kwargs.get("data")
+        if data is not None and P.is_tensor_like(data[1]):
+            return  # already a tensor: no host data involved
+        ctx.report(
+            self, call.node,
+            f"`{show(call.node.func, ctx)}(..., device={show(device, ctx)})` copies host data with a "
+            "blocking copy (build it in pinned memory and copy with non_blocking=True)",
+            anchor=show(call.node.func, ctx) + "(",
+            fix=Fix("unsafe", "build in pinned memory, copy with non_blocking=True", lambda: (call.node, _pinned(call.node))),
+        )
+
+
+def _pinned(node: cst.Call) -> cst.Call:
+    """`torch.tensor(d, device=x)` -> `torch.tensor(d, pin_memory=True).to(x, non_blocking=True)`.
+    Unsafe: pinning needs an accelerator at run time, and it changes allocation behaviour."""
+    device = None
+    args = []
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            device = arg.value
+        else:
+            args.append(arg)
+    args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args]
+    args.append(cst.Arg(keyword=cst.Name("pin_memory"), value=cst.Name("True"),
+                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+    base = node.with_changes(args=args)
+    return cst.Call(
+        func=cst.Attribute(value=base, attr=cst.Name("to")),
+        args=[
+            cst.Arg(value=device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(keyword=cst.Name("non_blocking"), value=cst.Name("True"),
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))),
+        ],
+    )

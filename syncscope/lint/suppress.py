@@ -1,0 +1,89 @@
+"""`# noqa: SYN101` and `# syncscope: ignore[SYN101] reason`, and which of them did nothing.
+
+Comments are found with a regular expression on the raw lines rather than the tokenizer: only
+lines that mention `noqa` or `syncscope:` are looked at, so clean files pay nothing. (A `# noqa`
+inside a string literal would count too; that costs at most a suppressed finding.)"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]*)*))?", re.IGNORECASE)
+_IGNORE = re.compile(r"#\s*syncscope:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?P<reason>[^#]*)")
+_CODE = re.compile(r"[A-Za-z]+[0-9]*")
+
+
+@dataclass
+class Suppression:
+    line: int
+    codes: frozenset[str] | None  # None: every code
+    style: str  # "noqa" or "ignore"
+    reason: str = ""
+
+    def covers(self, code: str) -> bool:
+        return self.codes is None or any(code.startswith(c) for c in self.codes)
+
+
+def parse_suppressions(text: str) -> dict[int, list[Suppression]]:
+    if "noqa" not in text and "noqa" not in text.lower() and "syncscope:" not in text:
+        return {}
+    found: dict[int, list[Suppression]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "#" not in line:
+            continue
+        lowered = line.lower()
+        if "noqa" in lowered:
+            match = _NOQA.search(line)
+            if match:
+                codes = match.group("codes")
+                found.setdefault(number, []).append(
+                    Suppression(number, frozenset(c.upper() for c in _CODE.findall(codes)) if codes else None, "noqa"))
+        if "syncscope:" in line:
+            match = _IGNORE.search(line)
+            if match:
+                codes = match.group("codes")
+                parsed = frozenset(c.upper() for c in _CODE.findall(codes)) if codes else None
+                found.setdefault(number, []).append(
+                    Suppression(number, parsed or None, "ignore", match.group("reason").strip()))
+    return found
+
+
+def apply_suppressions(findings: list, suppressions: dict[int, list[Suppression]]):
+    """Split findings into (kept, used suppression entries). A finding is suppressed by a comment
+    on its own line or on the first or last line of its statement."""
+    if not suppressions:
+        return findings, set()
+    kept = []
+    used: set[tuple[int, int, str]] = set()  # (line, index of the suppression, code)
+    for finding in findings:
+        hit = False
+        for line in dict.fromkeys((finding.line, finding.stmt_start, finding.stmt_end)):
+            for index, suppression in enumerate(suppressions.get(line, ())):
+                if suppression.covers(finding.code):
+                    used.add((line, index, finding.code))
+                    hit = True
+        if not hit:
+            kept.append(finding)
+    return kept, used
+
+
+def unused_suppressions(suppressions: dict[int, list[Suppression]], used: set[tuple[int, int, str]],
+                        enabled) -> list[tuple[int, str]]:
+    """(line, message) for each suppression that suppressed nothing. A bare `# noqa` is shared
+    with other linters and codes of other tools are not ours, so neither is reported."""
+    out = []
+    for line, entries in suppressions.items():
+        for index, suppression in enumerate(entries):
+            hits = {code for (l, i, code) in used if l == line and i == index}
+            if suppression.codes is None:
+                if suppression.style == "ignore" and not hits:
+                    out.append((line, "`# syncscope: ignore` suppresses nothing on this line"))
+                continue
+            for code in sorted(suppression.codes):
+                if not code.startswith("SYN") or not enabled(code):
+                    continue
+                if not any(h.startswith(code) for h in hits):
+                    style = "# noqa" if suppression.style == "noqa" else "# syncscope: ignore"
+                    out.append((line, f"unused suppression `{style}` of {code}"))
+    return out
