@@ -205,6 +205,7 @@ class FunctionContext:
         if anchor:
             anchors.append(anchor)
         self.analyzer.findings.append(RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level))
+        subject = _root_value(subject)
         if isinstance(subject, cst.Name) and subject.value in self.params and subject.value not in self.reassigned:
             self.analyzer.record_summary(self, subject.value, rule.code, message)
 
@@ -510,6 +511,12 @@ class ModuleAnalyzer:
             ctx.bools.add(name)
         else:
             ctx.bools.discard(name)
+        if isinstance(value, cst.Call):  # remember streams and events for SYN502/SYN503
+            made_by = (ctx.resolve(value.func) or dotted(value.func) or "").rsplit(".", 1)[-1]
+            if made_by in ("Event", "ExternalEvent"):
+                ctx.types[name] = "Event"
+            elif made_by in ("Stream", "current_stream", "default_stream", "ExternalStream"):
+                ctx.types[name] = "Stream"
         # `a = b.to(device)` / `a = b.cpu()`: a and b hold the same values (for fix safety)
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value in ("to", "cpu", "cuda") and isinstance(value.func.value, cst.Name):
@@ -866,6 +873,23 @@ class ModuleAnalyzer:
         qualname = f"{self.module_name}.{ctx.qualname}" if self.module_name else ctx.qualname
         entry = self.summaries.setdefault(qualname, {"params": list(ctx.params), "syncs": {}})
         entry["syncs"].setdefault(param, (code, ctx.stmt, message))
+
+
+def _root_value(node):
+    """The name a value is computed from through tensor methods and indexing: `mask.sum()`
+    and `x[:n]` come from `mask` and `x` (used to tell that a helper syncs on a parameter)."""
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value not in ("cpu", "numpy", "tolist", "item"):
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, (cst.Comparison,)):
+            node = node.left
+        elif isinstance(node, cst.UnaryOperation):
+            node = node.expression
+        else:
+            return node
 
 
 def _py(node, ctx) -> int:

@@ -13,7 +13,10 @@ def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> int | None:
     """HOST or DEVICE for a device expression (`"cuda"`, `torch.device("cpu")`, `self.device`,
     `x.device`); None for something that is not a device (a dtype, another tensor)."""
     if isinstance(node, cst.SimpleString):
-        text = node.value.strip("'\"rbuRBU").lower()
+        try:
+            text = str(node.evaluated_value).lower()
+        except Exception:  # an odd literal: not a device we can name
+            return None
         if text.startswith("cpu"):
             return P.HOST
         if text.startswith(("cuda", "xpu", "npu", "hip", "mps", "meta")):

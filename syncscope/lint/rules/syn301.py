@@ -25,7 +25,7 @@ class SyncingPropertyRead(Rule):
     INVALID = [
         "def build(self, common_attn_metadata):\n    return common_attn_metadata.seq_lens_cpu.max()\n",
         "def build(self, m: CommonAttentionMetadata):\n    return m.num_computed_tokens_cpu\n",
-        "def build(self):\n    return self.attn_metadata.seq_lens_cpu\n",
+        "def build(self):\n    return self.common_attn_metadata.seq_lens_cpu\n",
     ]
 
     def __init__(self, config):

@@ -1,0 +1,29 @@
+"""Helpers for the linter tests: lint a source string the way the command line would."""
+
+from __future__ import annotations
+
+import os
+
+from syncscope.lint.config import LintConfig
+from syncscope.lint.engine import lint_paths
+
+# SYN302's examples name these as syncing functions.
+TEST_SYNCING_FUNCTIONS = ["mylib.sync_all", "Runner.flush"]
+
+
+def make_config(root, **overrides) -> LintConfig:
+    overrides.setdefault("syncing_functions", list(TEST_SYNCING_FUNCTIONS))
+    config = LintConfig(**overrides)
+    config.root = str(root)
+    return config
+
+
+def lint_source(tmp_path, source: str, name: str = "example.py", **overrides):
+    path = tmp_path / name
+    path.write_text(source)
+    config = make_config(tmp_path, **overrides)
+    return lint_paths([str(path)], config, use_cache=False, jobs=1)
+
+
+def codes(run) -> list[str]:
+    return [f.code for f in run.findings]
