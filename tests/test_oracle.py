@@ -649,3 +649,46 @@ def test_cli_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch):
     assert [l["line"] for l in section["compare"]["hook_only"]] == [9]
     assert report.meta["exit_code"] == 3 and report.meta["tool"]["mode"] == "oracle"
     assert "hook blind spots" in result.output and "BLOCKED" in result.output
+
+
+def test_cuda_gpu_uses_the_current_stream_and_a_non_blocking_marker():
+    """The tiny GPU layer, wired to a stand-in for torch (the real one is exercised on the device)."""
+    from types import SimpleNamespace
+
+    from syncscope.oracle.cuda import CudaGpu
+
+    log = []
+
+    class Event:
+        def record(self):
+            log.append("record")
+
+        def query(self):
+            log.append("query")
+            return False
+
+    cuda = SimpleNamespace(
+        current_device=lambda: 0,
+        get_device_name=lambda i: "Fake H100",
+        synchronize=lambda: log.append("synchronize"),
+        _sleep=lambda cycles: log.append(("sleep", cycles)),
+        Event=Event,
+        current_stream=lambda: SimpleNamespace(device_index=0, cuda_stream=42),
+    )
+    gpu = CudaGpu(SimpleNamespace(cuda=cuda))
+    assert gpu.device == "cuda:0 (Fake H100)"
+    assert gpu.sleep_done()  # nothing queued yet
+    gpu.sleep(12.0)
+    assert gpu.sleep_done() is False
+    gpu.drain()
+    assert log == [("sleep", 12), "record", "query", "synchronize"]
+    assert gpu.stream_key() == (0, 42)
+
+
+def test_torch_has_what_the_gpu_layer_calls():
+    torch = pytest.importorskip("torch")
+    for name in ("_sleep", "synchronize", "Event", "current_stream", "current_device", "get_device_name", "is_available"):
+        assert hasattr(torch.cuda, name), name
+    assert hasattr(torch.cuda.Event, "query") and hasattr(torch.cuda.Event, "record")
+    if torch.cuda.is_available():  # a CPU build's Stream is a stub
+        assert isinstance(torch.cuda.current_stream().cuda_stream, int)

@@ -57,4 +57,4 @@ class CudaGpu:
 
     def stream_key(self) -> object:
         stream = self.torch.cuda.current_stream()
-        return (stream.device_index, stream.stream_id)
+        return (getattr(stream, "device_index", None), stream.cuda_stream)
