@@ -17,7 +17,7 @@ began=$(date +%s)
 python -c "import sys, torch; print('python', sys.version.split()[0], '| torch', torch.__version__, '| gpu', torch.cuda.get_device_name() if torch.cuda.is_available() else None)"
 
 echo "=== pytest tests/test_oracle.py tests/test_oracle_gpu.py"
-timeout 210 python -m pytest tests/test_oracle.py tests/test_oracle_gpu.py -q -p no:cacheprovider -rfEs 2>&1 | tail -40 | tee "$ART/pytest.txt"
+timeout 210 python -m pytest tests/test_oracle.py tests/test_oracle_gpu.py -q -p no:cacheprovider -rfEs --tb=short 2>&1 | tail -60 | tee "$ART/pytest.txt"
 tests_rc=${PIPESTATUS[0]}
 
 echo "=== bench/oracle_cost.py"

@@ -84,14 +84,16 @@ def test_oracle_agrees_with_the_whole_catalog(tmp_path, tracer):
             ratio = f"{got['ratio']:.2f}" if got else "-"
             mismatches.append(f"  line {number}: expected {want}, got {got['verdict'] if got else 'not run'} (ratio {ratio}): {source[number - 1].strip()}")
     blocking = [n for n, k in expected.items() if k]
-    ratios = sorted(lines[n]["ratio"] for n in blocking if n in lines)
-    free_ratios = sorted(lines[n]["ratio"] for n, k in expected.items() if not k and n in lines)
+    ratios = sorted(lines[n]["ratio"] for n in blocking if n in lines) or [float("nan")]
+    free_ratios = sorted(lines[n]["ratio"] for n, k in expected.items() if not k and n in lines) or [float("nan")]
     data = json.loads(out.read_text())
+    cost = data["oracle"]["cost"]
     text = (
         f"catalog [{data['oracle']['tracer']}]: {len(expected) - len(mismatches)}/{len(expected)} lines agree "
         f"({len(blocking)} blocking, {len(expected) - len(blocking)} free); "
         f"blocked ratios {ratios[0]:.2f}..{ratios[-1]:.2f}, free ratios max {free_ratios[-1]:.4f}; "
-        f"sleep {data['oracle']['calibration']['sleep_ns'] / 1e6:.1f} ms; command {wall:.1f} s"
+        f"sleep {data['oracle']['calibration']['sleep_ns'] / 1e6:.1f} ms; measurement {cost['wall_s']:.1f} s for "
+        f"{cost['line_hits']} traced line runs; whole command {wall:.1f} s"
     )
     summary(tmp_path, f"catalog-{tracer}", "\n".join([text] + mismatches))
     assert not mismatches, "\n".join(mismatches)
