@@ -13,9 +13,10 @@ and of the `repeat` queued passes the one with the smallest ratio counts, so a o
     free       ratio <  0.1   it returned while the queue was still running;
     uncertain  in between.
 
-Why these numbers: a line that synchronizes waits for the whole queue ahead, ratio ~1 (measured
-0.9-1.1 with a 25 ms sleep; the clock estimate of the work ahead is good to tens of us). A free
-line takes microseconds against >= 12 ms ahead: ratio < 0.01. The wide band in between is kept
+Why these numbers: a line that synchronizes waits for the whole queue ahead, ratio ~1 (the work
+ahead is >= 12.5 ms with the default 25 ms sleep, and the host-clock estimate of it is good to tens
+of microseconds; GPU clock drift after calibration moves it by a few percent). A free line takes
+microseconds against >= 12.5 ms ahead: ratio < 0.01. The GPU check prints the observed ranges. The wide band in between is kept
 for what is neither: a wait on an event recorded part-way through the queue, a launch that blocks
 because the launch queue is full, host work that varies between passes. A line is blocked when any
 of its hits is (a line that blocks on 1 iteration of 10 is a sync site), else uncertain when any
