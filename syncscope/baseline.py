@@ -36,8 +36,14 @@ class ObservedSite:
     fingerprint: str
     count: int = 1  # runtime: events at the site; lint: 1
     stack: tuple[tuple[str, int, str], ...] = ()  # (path, line, function), innermost first
-    message: str = ""  # lint: the finding's message; runtime: the torch APIs seen
-    extra: dict = field(default_factory=dict, compare=False)  # e.g. per-process counts
+    message: str = ""  # lint: the finding's message; runtime: what synced, how often
+    level: str = "error"
+
+    # With `message` and `level`, what the SARIF and GitHub writers (syncscope.report.sarif,
+    # .github) take as a result record, so runtime sites go out through the linter's writers.
+    @property
+    def rule_id(self) -> str:
+        return self.site.kind
 
 
 @dataclass(frozen=True)
@@ -143,7 +149,7 @@ def _runtime_sites(data: dict, origin: str) -> list[ObservedSite]:
             fingerprint=fp,
             count=count,
             stack=stack or (previous.stack if previous else ()),
-            message=", ".join(stats.apis),
+            message=f"host sync ({site.kind}) via {', '.join(stats.apis) or 'torch'}: {count} event(s) in the run",
         )
     return list(merged.values())
 
@@ -193,7 +199,12 @@ def _lint_sites(data: Any, origin: str) -> list[ObservedSite]:
         except (TypeError, ValueError) as exc:
             raise InputError(f"{origin}: finding #{index} is malformed ({exc})") from None
     return [
-        ObservedSite(site=site, fingerprint=site.fingerprint(), message=str(item.get("message", "")))
+        ObservedSite(
+            site=site,
+            fingerprint=site.fingerprint(),
+            message=str(item.get("message", "")),
+            level=str(item.get("level") or "error"),
+        )
         for site, item in _numbered(raw)
     ]
 

@@ -76,7 +76,7 @@ def describe_site(o: ObservedSite, max_frames: int = 8) -> list[str]:
     lines = [f"{s.path}:{s.line}: {s.kind} in {s.function}{count}"]
     if s.source:
         lines.append(f"    {s.source}")
-    if o.message:
+    if o.message and not o.stack:  # a lint finding's explanation (runtime: the stack says more)
         lines.append(f"    ({o.message})")
     for path, line, function in o.stack[1:max_frames]:
         lines.append(f"      called from {path}:{line} in {function}")

@@ -65,6 +65,7 @@ def register(app: typer.Typer) -> None:
         update: bool = typer.Option(False, "--update", help="drop baseline sites no longer seen (never adds; only when the gate passes)"),
         steps: Optional[int] = typer.Option(None, "--steps", min=1, help="steps the run made, for per-step budgets"),
         markdown: Optional[str] = typer.Option(None, "--markdown", help="also write a Markdown summary here (- for stdout)"),
+        github: bool = typer.Option(False, "--github", help="also print GitHub workflow annotations for the new sites"),
     ) -> None:
         """Exit 1 when REPORT has a sync site the baseline does not accept, else 0."""
         from syncscope import baseline as bl
@@ -81,6 +82,12 @@ def register(app: typer.Typer) -> None:
             from syncscope.report import markdown as md
 
             _write_text(markdown, md.render_gate(result, observation, baseline))
+        if github:
+            import sys
+
+            from syncscope.report.github import write_github  # the linter's writer, generic over sites
+
+            write_github(result.new, sys.stdout)
         if update:
             if not result.passed:
                 typer.echo(f"syncscope gate: {baseline} left unchanged (the gate failed; --update only shrinks a passing baseline)", err=True)
@@ -132,16 +139,31 @@ def register(app: typer.Typer) -> None:
 
             text = json.dumps(perfetto.trace(loaded)) + "\n"
         elif format in ("sarif", "github"):
-            text = _export_shared(loaded, format)
+            text = _export_shared(report, format)
         else:
             _fail(f"--format {format!r}: choose markdown, perfetto, sarif or github")
         _write_text(output, text)
 
 
-def _export_shared(report, format: str) -> str:
-    """SARIF and GitHub annotations come from the linter's writers, which take generic sites."""
+def _export_shared(path: str, format: str) -> str:
+    """SARIF and GitHub annotations of the in-scope sites, through the linter's writers (they
+    take any record with rule_id, message, level, site and fingerprint: `ObservedSite` is one)."""
+    import io
+
+    import syncscope
+    from syncscope import baseline as bl
+
     try:
-        from syncscope.report import github, sarif  # noqa: F401
-    except ImportError:
-        _fail(f"--format {format}: the SARIF/GitHub writers are not available in this build")
-    raise NotImplementedError
+        sites = bl.load_observation(path).sites
+    except bl.InputError as exc:
+        _fail(str(exc))
+    out = io.StringIO()
+    if format == "sarif":
+        from syncscope.report.sarif import write_sarif
+
+        write_sarif(sites, out, tool_name="syncscope", tool_version=syncscope.__version__)
+    else:
+        from syncscope.report.github import write_github
+
+        write_github(sites, out)
+    return out.getvalue()
