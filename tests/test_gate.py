@@ -198,3 +198,45 @@ def test_gate_never_imports_torch(baseline_file, files):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+LINTED = '''\
+import torch
+
+
+def unrelated(x):
+    return x + 1
+
+
+class Engine:
+    def step(self, x, lens):
+        n = lens.sum().item()
+        return n
+'''
+
+
+def test_gate_on_real_lint_output(tmp_path):
+    """`syncscope lint --output-format json` -> baseline -> unrelated edits pass -> a copy of the
+    sync in another function fails."""
+
+    def lint(source: str, name: str) -> str:
+        (tmp_path / "model.py").write_text(source)
+        proc = subprocess.run([sys.executable, "-m", "syncscope", "lint", "model.py", "--output-format", "json", "--no-cache"],
+                              cwd=tmp_path, capture_output=True, text=True)
+        if proc.returncode == 2 and "--no-cache" in proc.stderr:  # an older lint without the flag
+            proc = subprocess.run([sys.executable, "-m", "syncscope", "lint", "model.py", "--output-format", "json"],
+                                  cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 1, proc.stderr
+        (tmp_path / name).write_text(proc.stdout)
+        return str(tmp_path / name)
+
+    first = lint(LINTED, "lint1.json")
+    # The gate reads lint output with the one fingerprint of syncscope.site: the linter's own.
+    assert {o.fingerprint for o in bl.load_observation(first).sites} == {f["fingerprint"] for f in json.load(open(first))}
+    baseline = str(tmp_path / "baseline.json")
+    assert cli("baseline", "create", first, "-o", baseline)[0] == 0
+    edited = "import os\n\n\n" + LINTED.replace("def unrelated(", "def renamed_helper(")
+    assert cli("gate", lint(edited, "lint2.json"), "--baseline", baseline)[0] == 0
+    copied = edited + "\n\ndef other(lens):\n    n = lens.sum().item()\n    return n\n"
+    code, out = cli("gate", lint(copied, "lint3.json"), "--baseline", baseline)
+    assert code == 1 and "SYN201 in other" in out
