@@ -274,7 +274,6 @@ def install(p: Patches) -> None:
     values = {
         "is_available": lambda: True,
         "is_initialized": lambda: True,
-        "_is_compiled": lambda: True,
         "_lazy_init": _noop,
         "init": _noop,
         "device_count": lambda: 1,

@@ -7,6 +7,7 @@ import threading
 import torch
 
 from syncscope.runtime.sim import cuda_api, mode, race, state
+from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
 
 _F = torch.nn.functional
@@ -36,6 +37,7 @@ class SimulatedCudaDetector:
                 raise RuntimeError("the syncscope simulated device is already installed in this process")
             SimulatedCudaDetector._installed = True
         try:
+            _import_dynamo_first()
             _refresh_internal_frames(recorder)
             state.S.recorder = recorder
             self._previous_debug_mode = state.S.debug_mode
@@ -43,6 +45,7 @@ class SimulatedCudaDetector:
             state.on_sync_hooks[:] = [race.on_sync]
             cuda_api.install(self._patches)
             self._patch_one_hot()
+            self._patch_shallow_copy_check()
             self._triton.install(self._patches)
             mode.enable_subclass_handler()
             self._threads.install()
@@ -62,6 +65,20 @@ class SimulatedCudaDetector:
         race.T.copies.clear()
         with SimulatedCudaDetector._lock:
             SimulatedCudaDetector._installed = False
+
+    def _patch_shallow_copy_check(self) -> None:
+        """`module.to("cuda")` / `.cuda()` would move each parameter with `param.data = moved`,
+        which swaps a plain CPU Parameter's data for a wrapper it cannot dispatch for. Saying the
+        types are not shallow-copy compatible makes nn.Module build new Parameters around the
+        simulated tensors instead (the path torch takes for any tensor subclass)."""
+        original = torch._has_compatible_shallow_copy_type
+
+        def compatible(a, b):
+            if isinstance(a, _SimBase) != isinstance(b, _SimBase):
+                return False
+            return original(a, b)
+
+        self._patches.set(torch, "_has_compatible_shallow_copy_type", compatible)
 
     def _patch_one_hot(self) -> None:
         """`F.one_hot` has no torch-function hook; note it as the API in progress so its sync
@@ -91,3 +108,13 @@ def _refresh_internal_frames(recorder) -> None:
     internal = getattr(recorder, "_internal", None)
     if internal is not None and getattr(internal, "prefixes", None) is not None:
         recorder._internal = type(internal)()
+
+
+def _import_dynamo_first() -> None:
+    """torch imports torch._dynamo lazily, the first time a mode or a compiled function needs
+    it (with a dispatch mode active, that is the first op). Its import builds tables from
+    `torch.cuda`'s functions and must see the real ones, not ours: import it before patching."""
+    try:
+        import torch._dynamo  # noqa: F401
+    except Exception:  # a broken dynamo must not stop the simulated device
+        pass

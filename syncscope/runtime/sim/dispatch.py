@@ -56,7 +56,7 @@ def _unsupported(func, exc: BaseException) -> SimulatedDeviceError:
         f"syncscope simulated CUDA device: cannot run {name}: it has no CPU kernel, so it only "
         f"exists on a real GPU. Ways out: run this program on a GPU (`syncscope run --device cuda`), "
         f"give the op a CPU implementation for testing (`torch.library.impl(\"{name.split('.')[0]}\", "
-        f"\"cpu\")`), or keep this call out of the simulated run. (torch said: {str(exc).splitlines()[0]})"
+        f"\"cpu\")`), or keep this call out of the simulated run. (torch said: {str(exc).split('. This could be')[0].splitlines()[0]})"
     )
 
 

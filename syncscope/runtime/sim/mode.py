@@ -22,10 +22,12 @@ import threading
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.sim import race, state
 from syncscope.runtime.sim.dispatch import SimulatedDeviceError
+from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
     HostGuardView,
     SimulatedCudaTensor,
@@ -306,10 +308,52 @@ def _build_special() -> None:
 _build_special()
 
 
+_is_grad_enabled = torch.is_grad_enabled
+_warned_autograd = [False]
+
+
+def _needs_grad(args) -> bool:
+    with _DisableSubclass():  # reading .requires_grad must not come back through this handler
+        return _any_requires_grad(args)
+
+
+def _any_requires_grad(args) -> bool:
+    for arg in args:
+        if isinstance(arg, _SimBase):
+            if arg.requires_grad:
+                return True
+        elif type(arg) in (list, tuple):
+            for item in arg:
+                if isinstance(item, _SimBase) and item.requires_grad:
+                    return True
+    return False
+
+
+def _without_autograd(func, args, kwargs):
+    """torch's autograd engine asks the CUDA DeviceGuard for the stream of every device tensor
+    it records, and a CPU-only build aborts the process there. The simulated device targets
+    inference: ops on simulated tensors that require grad run with grad disabled (same values;
+    no graph), once noted on stderr."""
+    if not _warned_autograd[0]:
+        _warned_autograd[0] = True
+        import sys
+
+        print(
+            "syncscope simulated device: autograd is not simulated; ops on CUDA tensors that "
+            "require grad run without recording a graph (wrap inference in torch.inference_mode() "
+            "to silence this)",
+            file=sys.stderr,
+        )
+    with torch.no_grad():
+        return _dispatch_call(func, args, kwargs)
+
+
 def handle(func, args, kwargs):
     """The one torch-function handler (mode and subclass)."""
     if kwargs is None:
         kwargs = {}
+    if _is_grad_enabled() and _needs_grad(args):
+        return _without_autograd(func, args, kwargs)
     if race.T.tensors:
         copy = race.check_call(func, args, kwargs, "")
         if copy is not None:
@@ -335,6 +379,38 @@ def _dispatch_call(func, args, kwargs):
         if kwargs.get("pin_memory"):
             return _pinned_factory(func, args, kwargs)
     return _call(func, args, kwargs)
+
+
+class SimulatedDispatchMode(TorchDispatchMode):
+    """Catches what C++ creates on the device by itself: a composite op (scaled_dot_product_attention's
+    causal mask, a decomposition's `at::empty(..., self.options())`) allocates with the device
+    tensor's options, with no device tensor among the arguments, so neither the Python-API layer
+    nor the wrapper's `__torch_dispatch__` sees it. Ops that do involve simulated tensors are
+    handed straight to dispatch.py (one Python hop instead of two)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch would wrap __torch_dispatch__ in torch._disable_dynamo (a few us per op); this
+        # mode is never traced by Dynamo (the simulated device does not support torch.compile).
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        for arg in args:
+            if isinstance(arg, _SimBase):
+                return _dispatch_op(type(arg), func, args, kwargs)
+            if type(arg) in (list, tuple):
+                for item in arg:
+                    if isinstance(item, _SimBase):
+                        return _dispatch_op(type(item), func, args, kwargs)
+        if kwargs:
+            for value in kwargs.values():
+                if isinstance(value, _SimBase):
+                    return _dispatch_op(type(value), func, args, kwargs)
+            device = kwargs.get("device")
+            if device is not None and device.type == "cuda":
+                return _dispatch_op(SimulatedCudaTensor, func, args, kwargs)
+        return func(*args, **kwargs)
 
 
 class SimulatedCudaMode(TorchFunctionMode):
@@ -367,7 +443,9 @@ class ThreadModes:
 
     def install(self) -> None:
         self._mode = SimulatedCudaMode()
+        self._dispatch_mode = SimulatedDispatchMode()
         self._mode.__enter__()
+        self._dispatch_mode.__enter__()
         original = threading.Thread._bootstrap_inner
         self._original_bootstrap = original
         owner = self
@@ -375,7 +453,7 @@ class ThreadModes:
         def _bootstrap_inner(thread):
             if owner._mode is None:
                 return original(thread)
-            with SimulatedCudaMode():
+            with SimulatedCudaMode(), SimulatedDispatchMode():
                 return original(thread)
 
         threading.Thread._bootstrap_inner = _bootstrap_inner
@@ -384,12 +462,14 @@ class ThreadModes:
         if self._original_bootstrap is not None:
             threading.Thread._bootstrap_inner = self._original_bootstrap
             self._original_bootstrap = None
-        mode, self._mode = self._mode, None
-        if mode is not None:
-            try:
-                mode.__exit__(None, None, None)
-            except Exception:  # popped already (uninstall from another thread): nothing to undo
-                pass
+        for attr in ("_dispatch_mode", "_mode"):
+            mode = getattr(self, attr, None)
+            setattr(self, attr, None)
+            if mode is not None:
+                try:
+                    mode.__exit__(None, None, None)
+                except Exception:  # popped already (uninstall from another thread): nothing to undo
+                    pass
 
 
 def unsupported(what: str) -> SimulatedDeviceError:

@@ -120,7 +120,13 @@ def _copy(args, kwargs) -> str | None:
 
 def _to_copy(args, kwargs) -> str | None:
     device = kwargs.get("device")
-    if device is None or device.type != "cpu" or not on_device(args[0]):
+    if device is None:
+        return None
+    if device.type == "cuda" and _host_tensor(args[0]):  # host -> device from inside C++
+        if not kwargs.get("non_blocking"):
+            return K.H2D_COPY
+        return None if is_pinned(args[0]) else K.H2D_PAGEABLE
+    if device.type != "cpu" or not on_device(args[0]):
         return None
     # A non_blocking device->host copy goes into fresh pinned memory: free, and a race until
     # synchronized (race.py).

@@ -82,13 +82,22 @@ class TritonBridge:
         def run_jit(fn, *args, grid, warmup, **kwargs):
             if not _has_sim(args, kwargs):
                 return jit_run(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            return run_interpreted(_interpreted(fn), *args, grid=grid, warmup=warmup, **kwargs)
+
+        def _interpreted(fn):
             interp = fn.__dict__.get("_syncscope_interpreted")
             if interp is None:
                 interp = interpreter.InterpretedFunction(fn.fn)
                 fn.__dict__["_syncscope_interpreted"] = interp
-            return run_interpreted(interp, *args, grid=grid, warmup=warmup, **kwargs)
+            return interp
+
+        def call_jit(fn, *args, **kwargs):
+            # A compiled-mode @triton.jit helper called from inside an interpreted kernel: run
+            # it as the interpreter's device function.
+            return _interpreted(fn)(*args, **kwargs)
 
         patches.set(jit.JITFunction, "run", run_jit)
+        patches.set(jit.JITFunction, "__call__", call_jit)
 
     def uninstall(self) -> None:
         if self._set_env:
