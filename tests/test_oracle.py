@@ -305,6 +305,8 @@ def test_wrapper_skip_calls_nesting_and_exceptions():
     assert len(session.samples[0].queued[0].hits) == 2  # outer's own two lines only
     verdicts = V.analyse(session.samples)
     assert [r.verdict for r in verdicts] == [V.BLOCKED, V.FREE]
+    inner(gpu)  # calls made inside outer's measurement did not count: this is body's first
+    assert [s.function.label for s in session.samples] == ["outer", "body"]
 
     def fails(g):
         g.sync()

@@ -136,11 +136,12 @@ class OracleSession:
         @functools.wraps(func)
         def oracle_measured(*args, **kwargs):
             with self._lock:
-                seen = self._counts.get(label, 0)
-                self._counts[label] = seen + 1
-                take = not self._active and self.skip <= seen < self.skip + self.calls
-                if take:
-                    self._active = True
+                take = False
+                if not self._active:  # calls made during a measurement are its own repetitions
+                    seen = self._counts.get(label, 0)
+                    self._counts[label] = seen + 1
+                    take = self.skip <= seen < self.skip + self.calls
+                    self._active = take
             if not take:
                 return func(*args, **kwargs)
             try:
