@@ -1,0 +1,208 @@
+"""The lint engine: suppressions, configuration, cache, robustness, the cross-file rule,
+parallel runs and fingerprints."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+
+import pytest
+
+from syncscope.lint.config import ConfigError, load_config
+from syncscope.lint.engine import lint_paths
+
+from lint_helpers import codes, lint_source, make_config
+
+ITEM = "import torch\ndef step(x: torch.Tensor):\n    return x.sum().item(){comment}\n"
+
+
+# -- suppressions ---------------------------------------------------------------------------
+@pytest.mark.parametrize("comment", ["  # noqa: SYN201", "  # noqa", "  # NOQA:SYN2",
+                                     "  # syncscope: ignore[SYN201] host copy is tiny here"])
+def test_suppression_comments(tmp_path, comment):
+    run = lint_source(tmp_path, ITEM.format(comment=comment))
+    assert codes(run) == []
+
+
+def test_suppression_of_another_code_keeps_finding_and_warns(tmp_path):
+    run = lint_source(tmp_path, ITEM.format(comment="  # noqa: SYN202"))
+    assert sorted(codes(run)) == ["SYN201", "SYN900"]
+    warning = [f for f in run.findings if f.code == "SYN900"][0]
+    assert warning.level == "warning" and "SYN202" in warning.message and warning.site.line == 3
+
+
+def test_unused_suppressions(tmp_path):
+    source = "def f(n):\n    return n + 1  # syncscope: ignore\n\ndef g(n):\n    return n  # noqa: SYN101, E501\n\ndef h(n):\n    return n  # noqa\n"
+    run = lint_source(tmp_path, source)
+    assert [(f.code, f.site.line) for f in run.findings] == [("SYN900", 2), ("SYN900", 5)]
+    assert "E501" not in run.findings[1].message  # other tools' codes are not ours to judge
+
+
+def test_suppression_on_first_line_of_multiline_statement(tmp_path):
+    source = "import torch\ndef f(x: torch.Tensor):\n    y = (  # noqa: SYN201\n        x.sum()\n        .item()\n    )\n"
+    assert codes(lint_source(tmp_path, source)) == []
+
+
+# -- configuration --------------------------------------------------------------------------
+SAMPLE = textwrap.dedent("""\
+    import torch
+    def step(x: torch.Tensor, lens: torch.Tensor):
+        n = x.sum().item()
+        torch.cuda.synchronize()
+        return lens.tolist()
+    """)
+
+
+def _project(tmp_path, config_text: str, source: str = SAMPLE, name: str = "pkg/mod.py"):
+    (tmp_path / "pyproject.toml").write_text(config_text)
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return load_config(str(tmp_path)), path
+
+
+def test_select_and_ignore_from_pyproject(tmp_path):
+    config, path = _project(tmp_path, '[tool.syncscope.lint]\nselect = ["SYN2"]\nignore = ["SYN202"]\n')
+    run = lint_paths([str(path)], config, use_cache=False)
+    assert codes(run) == ["SYN201"]
+
+
+def test_more_specific_select_wins_over_ignore(tmp_path):
+    config, path = _project(tmp_path, '[tool.syncscope.lint]\nignore = ["SYN2"]\nextend-select = ["SYN202"]\n')
+    assert sorted(codes(lint_paths([str(path)], config, use_cache=False))) == ["SYN202", "SYN501"]
+
+
+def test_per_file_ignores(tmp_path):
+    config, path = _project(tmp_path, '[tool.syncscope.lint.per-file-ignores]\n"pkg/*" = ["SYN5"]\n')
+    assert sorted(codes(lint_paths([str(path)], config, use_cache=False))) == ["SYN201", "SYN202"]
+
+
+def test_scope_patterns_and_all_functions(tmp_path):
+    config, path = _project(tmp_path, '[tool.syncscope.lint]\nextend-skip-functions = ["step"]\n')
+    assert codes(lint_paths([str(path)], config, use_cache=False)) == []
+    source = "import torch\nx = torch.ones(3).cuda()\nprint(x.sum().item())\nclass A:\n    def __init__(self, t: torch.Tensor):\n        self.n = t.item()\n"
+    config, path = _project(tmp_path, "", source)
+    assert codes(lint_paths([str(path)], config, use_cache=False)) == []  # runs once: skipped
+    config.all_functions = True
+    found = lint_paths([str(path)], config, use_cache=False)
+    assert [(f.code, f.site.line) for f in found.findings] == [("SYN403", 2), ("SYN201", 3), ("SYN201", 6)]
+
+
+def test_host_suffixes_and_syncing_properties(tmp_path):
+    source = "def build(self, meta, lens_hostbuf):\n    a = lens_hostbuf.tolist()\n    return meta.total_len_lazy\n"
+    config, path = _project(tmp_path, '[tool.syncscope.lint]\nhost-suffixes = ["_hostbuf"]\n'
+                                      'syncing-properties = ["meta.total_len_lazy"]\n', source)
+    run = lint_paths([str(path)], config, use_cache=False)
+    assert [(f.code, f.site.line) for f in run.findings] == [("SYN301", 3)]
+
+
+def test_bad_config_is_an_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.syncscope.lint]\nselct = ["SYN"]\n')
+    with pytest.raises(ConfigError, match="selct"):
+        load_config(str(tmp_path))
+    (tmp_path / "pyproject.toml").write_text('[tool.syncscope.lint]\nall-functions = "yes"\n')
+    with pytest.raises(ConfigError, match="all-functions"):
+        load_config(str(tmp_path))
+
+
+# -- cache ------------------------------------------------------------------------------------
+def test_cache_reuses_and_invalidates_on_change(tmp_path):
+    config, path = _project(tmp_path, "")
+    other = tmp_path / "pkg" / "other.py"
+    other.write_text("import torch\ndef f(x: torch.Tensor):\n    return x\n")
+    first = lint_paths([str(tmp_path / "pkg")], config)
+    assert (first.parsed, first.cached) == (2, 0)
+    assert os.path.isdir(tmp_path / ".syncscope_cache")
+    second = lint_paths([str(tmp_path / "pkg")], config)
+    assert (second.parsed, second.cached) == (0, 2)
+    assert [f.fingerprint for f in second.findings] == [f.fingerprint for f in first.findings]
+    other.write_text("import torch\ndef f(x: torch.Tensor):\n    return x.cpu()\n")
+    third = lint_paths([str(tmp_path / "pkg")], config)
+    assert (third.parsed, third.cached) == (1, 1)
+    assert "SYN203" in codes(third)
+    config.host_suffixes = config.host_suffixes + ["_x"]  # a different analysis: a different cache
+    assert lint_paths([str(tmp_path / "pkg")], config).parsed == 2
+
+
+# -- never crash ------------------------------------------------------------------------------
+def test_broken_files_get_a_diagnostic_each_and_the_run_goes_on(tmp_path):
+    (tmp_path / "syntax.py").write_text("import torch\ndef f(:\n    pass\n")
+    (tmp_path / "latin.py").write_bytes(b"import torch\nname = '\xe9t\xe9'\n")
+    (tmp_path / "cookie.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\ndef f(x: torch.Tensor):\n    s = '\xe9'\n    return x.item()\n")
+    (tmp_path / "empty.py").write_text("")
+    (tmp_path / "nul.py").write_bytes(b"import torch\nx = 1\x00\n")
+    lines = ["import torch", "def f(x: torch.Tensor):"] + [f"    y{i} = x + {i}" for i in range(50_000)] + ["    return y0.item()"]
+    (tmp_path / "big.py").write_text("\n".join(lines) + "\n")
+    (tmp_path / "good.py").write_text(ITEM.format(comment=""))
+    config = make_config(tmp_path)
+    started = time.perf_counter()
+    run = lint_paths([str(tmp_path)], config, use_cache=False, jobs=2)
+    elapsed = time.perf_counter() - started
+    by_file = {}
+    for f in run.findings:
+        by_file.setdefault(f.site.path, []).append((f.code, f.site.line))
+    assert by_file["syntax.py"] == [("SYN002", 2)]
+    assert by_file["latin.py"][0][0] == "SYN001"
+    assert by_file["nul.py"][0][0] == "SYN002"
+    assert by_file["cookie.py"] == [("SYN201", 5)]
+    assert by_file["big.py"] == [("SYN201", 50_003)]
+    assert by_file["good.py"] == [("SYN201", 3)]
+    assert "empty.py" not in by_file
+    assert run.internal_errors == []
+    assert elapsed < 60
+
+
+def test_internal_error_is_reported_not_raised(tmp_path, monkeypatch):
+    from syncscope.lint.rules.syn201 import ItemOnDevice
+
+    def boom(self, ctx, call):
+        raise RuntimeError("rule bug")
+
+    monkeypatch.setattr(ItemOnDevice, "on_call", boom)
+    import syncscope.lint.worker as worker
+
+    monkeypatch.setattr(worker, "_REGISTRY", None)
+    run = lint_source(tmp_path, ITEM.format(comment=""))
+    monkeypatch.setattr(worker, "_REGISTRY", None)
+    assert codes(run) == ["SYN003"] and run.internal_errors
+
+
+# -- cross-file, parallel, fingerprints -------------------------------------------------------
+def test_helper_rule_across_files(tmp_path):
+    pkg = tmp_path / "engine"
+    (pkg / "ops").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops" / "__init__.py").write_text("")
+    (pkg / "ops" / "index.py").write_text(
+        "import torch\ndef prepare_chunk_indices(cu_seqlens: torch.Tensor, chunk_size: int):\n"
+        "    return [n // chunk_size for n in cu_seqlens.tolist()]\n")
+    (pkg / "builder.py").write_text(
+        "import torch\nfrom .ops.index import prepare_chunk_indices\n\n"
+        "class GDNBuilder:\n    def build(self, cu_seqlens: torch.Tensor, cu_seqlens_cpu: torch.Tensor):\n"
+        "        host = prepare_chunk_indices(cu_seqlens_cpu, 64)\n"
+        "        return prepare_chunk_indices(cu_seqlens, 64)\n")
+    run = lint_paths([str(pkg)], make_config(tmp_path), use_cache=False, jobs=2)
+    helper = [f for f in run.findings if f.code == "SYN601"]
+    assert [(f.site.path, f.site.line, f.site.function) for f in helper] == [("engine/builder.py", 7, "GDNBuilder.build")]
+    assert "engine/ops/index.py:3 SYN202" in helper[0].message
+
+
+def test_parallel_run_equals_serial_run(tmp_path):
+    for i in range(6):
+        (tmp_path / f"m{i}.py").write_text(SAMPLE.replace("step", f"step{i}"))
+    config = make_config(tmp_path)
+    serial = lint_paths([str(tmp_path)], config, use_cache=False, jobs=1)
+    parallel = lint_paths([str(tmp_path)], config, use_cache=False, jobs=2)
+    assert [(f.site, f.message) for f in serial.findings] == [(f.site, f.message) for f in parallel.findings]
+    assert len(serial.findings) == 18
+
+
+def test_fingerprints_survive_unrelated_edits(tmp_path):
+    before = lint_source(tmp_path, SAMPLE)
+    after = lint_source(tmp_path, "# a new comment\n\nimport os\n" + SAMPLE)
+    assert [f.site.line + 3 for f in before.findings] == [f.site.line for f in after.findings]
+    assert [f.fingerprint for f in before.findings] == [f.fingerprint for f in after.findings]
+    twice = lint_source(tmp_path, SAMPLE.replace("    n = x.sum().item()\n", "    n = x.sum().item()\n    n = x.sum().item()\n"))
+    prints = [f.fingerprint for f in twice.findings if f.code == "SYN201"]
+    assert len(set(prints)) == 2  # identical lines in one function are distinct sites
