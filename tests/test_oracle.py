@@ -694,3 +694,21 @@ def test_torch_has_what_the_gpu_layer_calls():
     assert hasattr(torch.cuda.Event, "query") and hasattr(torch.cuda.Event, "record")
     if torch.cuda.is_available():  # a CPU build's Stream is a stub
         assert isinstance(torch.cuda.current_stream().cuda_stream, int)
+
+
+def test_baseline_and_gate_read_an_oracle_report(tmp_path):
+    from typer.testing import CliRunner
+
+    from syncscope.cli import app
+    from syncscope.report.model import write_json_atomic
+
+    report, _ = _oracle_report(tmp_path)
+    path, base = str(tmp_path / "oracle.json"), str(tmp_path / "base.json")
+    write_json_atomic(path, report.to_json())
+    runner = CliRunner()
+    created = runner.invoke(app, ["baseline", "create", path, "-o", base])
+    assert created.exit_code == 0, created.output
+    gated = runner.invoke(app, ["gate", path, "-b", base])
+    assert gated.exit_code == 0 and "2 site(s)" in gated.output, gated.output
+    shown = runner.invoke(app, ["report", path])
+    assert shown.exit_code == 0 and "blocked_line" in shown.output
