@@ -712,3 +712,19 @@ def test_baseline_and_gate_read_an_oracle_report(tmp_path):
     assert gated.exit_code == 0 and "2 site(s)" in gated.output, gated.output
     shown = runner.invoke(app, ["report", path])
     assert shown.exit_code == 0 and "blocked_line" in shown.output
+
+
+@pytest.mark.parametrize("tracer", available_tracers())
+def test_every_tracer_passes_its_self_check(tracer):
+    from syncscope.oracle.tracer import MonitoringLineTimer, works
+
+    timer = SettraceLineTimer() if tracer == "settrace" else MonitoringLineTimer()
+    assert works(timer)
+
+    class Broken:
+        name = "broken"
+
+        def run(self, code, boundary, func, args, kwargs):
+            return func(*args, **kwargs)  # reports no line at all
+
+    assert not works(Broken())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 from types import CodeType
 from typing import Any, Callable, Optional
 
@@ -128,6 +129,22 @@ class MonitoringLineTimer:
             boundary(None)
 
 
+def _probe(a):
+    b = a + 1
+    return b
+
+
+def works(timer) -> bool:
+    """Does `timer` report the lines of a known function, in order, and its end?"""
+    seen: list = []
+    try:
+        timer.run(_probe.__code__, seen.append, _probe, (1,), {})
+    except Exception:
+        return False
+    first = _probe.__code__.co_firstlineno
+    return seen[:2] == [first + 1, first + 2] and seen[-1] is None and None not in seen[:2]
+
+
 def available_tracers() -> list[str]:
     return ["settrace"] + (["monitoring"] if hasattr(sys, "monitoring") else [])
 
@@ -138,11 +155,23 @@ def make_line_timer(name: str = "auto"):
     if name == "auto":
         name = os.environ.get("SYNCSCOPE_ORACLE_TRACER", "auto")
     if name == "auto":
-        name = "monitoring" if hasattr(sys, "monitoring") else "settrace"
+        if hasattr(sys, "monitoring"):
+            try:
+                timer = MonitoringLineTimer()
+            except RuntimeError as exc:
+                warnings.warn(f"syncscope oracle: {exc}; using sys.settrace", RuntimeWarning, stacklevel=2)
+                return SettraceLineTimer()
+            if works(timer):
+                return timer
+            warnings.warn("syncscope oracle: the sys.monitoring tracer failed its self-check; using sys.settrace", RuntimeWarning, stacklevel=2)
+        return SettraceLineTimer()
     if name == "settrace":
         return SettraceLineTimer()
     if name == "monitoring":
         if not hasattr(sys, "monitoring"):
             raise ValueError(f"--tracer monitoring needs Python >= 3.12 (this is {sys.version.split()[0]})")
-        return MonitoringLineTimer()
+        timer = MonitoringLineTimer()
+        if not works(timer):
+            raise ValueError("--tracer monitoring: the sys.monitoring tracer failed its self-check on this Python")
+        return timer
     raise ValueError(f"unknown tracer {name!r}: choose one of {', '.join(TRACERS)}")
