@@ -1,0 +1,90 @@
+"""Triton kernels launched with simulated CUDA tensors run through Triton's interpreter on the
+CPU data: kernels decorated before the device was installed (compiled-mode `JITFunction`s,
+rerouted) and after (`TRITON_INTERPRET=1` set by the install: `InterpretedFunction`s)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import syncscope
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+
+
+@triton.jit
+def _scale_add_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, _axpy(alpha, x, y), mask=mask)
+
+
+@triton.jit
+def _axpy(alpha, x, y):  # a device function called from the kernel
+    return alpha * x + y
+
+
+def _launch(kernel, x, y, alpha=2.0):
+    out = torch.empty_like(x)
+    n = x.numel()
+    kernel[(triton.cdiv(n, 32),)](x, y, out, n, alpha, BLOCK=32)
+    return out
+
+
+def test_kernel_decorated_before_install_runs_on_simulated_tensors():
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("this process interprets every kernel already; nothing to reroute")
+    from triton.runtime.jit import JITFunction
+
+    assert isinstance(_scale_add_kernel, JITFunction)  # compiled mode: would need a GPU driver
+    x_cpu, y_cpu = torch.randn(100), torch.randn(100)
+    with syncscope.trap(device="sim") as t:
+        x, y = x_cpu.cuda(), y_cpu.cuda()
+        out = _launch(_scale_add_kernel, x, y)
+        assert out.is_cuda
+        assert torch.allclose(out.cpu(), 2.0 * x_cpu + y_cpu)
+    # the launch itself is asynchronous on a GPU: only the two uploads and the read are syncs
+    assert sorted(e.kind for e in t.events) == ["cpu_copy", "h2d_copy", "h2d_copy"]
+
+
+KERNEL_MODULE = textwrap.dedent(
+    '''
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def negate_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out_ptr + offsets, -tl.load(x_ptr + offsets, mask=mask), mask=mask)
+    '''
+)
+
+
+def test_kernel_imported_inside_the_trap_is_interpreted(tmp_path):
+    path = tmp_path / "sim_negate_kernels.py"
+    path.write_text(KERNEL_MODULE)
+    before = os.environ.get("TRITON_INTERPRET")
+    with syncscope.trap(device="sim"):
+        assert os.environ.get("TRITON_INTERPRET") == "1"
+        spec = importlib.util.spec_from_file_location("sim_negate_kernels", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        from triton.runtime.interpreter import InterpretedFunction
+
+        assert isinstance(module.negate_kernel, InterpretedFunction)
+        x = torch.arange(40, dtype=torch.float32, device="cuda")
+        out = torch.empty_like(x)
+        module.negate_kernel[(2,)](x, out, 40, BLOCK=32)
+        assert torch.equal(out.cpu(), -torch.arange(40, dtype=torch.float32))
+    sys.modules.pop("sim_negate_kernels", None)
+    assert os.environ.get("TRITON_INTERPRET") == before
