@@ -92,6 +92,12 @@ def render_summary(section: dict, report_path: str | None, file: TextIO | None =
         f"repeat {section.get('repeat')}, tracer {section.get('tracer')}; "
         f"{cost.get('line_hits', 0)} traced line runs in {cost.get('wall_s', 0):.2f} s"
     )
+    if counts["uncertain"]:
+        console.print(
+            "uncertain lines waited for part of the queue, or their host time varied between passes: "
+            "rerun with a larger --repeat (or --sleep-ms) to settle them",
+            style="yellow",
+        )
     if report_path:
         console.print(f"report: {report_path}", style="dim")
 
