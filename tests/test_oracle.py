@@ -728,3 +728,22 @@ def test_every_tracer_passes_its_self_check(tracer):
             return func(*args, **kwargs)  # reports no line at all
 
     assert not works(Broken())
+
+
+def test_cli_from_a_saved_report_compares_without_a_gpu(tmp_path):
+    from typer.testing import CliRunner
+
+    from syncscope.cli import app
+    from syncscope.report.model import write_json_atomic
+
+    report, _ = _oracle_report(tmp_path)
+    write_json_atomic(str(tmp_path / "oracle.json"), report.to_json())
+    write_json_atomic(str(tmp_path / "hook.json"), _hook_report(str(tmp_path), [("prog.py", 3, "item", [])]).to_json())
+    runner = CliRunner()
+    result = runner.invoke(app, ["oracle", "--from", str(tmp_path / "oracle.json"), "--compare", str(tmp_path / "hook.json")])
+    assert result.exit_code == 0, result.output
+    assert "hook blind spots" in result.output and "prog.py:4" in result.output and "BLOCKED" in result.output
+    result = runner.invoke(app, ["oracle", "--from", str(tmp_path / "hook.json")])
+    assert result.exit_code == 2 and "not an oracle report" in result.output
+    result = runner.invoke(app, ["oracle", "--from", str(tmp_path / "oracle.json"), "prog.py"])
+    assert result.exit_code == 2

@@ -157,6 +157,29 @@ def execute(
     runner.exit_like_python(outcome)
 
 
+def show_saved(path: str, compare_path: Optional[str], show_source: bool) -> None:
+    """`--from REPORT`: render a saved oracle report (and compare it) again; no GPU needed."""
+    from syncscope.oracle import render
+    from syncscope.oracle.compare import compare
+    from syncscope.oracle.report import oracle_lines
+    from syncscope.report.model import ReportError, load_report
+
+    try:
+        saved = load_report(path)
+        hook = load_report(compare_path) if compare_path else None
+    except ReportError as exc:
+        _fail(str(exc))
+    lines = oracle_lines(saved)
+    if not lines:
+        _fail(f"{path}: not an oracle report (no oracle.lines); write one with syncscope oracle")
+    root = saved.meta.get("project_root")
+    if show_source:
+        render.render_source(lines, root)
+    render.render_summary(saved.meta["oracle"], path)
+    if hook is not None:
+        render.render_comparison(compare(lines, root, hook), compare_path)
+
+
 def register(app: typer.Typer) -> None:
     @app.command(
         "oracle",
@@ -178,8 +201,14 @@ def register(app: typer.Typer) -> None:
         compare_to: Optional[str] = typer.Option(None, "--compare", help="a syncscope run report: list hook blind spots and the reverse"),
         report: str = typer.Option(DEFAULT_REPORT, "-o", "--report", help="where to write the JSON report"),
         source: bool = typer.Option(True, "--source/--no-source", help="print the scoped functions' source with blocked lines highlighted"),
+        saved: Optional[str] = typer.Option(None, "--from", help="show a saved oracle report (with --compare: compare it) instead of running; no GPU needed"),
     ) -> None:
         """Time each line of the scoped functions behind queued GPU work: finds syncs no hook sees (needs a GPU)."""
+        if saved:
+            if target:
+                _fail("--from shows a saved report: give no program to run")
+            show_saved(saved, compare_to, source)
+            return
         if not target:
             _fail("nothing to run: syncscope oracle --scope mod:fn [OPTIONS] script.py [ARGS]... or -m module [ARGS]...")
         execute(
