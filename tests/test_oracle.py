@@ -178,6 +178,17 @@ def test_calibration_gives_up_on_a_device_that_does_not_sleep():
         calibrate(gpu, clock, 0)
 
 
+def test_recheck_sees_a_clock_change():
+    from syncscope.oracle.timing import recheck
+
+    clock = FakeClock()
+    gpu = FakeGpu(clock, ns_per_cycle=0.5)
+    cal = calibrate(gpu, clock, 25 * MS)
+    assert recheck(gpu, clock, cal) == pytest.approx(cal.sleep_ns, rel=0.01)
+    gpu.ns_per_cycle = 0.25  # the clock doubled
+    assert recheck(gpu, clock, cal) == pytest.approx(cal.sleep_ns / 2, rel=0.02)
+
+
 def test_queue_is_chained_after_a_free_line_and_refilled_after_a_blocked_one():
     clock = FakeClock()
     gpu = FakeGpu(clock)
@@ -647,6 +658,7 @@ def test_cli_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch):
     assert verdicts == {6: "free", 7: "free", 8: "blocked", 9: "free", 10: "free"}
     section = report.meta["oracle"]
     assert section["repeat"] == 2 and section["tracer"] == "settrace" and section["cost"]["measured_calls"] == 1
+    assert abs(section["calibration"]["after_ns"] - section["calibration"]["sleep_ns"]) < 0.5 * section["calibration"]["sleep_ns"]
     assert [l["line"] for l in section["compare"]["blind_spots"]] == [8]
     assert [l["line"] for l in section["compare"]["hook_only"]] == [9]
     assert report.meta["exit_code"] == 3 and report.meta["tool"]["mode"] == "oracle"

@@ -65,7 +65,7 @@ def execute(
     from syncscope.oracle.compare import compare
     from syncscope.oracle.report import build_oracle_report, oracle_section
     from syncscope.oracle.scopes import Scopes
-    from syncscope.oracle.timing import CalibrationError
+    from syncscope.oracle.timing import CalibrationError, recheck
     from syncscope.oracle.verdict import Thresholds, analyse
     from syncscope.report.model import ReportError, load_report, write_json_atomic
     from syncscope.runtime import runner
@@ -106,13 +106,19 @@ def execute(
         _fail(str(exc))
     finally:
         scopes.restore()
+        calibration = session.calibration.to_json()
+        if session.samples:
+            try:
+                calibration["after_ns"] = recheck(session.gpu, session.clock, session.calibration)
+            except Exception as exc:  # the program may have left the device unusable
+                calibration["after_error"] = f"{type(exc).__name__}: {exc}"
         results = analyse(session.samples, thresholds)
         wall_ns = sum(s.wall_ns for s in session.samples)
         line_hits = sum(p.line_hits for s in session.samples for p in s.queued + s.idle)
         section = oracle_section(
             results,
             root,
-            calibration=session.calibration.to_json(),
+            calibration=calibration,
             thresholds=thresholds,
             settings={
                 "scopes": list(scope),
@@ -148,6 +154,13 @@ def execute(
         typer.echo(f"syncscope oracle: warning: {text}", err=True)
     if not session.samples:
         typer.echo("syncscope oracle: warning: no scoped function was called: nothing was timed", err=True)
+    after = calibration.get("after_ns")
+    if after and abs(after - session.calibration.sleep_ns) > 0.25 * session.calibration.sleep_ns:
+        typer.echo(
+            f"syncscope oracle: warning: the calibrated sleep took {session.calibration.sleep_ns / 1e6:.1f} ms at start "
+            f"and {after / 1e6:.1f} ms after the run (the GPU clock moved): ratios are off by as much",
+            err=True,
+        )
     if show_source:
         render.render_source(section["lines"], root)
     render.render_summary(section, report_path)

@@ -82,15 +82,23 @@ def calibrate(
     rounds: int = 10,
     samples: int = 3,
     start_cycles: int = 1_000_000,
+    warmup_sleeps: int = 4,
 ) -> Calibration:
     """Find the number of sleep cycles that keeps this device busy for ~`target_ns`.
 
-    The GPU clock rises under load, so a first sleep warms it up and the estimate is refined until
-    one measurement lands within `tolerance`; the result is the median of `samples` more."""
+    The GPU clock rises under load, so `warmup_sleeps` sleeps of about the target run first; then
+    the estimate is refined until one measurement lands within `tolerance`, and the result is the
+    median of that one and `samples - 1` more."""
     if target_ns <= 0:
         raise ValueError("the sleep target must be positive")
     cycles = max(1, int(start_cycles))
-    _time_sleep(gpu, clock, cycles)  # warm-up: lazy init, clock ramp
+    first = max(1, _time_sleep(gpu, clock, cycles))  # also loads the sleep kernel
+    # Raise the GPU clock before measuring: a sleep calibrated at idle clocks would run shorter
+    # once the clock is up, and every wait would then look smaller than the work ahead.
+    guess = max(1, int(cycles * min(100.0, max(0.01, target_ns / first))))
+    for _ in range(warmup_sleeps):
+        gpu.sleep(guess)
+    gpu.drain()
     for _ in range(rounds):
         elapsed = max(1, _time_sleep(gpu, clock, cycles))
         if abs(elapsed - target_ns) <= tolerance * target_ns:
@@ -104,6 +112,15 @@ def calibrate(
         f"could not calibrate a {target_ns / 1e6:.1f} ms sleep on {gpu.device} in {rounds} rounds "
         f"(last: {cycles} cycles took {elapsed / 1e6:.2f} ms)"
     )
+
+
+def recheck(gpu: Gpu, clock: Clock, calibration: Calibration, warmup_sleeps: int = 2) -> int:
+    """Time the calibrated sleep again (after a warm-up, as at calibration): a large change means
+    the GPU clock moved and ratios are off by as much. Returns ns."""
+    for _ in range(warmup_sleeps):
+        gpu.sleep(calibration.cycles)
+    gpu.drain()
+    return int(statistics.median(_time_sleep(gpu, clock, calibration.cycles) for _ in range(2)))
 
 
 class QueuedPrimer:
