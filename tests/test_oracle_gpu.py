@@ -92,7 +92,8 @@ def test_oracle_agrees_with_the_whole_catalog(tmp_path, tracer):
         f"catalog [{data['oracle']['tracer']}]: {len(expected) - len(mismatches)}/{len(expected)} lines agree "
         f"({len(blocking)} blocking, {len(expected) - len(blocking)} free); "
         f"blocked ratios {ratios[0]:.2f}..{ratios[-1]:.2f}, free ratios max {free_ratios[-1]:.4f}; "
-        f"sleep {data['oracle']['calibration']['sleep_ns'] / 1e6:.1f} ms; measurement {cost['wall_s']:.1f} s for "
+        f"sleep {data['oracle']['calibration']['sleep_ns'] / 1e6:.1f} ms "
+        f"({(data['oracle']['calibration'].get('after_ns') or 0) / 1e6:.1f} ms after the run); measurement {cost['wall_s']:.1f} s for "
         f"{cost['line_hits']} traced line runs; whole command {wall:.1f} s"
     )
     summary(tmp_path, f"catalog-{tracer}", "\n".join([text] + mismatches))
