@@ -26,7 +26,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.sim import race, state
-from syncscope.runtime.sim.dispatch import SimulatedDeviceError
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
     HostGuardView,
@@ -128,13 +127,11 @@ def _record_h2d(source, non_blocking: bool, api: str) -> None:
 
 def _to(func, args, kwargs):
     self = args[0]
-    device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
-    copy = kwargs.get("copy", False)
     if isinstance(self, _SimBase):
-        if device is not None and device.type == "cpu":
-            # device -> host: aten `_to_copy` (dispatch.py classifies it and tracks non_blocking)
-            return _call(func, args, kwargs)
+        # device -> host or device -> device: aten `_to_copy`, which dispatch.py classifies (and
+        # tracks when non_blocking)
         return _call(func, args, kwargs)
+    device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
     if device is None or device.type != "cuda":
         return _call(func, args, kwargs)
     # host -> simulated device
@@ -313,6 +310,13 @@ _warned_autograd = [False]
 
 
 def _needs_grad(args) -> bool:
+    for arg in args:
+        if isinstance(arg, _SimBase):
+            break
+        if type(arg) in (list, tuple) and any(isinstance(item, _SimBase) for item in arg):
+            break
+    else:
+        return False  # no simulated tensor: nothing to check (the common case on host code)
     with _DisableSubclass():  # reading .requires_grad must not come back through this handler
         return _any_requires_grad(args)
 
@@ -355,7 +359,7 @@ def handle(func, args, kwargs):
     if _is_grad_enabled() and _needs_grad(args):
         return _without_autograd(func, args, kwargs)
     if race.T.tensors:
-        copy = race.check_call(func, args, kwargs, "")
+        copy = race.check_call(args, kwargs)
         if copy is not None:
             name = getattr(func, "__name__", "")
             if race.is_read(name, func, args):
@@ -471,8 +475,3 @@ class ThreadModes:
                 except Exception:  # popped already (uninstall from another thread): nothing to undo
                     pass
 
-
-def unsupported(what: str) -> SimulatedDeviceError:
-    from syncscope.runtime.sim.cuda_api import state_error
-
-    return state_error(what)

@@ -124,9 +124,8 @@ def _pending_of(x):
     return copy
 
 
-def check_call(func, args, kwargs, name: str):
-    """Before a torch call: the pending copy it would read, if any, and whether it is a view
-    call (which passes the pending state on rather than reading)."""
+def check_call(args, kwargs):
+    """Before a torch call: the pending copy among its arguments, if any."""
     for arg in args:
         copy = None
         if isinstance(arg, torch.Tensor):
