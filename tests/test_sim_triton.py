@@ -88,3 +88,20 @@ def test_kernel_imported_inside_the_trap_is_interpreted(tmp_path):
         assert torch.equal(out.cpu(), -torch.arange(40, dtype=torch.float32))
     sys.modules.pop("sim_negate_kernels", None)
     assert os.environ.get("TRITON_INTERPRET") == before
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def _double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, 2 * tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def test_autotuned_kernel_runs_with_its_first_config():
+    with syncscope.trap(device="sim"):
+        x = torch.arange(50, dtype=torch.float32, device="cuda")
+        out = torch.empty_like(x)
+        _double_kernel[lambda meta: (triton.cdiv(50, meta["BLOCK"]),)](x, out, 50)
+        assert torch.equal(out.cpu(), 2 * torch.arange(50, dtype=torch.float32))
+        assert len(_double_kernel.configs) == 2

@@ -99,6 +99,31 @@ class TritonBridge:
         patches.set(jit.JITFunction, "run", run_jit)
         patches.set(jit.JITFunction, "__call__", call_jit)
 
+        try:
+            from triton.runtime.autotuner import Autotuner
+        except ImportError:
+            return
+        autotune_run = Autotuner.run
+
+        def run_autotuned(tuner, *args, **kwargs):
+            # Benchmarking configs needs GPU timers; on the simulated device every config
+            # computes the same result, so take the first one that survives pruning.
+            if len(tuner.configs) <= 1 or not _has_sim(args, kwargs):
+                return autotune_run(tuner, *args, **kwargs)
+            configs = tuner.configs
+            try:
+                tuner.nargs = dict(zip(tuner.arg_names, args))
+                first = tuner.prune_configs(kwargs)[:1] or configs[:1]
+            except Exception:
+                first = configs[:1]
+            tuner.configs = first
+            try:
+                return autotune_run(tuner, *args, **kwargs)
+            finally:
+                tuner.configs = configs
+
+        patches.set(Autotuner, "run", run_autotuned)
+
     def uninstall(self) -> None:
         if self._set_env:
             if self._env_before is None:
