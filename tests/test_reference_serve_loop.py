@@ -59,6 +59,7 @@ def test_naive_and_fixed_generate_the_same_tokens(device, capsys):
     assert "tokens/s=" in capsys.readouterr().out
 
 
+@pytest.mark.gpu if HAS_CUDA else (lambda f: f)
 def test_under_the_trap_only_naive_syncs_inside_steps():
     require_detector()
     import syncscope
