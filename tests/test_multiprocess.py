@@ -154,6 +154,7 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_children_on_the_simulated_device(tmp_path, method):
     """The real `syncscope run --device sim`: children trap their own syncs on the simulated GPU."""
@@ -169,6 +170,7 @@ def test_children_on_the_simulated_device(tmp_path, method):
     assert sorted(p["count"] for p in site["processes"]) == [1, 2, 3]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(os.path.join(REPO, "bench", "torchrun_check.sh")), reason="no bench script")
 def test_torchrun_ranks_on_cpu_with_gloo(tmp_path):
     """bench/torchrun_check.sh on CPU: two torchrun ranks (gloo, simulated GPU) each write a report,
