@@ -55,3 +55,13 @@ def test_example_commands_exist(name):
 def test_workflow_uploads_sarif_and_gates():
     text = open(os.path.join(EXAMPLES, "github-workflow.yml")).read()
     assert "upload-sarif" in text and "syncscope gate" in text and "--device sim" in text
+
+
+def test_pre_commit_example_uses_the_published_hook():
+    hooks_file = os.path.join(os.path.dirname(EXAMPLES), ".pre-commit-hooks.yaml")
+    if not os.path.exists(hooks_file):
+        pytest.skip("no .pre-commit-hooks.yaml in this checkout")
+    published = {hook["id"] for hook in yaml.safe_load(open(hooks_file))}
+    example = yaml.safe_load(open(os.path.join(EXAMPLES, ".pre-commit-config.yaml")))
+    remote = [hook["id"] for repo in example["repos"] if repo["repo"] != "local" for hook in repo["hooks"]]
+    assert remote and set(remote) <= published
