@@ -7,6 +7,10 @@ from typing import TextIO
 from syncscope.report.model import Report, SiteStats
 
 
+_MAX_WIDTH = {"function": 32, "region": 20, "source": 48}
+_MIN_WIDTH = {"site": 24, "kind": 17, "count": 5, "total ms": 8, "mean ms": 8, "region": 6}
+
+
 def _ms(ns: int | None) -> str:
     return "n/m" if ns is None else f"{ns / 1e6:.3f}"
 
@@ -20,7 +24,7 @@ def _row(s: SiteStats) -> list[str]:
         _ms(s.blocked_ns if s.measured else None),
         _ms(s.mean_blocked_ns),
         ", ".join(s.regions) or "-",
-        s.source[:60],
+        s.source.split("  #")[0],
     ]
 
 
@@ -30,7 +34,7 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
 
     console = Console(file=file, stderr=file is None, highlight=False)
     if not console.is_terminal:
-        console.width = max(console.width, 160)  # logs and CI: do not squeeze columns to 80
+        console.width = max(console.width, 200)  # logs and CI: do not squeeze columns to 80
     device = report.meta.get("device", "?")
     in_scope = [s for s in report.sites if s.in_scope and not s.allowed]
     allowed = [s for s in report.sites if s.allowed]
@@ -50,7 +54,15 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
             continue
         table = Table(title=heading, title_style=style, show_lines=False, expand=False)
         for name in columns:
-            table.add_column(name, no_wrap=name in ("site", "kind"), justify="right" if name in ("count", "total ms", "mean ms") else "left")
+            # One line per site: long cells are cut with an ellipsis (the JSON report has them whole).
+            table.add_column(
+                name,
+                no_wrap=name != "site",
+                overflow="fold" if name == "site" else "ellipsis",  # never cut a site's line number
+                max_width=_MAX_WIDTH.get(name),
+                min_width=_MIN_WIDTH.get(name),
+                justify="right" if name in ("count", "total ms", "mean ms") else "left",
+            )
         for s in group[:limit]:
             table.add_row(*_row(s))
         if len(group) > limit:
