@@ -231,6 +231,8 @@ def create(observation: Observation, *, budget_slack: float | None = None, steps
     """A baseline accepting every gated site of `observation`. With `budget_slack` (runtime only),
     each site also gets a per-step budget: its current syncs per step times the slack."""
     steps = steps or observation.steps
+    if budget_slack is not None and observation.origin != RUNTIME:
+        raise InputError("per-step budgets count runtime events: build them from a runtime report, not lint output")
     if budget_slack is not None and not steps:
         raise InputError("per-step budgets need the number of steps the run made: pass --steps N")
     entries = []

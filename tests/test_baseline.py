@@ -158,6 +158,9 @@ def test_budgets_need_steps(tmp_path):
         bl.create(observation, budget_slack=1.0)
     created = bl.create(observation, budget_slack=1.5, steps=4)
     assert created.entries[0].max_per_step == 3.0  # 8 events / 4 steps * 1.5
+    lint = bl.load_observation(write(tmp_path, "l.json", lint_output(BEFORE)))
+    with pytest.raises(bl.InputError, match="runtime"):
+        bl.create(lint, budget_slack=1.0, steps=4)
 
 
 def test_shrink_never_adds(tmp_path):
