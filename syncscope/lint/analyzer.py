@@ -22,7 +22,7 @@ import libcst as cst
 
 from . import provenance as P
 from .imports import dotted, record_import
-from .devices import copy_target, device_where
+from .devices import copy_target, device_where, is_non_blocking
 from .rules.base import CallInfo, Fix, Rule
 
 # Tensor attributes and methods that give plain Python values (no tensor, no sync).
@@ -73,9 +73,13 @@ TORCH_NON_TENSOR = (
     "torch.nn.Parameter",
     "torch.profiler.",
     "torch.autograd.",
+    "torch.cpu.",
+    "torch.backends.",
+    "torch.version",
     "torch.manual_seed",
     "torch.use_deterministic_algorithms",
 )
+PREDICATE_PREFIXES = ("is_", "has_", "get_", "supports_", "can_")
 BUILTIN_NAMES = frozenset(dir(builtins))
 PY_BUILTINS = frozenset(
     "len range isinstance issubclass hasattr callable id hash str repr format bytes int float bool "
@@ -88,7 +92,9 @@ TYPE_PY_HINTS = frozenset(
     "int float bool str bytes list List tuple Tuple dict Dict set Set frozenset Sequence Iterable "
     "Mapping Callable Any None Optional Union Literal Iterator Generator type".split()
 )
-COLD_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton")
+# Decorators of functions that are not host code run every step: Triton/JIT kernels (device
+# code) and memoized functions (run once per argument).
+COLD_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton", "cache")
 
 
 @dataclass
@@ -131,6 +137,7 @@ class FunctionContext:
     copies: dict[str, str] = field(default_factory=dict)  # name -> name it is a host/device copy of
     aliases: dict[str, str] | None = None
     stmt: int = 0
+    once_depth: int = 0  # inside `if x is None: x = ...`: runs once, not in the hot path
 
     # -- questions rules ask -------------------------------------------------------------
     @property
@@ -199,7 +206,7 @@ class FunctionContext:
 
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None) -> None:
-        if self.passive:
+        if self.passive or self.once_depth:
             return
         anchors: list[Any] = [node]
         if anchor:
@@ -221,6 +228,8 @@ class ModuleAnalyzer:
         self.module_name = module_name
         self.is_package = is_package
         self.aliases: dict[str, str] = {}
+        # (class, attribute) -> where, from `self.x = ...` assignments anywhere in the class
+        self.class_hints: dict[tuple[str, str], int] = {}
         self.findings: list[RawFinding] = []
         self.calls: list[CallSite] = []
         # qualified function -> {"params": [...], "syncs": {param: (code, stmt, message)}}
@@ -305,7 +314,7 @@ class ModuleAnalyzer:
             ctx.env = dict(outer.env)
             ctx.bools = set(outer.bools)
             ctx.types = dict(outer.types)
-        self._bind_params(node.params, ctx)
+        self._bind_params(node.params, ctx, host_function=self.hints.where(name) == P.HOST)
         ctx.stmt = index
         self.visit_block(node.body, ctx)
 
@@ -316,7 +325,7 @@ class ModuleAnalyzer:
                               kind="class", aliases=outer.aliases)
         self.visit_block(node.body, ctx)
 
-    def _bind_params(self, params: cst.Parameters, ctx: FunctionContext) -> None:
+    def _bind_params(self, params: cst.Parameters, ctx: FunctionContext, host_function: bool = False) -> None:
         ordered = list(params.posonly_params) + list(params.params)
         extra = list(params.kwonly_params)
         for star in (params.star_arg, params.star_kwarg):
@@ -326,7 +335,10 @@ class ModuleAnalyzer:
             name = param.name.value
             if param in ordered:
                 ctx.params.append(name)
-            ctx.env[name] = self._where_of_param(param, ctx)
+            where = self._where_of_param(param, ctx)
+            if host_function and where in (P.UNKNOWN, P.TENSOR):
+                where = P.HOST  # `_mask_cpu(...)`: a function named for the host works on host data
+            ctx.env[name] = where
             ctx.reassigned.discard(name)
 
     def _where_of_param(self, param: cst.Param, ctx: FunctionContext) -> int:
@@ -341,18 +353,14 @@ class ModuleAnalyzer:
         return self._where_of_annotation(param.annotation.annotation, name, ctx, by_name)
 
     def _where_of_annotation(self, ann: cst.BaseExpression, name: str, ctx: FunctionContext, by_name: int) -> int:
-        names = _annotation_names(ann)
-        if any(n == "Tensor" or n.endswith(".Tensor") for n in names):
+        where, type_name = annotation_where(ann)
+        if type_name:
+            ctx.types[name] = type_name
+        if where is None:
+            return by_name
+        if where == P.TENSOR:
             return max(by_name, P.TENSOR)
-        if any(n.rsplit(".", 1)[-1] in TYPE_HOST_HINTS for n in names):
-            return P.HOST
-        heads = [n.rsplit(".", 1)[-1] for n in names]
-        if heads and all(h in TYPE_PY_HINTS for h in heads):
-            return P.PY
-        classes = [h for h in heads if h not in TYPE_PY_HINTS]
-        if classes:
-            ctx.types[name] = classes[0]
-        return by_name
+        return where
 
     # -- statements ----------------------------------------------------------------------
     def visit_block(self, block: cst.BaseSuite, ctx: FunctionContext) -> None:
@@ -379,7 +387,10 @@ class ModuleAnalyzer:
         if isinstance(stmt, cst.If):
             if active:
                 self.condition(stmt.test, ctx, "if")
+            once = active and _is_lazy_init(stmt)
+            ctx.once_depth += once
             self.visit_block(stmt.body, ctx)
+            ctx.once_depth -= once
             if isinstance(stmt.orelse, cst.If):
                 self.visit_stmt(stmt.orelse, ctx)
             elif isinstance(stmt.orelse, cst.Else):
@@ -563,6 +574,12 @@ class ModuleAnalyzer:
             root = name.split(".", 1)[0]
             if root in ctx.alias_table() and root not in ctx.env:
                 return P.PY  # `torch.float16`, `np.int32`: module attributes
+        if name is not None and name.count(".") == 1 and self.class_hints:
+            owner = name.split(".", 1)[0]
+            owner_class = ctx.classes[-1] if owner == "self" and ctx.classes else ctx.types.get(owner)
+            hinted = self.class_hints.get((owner_class, attr)) if owner_class else None
+            if hinted is not None:
+                return hinted
         receiver = self.eval(node.value, ctx)
         if attr in self.registry.attribute_names:
             for rule in self.registry.attribute:
@@ -790,6 +807,11 @@ class ModuleAnalyzer:
             else:
                 args.append((arg.value, where))
         info = CallInfo(node, qualname, method, receiver, receiver_where, args, kwargs, star)
+        callee = method or (qualname or "").rsplit(".", 1)[-1]
+        if "h2d" in callee.lower() and args:  # `async_tensor_h2d(x, ...)`: x lives on the host
+            name = dotted(args[0][0])
+            if name is not None and args[0][1] in (P.UNKNOWN, P.TENSOR):
+                ctx.env[name] = P.HOST
 
         last = method if method is not None else (qualname.rsplit(".", 1)[-1] if qualname else None)
         if last is not None:
@@ -820,10 +842,14 @@ class ModuleAnalyzer:
                 return P.PY
             if method in ("cpu", "numpy", "tolist", "pin_memory"):
                 return P.HOST
-            if method == "cuda":
-                return P.DEVICE
-            if method == "to":
-                target = copy_target(info, ctx)
+            if method in ("to", "cuda"):
+                target = copy_target(info, ctx) if method == "to" else P.DEVICE
+                if target == P.DEVICE and is_non_blocking(info) and r in (P.UNKNOWN, P.TENSOR):
+                    # nobody copies device memory to the device with non_blocking=True: the
+                    # source is a (pinned) host tensor, from here on
+                    name = dotted(info.receiver)
+                    if name is not None:
+                        ctx.env[name] = P.HOST
                 return target if target is not None else r
             if method in PY_METHODS:
                 return P.PY
@@ -835,9 +861,10 @@ class ModuleAnalyzer:
         if qualname is None:
             return P.UNKNOWN
         if qualname.startswith("torch."):
-            if qualname.startswith(TORCH_NON_TENSOR):
-                return P.PY
             short = qualname.rsplit(".", 1)[-1]
+            if qualname.startswith(TORCH_NON_TENSOR) or short.lstrip("_").startswith(PREDICATE_PREFIXES) \
+                    or short[:1].isupper():
+                return P.PY  # flags, queries and classes (`torch.cuda.is_available`, `_SymmetricMemory`)
             if short in TORCH_FACTORIES:
                 device = info.kwarg("device")
                 if device is not None:
@@ -875,6 +902,39 @@ class ModuleAnalyzer:
         entry["syncs"].setdefault(param, (code, ctx.stmt, message))
 
 
+def _is_lazy_init(stmt: cst.If) -> bool:
+    """`if x is None: ... x = ...` (or `if key not in cache: ... cache[key] = ...`): a branch that
+    fills a cache, so what it does runs once rather than every step."""
+    test = stmt.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    op = test.comparisons[0].operator
+    if isinstance(op, cst.Is) and isinstance(test.comparisons[0].comparator, cst.Name) \
+            and test.comparisons[0].comparator.value == "None":
+        wanted = dotted(test.left)
+    elif isinstance(op, cst.NotIn):
+        wanted = dotted(test.comparisons[0].comparator)
+    else:
+        return False
+    if wanted is None or not isinstance(stmt.body, cst.IndentedBlock):
+        return False
+    for line in stmt.body.body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        for small in line.body:
+            targets = []
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, cst.AnnAssign):
+                targets = [small.target]
+            for target in targets:
+                if isinstance(target, cst.Subscript):
+                    target = target.value
+                if dotted(target) == wanted:
+                    return True
+    return False
+
+
 def _root_value(node):
     """The name a value is computed from through tensor methods and indexing: `mask.sum()`
     and `x[:n]` come from `mask` and `x` (used to tell that a helper syncs on a parameter)."""
@@ -898,6 +958,56 @@ def _py(node, ctx) -> int:
 
 def _unknown(node, ctx) -> int:
     return P.UNKNOWN
+
+
+CONTAINERS = frozenset("list List tuple Tuple Sequence MutableSequence Iterable Iterator dict Dict Mapping "
+                       "MutableMapping set Set frozenset FrozenSet deque Generator Callable type".split())
+
+
+def annotation_where(node: cst.BaseExpression) -> tuple[int | None, str]:
+    """Where a value of this annotated type lives, and its class name when it is a class:
+    `torch.Tensor | None` -> TENSOR; `list[torch.Tensor]` -> PY (a list's truth value is its
+    length, no sync); `np.ndarray` -> HOST; `CommonAttentionMetadata` -> (None, that name)."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            node = cst.parse_expression(str(node.evaluated_value))
+        except Exception:
+            return None, ""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        name = dotted(node) or ""
+        last = name.rsplit(".", 1)[-1]
+        if last == "Tensor" or last == "Parameter":
+            return P.TENSOR, ""
+        if last in TYPE_HOST_HINTS:
+            return P.HOST, ""
+        if last in TYPE_PY_HINTS or last in CONTAINERS:
+            return P.PY, ""
+        return None, last
+    if isinstance(node, cst.Subscript):
+        head = (dotted(node.value) or "").rsplit(".", 1)[-1]
+        if head in CONTAINERS:
+            return P.PY, ""
+        if head in TYPE_HOST_HINTS:
+            return P.HOST, ""
+        if head in ("Optional", "Union", "Annotated"):
+            members = [annotation_where(e.slice.value) for e in node.slice if isinstance(e.slice, cst.Index)]
+            if head == "Annotated":
+                members = members[:1]
+            return _union(members)
+        return None, head
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return _union([annotation_where(node.left), annotation_where(node.right)])
+    return None, ""
+
+
+def _union(members: list[tuple[int | None, str]]) -> tuple[int | None, str]:
+    """`X | None`: None adds nothing; the most device-like member wins."""
+    wheres = [w for w, _ in members if w is not None]
+    names = [n for _, n in members if n]
+    known = [w for w in wheres if w != P.PY] or wheres
+    if names and not any(w != P.PY for w in wheres):
+        return None, names[0]
+    return (max(known) if known else None), (names[0] if names else "")
 
 
 def _annotation_names(node: cst.BaseExpression) -> list[str]:

@@ -4,6 +4,8 @@ Keys (all optional; kebab-case as in Ruff):
     select, extend-select, ignore     rule codes or prefixes ("SYN2", "SYN101")
     per-file-ignores                  {"tests/*" = ["SYN2"], ...}
     exclude, extend-exclude           globs of paths not to lint (directories or files)
+    host-only-paths                   globs of files that only run on the CPU (a CPU backend):
+                                      there is no device to wait for, so they are not linted
     skip-functions, extend-skip-functions
                                       globs of function names that run once (not linted)
     all-functions                     lint every function and module/class body too
@@ -30,7 +32,8 @@ DEFAULT_SKIP_FUNCTIONS = [
     "__init__", "__post_init__", "__new__", "__del__", "__repr__", "__str__", "extra_repr",
     "load_weights", "load_model", "*warmup*", "*warm_up*", "*capture*", "profile_run", "_dummy_run",
     "_dummy_sampler_run", "init_*", "_init_*", "initialize_*", "_initialize_*", "setup_*", "_setup_*",
-    "determine_available_memory", "reset_*", "shutdown", "test_*",
+    "determine_available_memory", "reset_*", "shutdown", "test_*", "load_*", "save_*", "sleep",
+    "wake_up", "*checkpoint*", "*ensure_*cache*",
 ]
 DEFAULT_HOST_SUFFIXES = ["_cpu", "_np", "_host", "_list", "_numpy"]
 DEFAULT_DEVICE_SUFFIXES = ["_gpu", "_cuda"]
@@ -42,6 +45,7 @@ DEFAULT_SYNCING_PROPERTIES = [
     "common_attn_metadata.seq_lens_cpu",
     "common_attn_metadata.num_computed_tokens_cpu",
 ]
+DEFAULT_HOST_ONLY_PATHS = ["cpu.py", "cpu_*.py", "*_cpu.py", "*_cpu_*.py"]
 DEFAULT_EXCLUDE = [
     ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs", "build", "dist",
     "node_modules", ".syncscope_cache", ".mypy_cache", ".pytest_cache", "site-packages",
@@ -60,6 +64,7 @@ class LintConfig:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
+    host_only_paths: list[str] = field(default_factory=lambda: list(DEFAULT_HOST_ONLY_PATHS))
     skip_functions: list[str] = field(default_factory=lambda: list(DEFAULT_SKIP_FUNCTIONS))
     extend_skip_functions: list[str] = field(default_factory=list)
     all_functions: bool = False
@@ -98,6 +103,11 @@ class LintConfig:
     def excluded(self, path: str) -> bool:
         return any(_path_matches(path, p) for p in self.exclude + self.extend_exclude)
 
+    def host_only(self, path: str) -> bool:
+        name = path.replace(os.sep, "/").rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(name, p) if "/" not in p else _path_matches(path, p)
+                   for p in self.host_only_paths)
+
     def analysis_key(self) -> str:
         """What the per-file analysis depends on (the cache key). Selection and ignores are
         applied afterwards, so changing them reuses the cache."""
@@ -131,14 +141,15 @@ def _path_matches(path: str, pattern: str) -> bool:
 
 
 def find_project_root(start: str) -> str:
-    """The nearest directory at or above `start` holding a pyproject.toml; `start` otherwise."""
+    """The nearest directory at or above `start` holding a pyproject.toml; the current
+    directory otherwise (so paths in reports stay relative to where the command ran)."""
     current = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
     while True:
         if os.path.isfile(os.path.join(current, "pyproject.toml")):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            return os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
+            return os.getcwd()
         current = parent
 
 

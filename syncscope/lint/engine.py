@@ -98,7 +98,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         if cached is not None:
             results[rel] = cached
             run.cached += 1
-        elif not triggers.search(data):
+        elif config.host_only(rel) or not triggers.search(data):
             results[rel] = RawResult()
             run.skipped += 1
         else:

@@ -18,9 +18,16 @@ DEVICE = 4  # known to live on the device
 NAMES = {PY: "python", HOST: "host", UNKNOWN: "unknown", TENSOR: "tensor", DEVICE: "device"}
 
 
+# How strongly an operand decides where a result lives. torch refuses to mix devices (except
+# 0-d host tensors inside device ops), so a known host tensor beats a tensor whose device we do
+# not know (`x_cpu & lens` means lens is on the host too), and only a known device tensor beats
+# a host one.
+_RANK = {PY: 0, UNKNOWN: 1, TENSOR: 2, HOST: 3, DEVICE: 4}
+
+
 def combine(*wheres: int) -> int:
     """Where the result of an operation on these operands lives."""
-    return max(wheres) if wheres else PY
+    return max(wheres, key=_RANK.__getitem__) if wheres else PY
 
 
 def is_tensor_like(where: int) -> bool:
@@ -54,6 +61,8 @@ class NameHints:
         words = name.lower().strip("_").split("_")
         if any(w in self.host_words for w in words):
             return HOST
-        if any(w in self.device_words for w in words):
+        # device only as the last word: `input_ids_gpu`, `buffer.gpu`, but not
+        # `use_cuda_graph` or `gpu_id`, which are flags and numbers
+        if words[-1] in self.device_words:
             return DEVICE
         return UNKNOWN

@@ -155,10 +155,12 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
 
     from .analyzer import ModuleAnalyzer
     from .files import function_trigger
+    from .classinfo import class_hints
     from .imports import aliases_from_ast
 
     registry = registry_for(config)
     aliases = aliases_from_ast(tree, module, is_package)
+    hints = class_hints(tree)
     lines = text.splitlines(keepends=True)
     plain_lines = text.splitlines()
     trigger = function_trigger(config)
@@ -181,6 +183,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         spans = spans_of([fn])
         analyzer = ModuleAnalyzer(mini, spans, config, registry, module, is_package)
         analyzer.aliases = aliases
+        analyzer.class_hints = hints
         analyzer.run_function(mini.body[0], classes)
         if analyzer.counter != len(spans):
             raise _FallBack()
@@ -228,14 +231,22 @@ def _kernel(node) -> bool:
 def _analyze(module_node, text: str, module: str, is_package: bool, config):
     from .analyzer import ModuleAnalyzer
 
+    from .classinfo import class_hints
+
     registry = registry_for(config)
-    spans = statement_spans(text)
+    try:
+        tree = ast.parse(text)
+        spans, hints = spans_of(tree.body), class_hints(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        spans, hints = None, {}
     analyzer = ModuleAnalyzer(module_node, spans or [], config, registry, module, is_package)
+    analyzer.class_hints = hints
     analyzer.run()
     if spans is None or analyzer.counter != len(spans):
         # the ast and libcst statement walks disagree (or ast failed): use libcst's own positions
         spans = _spans_from_libcst(module_node)
         analyzer = ModuleAnalyzer(module_node, spans, config, registry, module, is_package)
+        analyzer.class_hints = hints
         analyzer.run()
     result = RawResult()
     _collect(analyzer, spans, text.splitlines(), result)

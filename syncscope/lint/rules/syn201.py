@@ -19,6 +19,15 @@ class ItemOnDevice(Rule):
         "import numpy as np\ndef f(x):\n    a = np.asarray(x)\n    return a.sum().item()\n",
         "import torch\ndef f(x: torch.Tensor):\n    y = x.cpu()\n    return y.item()\n",
         "def f(d):\n    return d.item\n",
+        # a lazily filled value: the branch runs once
+        "import torch\ndef f(self, scale: torch.Tensor):\n    if self._scale is None:\n        self._scale = scale.item()\n    return self._scale\n",
+        # the class keeps a host copy (filled in another method)
+        "import torch\nclass Out:\n    def enqueue(self, fault: torch.Tensor):\n        self._fault = fault.to('cpu', non_blocking=True)\n"
+        "    def get(self):\n        return self._fault.item()\n",
+        # a function named for the host works on host data
+        "import torch\ndef _counts_cpu(lens: torch.Tensor):\n    return lens.max().item()\n",
+        # pinned and copied to the device with non_blocking=True: the source was on the host
+        "import torch\ndef f(lens: torch.Tensor, device):\n    lens_dev = lens.to(device, non_blocking=True)\n    return lens.max().item()\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor):\n    return x.sum().item()\n",

@@ -22,6 +22,10 @@ class TensorFromHostDataOnDevice(Rule):
         "import torch\ndef f(data):\n    return torch.tensor(data)\n",
         "import torch\ndef f(data):\n    return torch.tensor(data, device='cpu')\n",
         "import torch\ndef f(x: torch.Tensor, device):\n    return torch.as_tensor(x, device=device)\n",
+        # memoized: runs once per argument
+        "import functools, torch\n@functools.lru_cache\ndef table(device):\n    return torch.tensor([1, 2, 3], device=device)\n",
+        "import torch\n_CACHE = {}\ndef table(device):\n    t = _CACHE.get(device)\n    if t is None:\n"
+        "        t = torch.tensor([1, 2], device=device)\n        _CACHE[device] = t\n    return t\n",
     ]
     INVALID = [
         "import torch\ndef f(ids, device):\n    return torch.tensor(ids, device=device)\n",

@@ -1,0 +1,98 @@
+"""Where a class keeps its attributes, read off the class's own code with `ast` (cheap).
+
+Serving code fills host mirrors in one method and reads them in another:
+`self._has_fault = has_fault.to("cpu", non_blocking=True)` in one place, `self._has_fault.item()`
+in another. Each function is analyzed alone, so without this the read looks like a device
+tensor. Only evidence for the host is collected (that is what removes false alarms); an
+attribute also assigned from something device-like gets no hint.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from . import provenance as P
+
+_HOST_METHODS = {"cpu", "numpy", "tolist", "pin_memory", "item"}
+_CONTAINERS = {"list", "List", "dict", "Dict", "tuple", "Tuple", "set", "Set", "int", "float", "bool", "str", "deque"}
+
+
+def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
+    evidence: dict[tuple[str, str], set[int]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                where = _from_annotation(item.annotation)
+                if where is not None:
+                    evidence.setdefault((node.name, item.target.id), set()).add(where)
+            elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for sub in ast.walk(item):
+                    if isinstance(sub, ast.Assign):
+                        targets, value, annotation = sub.targets, sub.value, None
+                    elif isinstance(sub, ast.AnnAssign):
+                        targets, value, annotation = [sub.target], sub.value, sub.annotation
+                    else:
+                        continue
+                    for target in targets:
+                        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                                and target.value.id == "self"):
+                            where = _from_annotation(annotation) if annotation is not None else None
+                            if where is None and value is not None:
+                                where = _from_value(value)
+                            if where is not None:
+                                evidence.setdefault((node.name, target.attr), set()).add(where)
+    hints = {}
+    for key, wheres in evidence.items():
+        if P.DEVICE in wheres or P.TENSOR in wheres:
+            continue
+        if P.HOST in wheres:
+            hints[key] = P.HOST
+        elif wheres == {P.PY}:
+            hints[key] = P.PY
+    return hints
+
+
+def _from_annotation(node: ast.AST) -> int | None:
+    text = ast.unparse(node)
+    if "ndarray" in text or "NDArray" in text:
+        return P.HOST
+    head = text.split("[", 1)[0].split(".")[-1].strip()
+    if head in _CONTAINERS:
+        return P.PY
+    if "Tensor" in text:
+        return P.TENSOR
+    return None
+
+
+def _from_value(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant):
+        return None  # `self.x = None` in a constructor says nothing
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    if isinstance(func, ast.Attribute):
+        if func.attr in _HOST_METHODS:
+            return P.HOST
+        if func.attr in ("to", "cuda"):
+            target = keywords.get("device") or (node.args[0] if node.args else None)
+            if isinstance(target, ast.Constant) and isinstance(target.value, str):
+                return P.HOST if target.value.startswith("cpu") else P.DEVICE
+            return P.DEVICE if func.attr == "cuda" or "device" in ast.unparse(target or func) else None
+        root = func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in ("np", "numpy"):
+            return P.HOST
+        if isinstance(root, ast.Name) and root.id == "torch":
+            if "device" in keywords:
+                device = keywords["device"]
+                if isinstance(device, ast.Constant) and str(device.value).startswith("cpu"):
+                    return P.HOST
+                return P.DEVICE
+            pinned = keywords.get("pin_memory")
+            if isinstance(pinned, ast.Constant) and pinned.value is True:
+                return P.HOST
+    return None
