@@ -76,18 +76,20 @@ def main() -> None:
     args = parse_args()
     use_nccl = args.device == "cuda" and torch.version.cuda is not None and torch.cuda.is_available()
     backend = "nccl" if use_nccl else "gloo"
-    dist.init_process_group(backend)
-    rank, world = dist.get_rank(), dist.get_world_size()
     if use_nccl:
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
-        torch.cuda.set_device(device)
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        torch.cuda.set_device(device)  # before the process group, so NCCL binds this GPU
     else:
         device = torch.device(args.device)
+    dist.init_process_group(backend)
+    rank, world = dist.get_rank(), dist.get_world_size()
 
     generator = torch.Generator().manual_seed(0)
     layers = [TensorParallelMLP(args.hidden, rank, world, device, generator) for _ in range(args.layers)]
     x = (torch.randn(args.batch, args.hidden, generator=generator) * 0.1).to(device)
     all_reduce = AllReduce(backend)
+    # Warm-up, outside the step: the first collective sets up the communicator, which may wait.
+    all_reduce(torch.zeros(1, device=device))
     norms = []
 
     for _ in range(args.steps):
