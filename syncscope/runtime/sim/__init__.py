@@ -15,6 +15,15 @@ from __future__ import annotations
 
 
 def __getattr__(name: str):
+    try:
+        return _load(name)
+    except AttributeError as exc:  # keep a broken import from reading as "cannot import name"
+        if name in __all__:
+            raise ImportError(f"syncscope.runtime.sim: loading {name} failed: {exc!r}") from exc
+        raise
+
+
+def _load(name: str):
     if name == "SimulatedCudaDetector":
         from syncscope.runtime.sim.detector import SimulatedCudaDetector
 

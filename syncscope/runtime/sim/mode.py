@@ -277,18 +277,64 @@ def _replayed(func, args, kwargs):
         local.api, local.api_args = previous, previous_args
 
 
+_BASIC_INDEX = (int, slice, type(None), type(Ellipsis))
+_NoPythonDispatch = torch._C._DisableTorchDispatch
+
+
+def _is_basic(index) -> bool:
+    """Ints, slices, None, Ellipsis: an index that only makes a view (never syncs). bool is not
+    an int here (`type(True) is bool`): `x[True]` takes the general path."""
+    if type(index) is tuple:
+        for part in index:
+            if type(part) not in _BASIC_INDEX:
+                return False
+        return True
+    return type(index) in _BASIC_INDEX
+
+
+def _getitem(func, args, kwargs):
+    self, index = args
+    if type(self) is SimulatedCudaTensor and _is_basic(index):
+        # Fast path: a view of the CPU data, no replay needed.
+        with _NoPythonDispatch():
+            return wrap(self._elem[index])
+    return _replayed(func, args, kwargs)
+
+
+def _setitem(func, args, kwargs):
+    self, index, value = args
+    if type(self) is SimulatedCudaTensor and _is_basic(index):
+        if type(value) is SimulatedCudaTensor:  # device -> device: never a sync
+            with _NoPythonDispatch():
+                self._elem[index] = value._elem
+            return None
+        if type(value) in (int, float):
+            with _NoPythonDispatch():
+                target = self._elem[index]
+            if target.dim() == 0:
+                # torch copies the number from a host tensor into a single element: a blocking
+                # H2D copy (`x[i] = 5.0`); a bigger target is a fill_ (`x[a:b] = 5.0`), free.
+                state.sync(K.SCALAR_STORE, "Tensor.__setitem__")
+            with _NoPythonDispatch():
+                target.fill_(value)
+            return None
+    return _replayed(func, args, kwargs)
+
+
 _SPECIAL: dict = {}
 
 
 def _build_special() -> None:
     replayed = [
-        T.__getitem__, T.__setitem__, T.nonzero, torch.nonzero, T.__int__, T.__index__, T.argwhere,
+        T.nonzero, torch.nonzero, T.__int__, T.__index__, T.argwhere,
         torch.argwhere,
     ]  # others that hit the guard are caught by `_call` and replayed too
     for func in replayed:
         _SPECIAL[func] = _replayed
     _SPECIAL.update(
         {
+            T.__getitem__: _getitem,
+            T.__setitem__: _setitem,
             T.to: _to,
             T.cuda: _cuda,
             T.pin_memory: _pin_memory,
