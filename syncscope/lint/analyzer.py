@@ -315,6 +315,8 @@ class ModuleAnalyzer:
             ctx.bools = set(outer.bools)
             ctx.types = dict(outer.types)
         self._bind_params(node.params, ctx, host_function=self.hints.where(name) == P.HOST)
+        if _fills_cache(node):
+            ctx.once_depth = 1  # a memoizing function: its work runs once per key
         ctx.stmt = index
         self.visit_block(node.body, ctx)
 
@@ -840,7 +842,9 @@ class ModuleAnalyzer:
             r = info.receiver_where if info.receiver_where is not None else P.UNKNOWN
             if method == "item":
                 return P.PY
-            if method in ("cpu", "numpy", "tolist", "pin_memory"):
+            if method == "tolist":
+                return P.PY  # Python numbers: storing one is a fill, not a host tensor copy
+            if method in ("cpu", "numpy", "pin_memory"):
                 return P.HOST
             if method in ("to", "cuda"):
                 target = copy_target(info, ctx) if method == "to" else P.DEVICE
@@ -857,9 +861,14 @@ class ModuleAnalyzer:
                 return r if r >= P.HOST else P.TENSOR
             if r in (P.HOST, P.TENSOR, P.DEVICE):
                 return r
+            if self.hints.where(method) == P.HOST:
+                return P.HOST  # `buffer.to_numpy()`, `batch.copy_to_cpu()`
             return P.UNKNOWN if r != P.PY else P.PY
         if qualname is None:
             return P.UNKNOWN
+        if not qualname.startswith(("torch.", "numpy.")) and \
+                self.hints.where(qualname.rsplit(".", 1)[-1]) == P.HOST:
+            return P.HOST  # `async_copy_to_np(x)`, `to_cpu(x)`: named for what they return
         if qualname.startswith("torch."):
             short = qualname.rsplit(".", 1)[-1]
             if qualname.startswith(TORCH_NON_TENSOR) or short.lstrip("_").startswith(PREDICATE_PREFIXES) \
@@ -900,6 +909,22 @@ class ModuleAnalyzer:
         qualname = f"{self.module_name}.{ctx.qualname}" if self.module_name else ctx.qualname
         entry = self.summaries.setdefault(qualname, {"params": list(ctx.params), "syncs": {}})
         entry["syncs"].setdefault(param, (code, ctx.stmt, message))
+
+
+def _fills_cache(node: cst.FunctionDef) -> bool:
+    """Does the function store its result in a cache (`_CACHE[key] = t` at its top level)?"""
+    if not isinstance(node.body, cst.IndentedBlock):
+        return False
+    for line in node.body.body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        for small in line.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    if isinstance(target.target, cst.Subscript) and \
+                            "cache" in (dotted(target.target.value) or "").lower():
+                        return True
+    return False
 
 
 def _is_lazy_init(stmt: cst.If) -> bool:

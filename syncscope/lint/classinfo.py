@@ -73,6 +73,10 @@ def _from_value(node: ast.AST) -> int | None:
         return None
     func = node.func
     keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    words = name.lower().strip("_").split("_")
+    if words[-1] in ("cpu", "np", "numpy", "host") or "to_np" in name or "to_cpu" in name:
+        return P.HOST  # `async_copy_to_np(...)`: named for what it returns
     if isinstance(func, ast.Attribute):
         if func.attr in _HOST_METHODS:
             return P.HOST

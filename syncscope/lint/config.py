@@ -33,7 +33,8 @@ DEFAULT_SKIP_FUNCTIONS = [
     "load_weights", "load_model", "*warmup*", "*warm_up*", "*capture*", "profile_run", "_dummy_run",
     "_dummy_sampler_run", "init_*", "_init_*", "initialize_*", "_initialize_*", "setup_*", "_setup_*",
     "determine_available_memory", "reset_*", "shutdown", "test_*", "load_*", "save_*", "sleep",
-    "wake_up", "*checkpoint*", "*ensure_*cache*",
+    "wake_up", "*checkpoint*", "*ensure_*cache*", "*profil*", "*compile*", "*allocate*", "*teardown*",
+    "*cleanup*", "*dummy*", "*reference*", "ref_*",
 ]
 DEFAULT_HOST_SUFFIXES = ["_cpu", "_np", "_host", "_list", "_numpy"]
 DEFAULT_DEVICE_SUFFIXES = ["_gpu", "_cuda"]

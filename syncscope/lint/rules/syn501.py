@@ -27,6 +27,8 @@ def synchronize_kind(ctx, call) -> str | None:
         if "event" in last:
             return "event"
         return "device"
+    while isinstance(receiver, cst.Subscript):  # `self._copy_events[i].synchronize()`
+        receiver = receiver.value
     text = (dotted(receiver) or "").lower()
     known = ctx.types.get(dotted(receiver) or "", "").lower()
     last = text.rsplit(".", 1)[-1]
