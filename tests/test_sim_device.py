@@ -67,7 +67,17 @@ def test_cuda_surface_answers_like_one_gpu():
         torch.cuda.set_sync_debug_mode(0)
         torch.cuda.manual_seed(0)
         assert torch.accelerator.current_accelerator().type == "cuda"
+        gen = torch.Generator(device="cuda")
+        assert isinstance(gen, torch.Generator) and torch.randn(2, device="cuda", generator=gen).is_cuda
+        assert x.untyped_storage().nbytes() == 16
     assert not [e for e in _mine(t.events) if e.kind not in (K.H2D_COPY, K.CPU_COPY)]
+
+
+def test_formatting_a_device_scalar_reads_it():
+    with syncscope.trap(device="sim") as t:
+        x = torch.arange(4.0, device="cuda")
+        assert f"{x.sum():.1f}" == "6.0"  # format-read
+    assert [(e.kind, e.site.line) for e in _mine(t.events)] == [(K.ITEM, _line("format-read"))]
 
 
 def test_numerics_are_cpu_eager():

@@ -246,6 +246,26 @@ def state_error(what: str) -> RuntimeError:
     )
 
 
+_RealGenerator = torch.Generator
+
+
+class _GeneratorMeta(type(_RealGenerator)):
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, _RealGenerator)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return issubclass(sub, _RealGenerator)
+
+
+class SimGenerator(_RealGenerator, metaclass=_GeneratorMeta):
+    """`torch.Generator(device="cuda")`: the simulated device's random ops run on the CPU, so its
+    generator is a CPU one (a CPU-only build cannot make a CUDA generator). Every real generator
+    still passes `isinstance(g, torch.Generator)`."""
+
+    def __new__(cls, device="cpu"):
+        return _RealGenerator("cpu")
+
+
 def _set_sync_debug_mode(debug_mode) -> None:
     if isinstance(debug_mode, str):
         modes = {"default": 0, "warn": 1, "error": 2}
@@ -320,6 +340,7 @@ def install(p: Patches) -> None:
     }
     for name, value in values.items():
         p.set(cuda, name, value)
+    p.set(torch, "Generator", SimGenerator)
     nvtx = getattr(cuda, "nvtx", None)
     if nvtx is not None:
         for name in ("range_push", "range_pop", "mark", "range_start", "range_end"):

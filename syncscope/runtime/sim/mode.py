@@ -71,10 +71,8 @@ def _is_cuda(device) -> bool:
 
 
 def _target_device(device) -> torch.device:
-    if isinstance(device, int):
-        return torch.device("cuda", device)
-    device = torch.device(device)
-    return state.DEVICE if device.index is None else device
+    """The simulated device is one GPU: every `cuda` / `cuda:N` request lands on cuda:0."""
+    return state.DEVICE
 
 
 def _has_sim(args) -> bool:
@@ -185,6 +183,22 @@ def _numpy(func, args, kwargs):
         raise TypeError(
             "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
         )
+    return _call(func, args, kwargs)
+
+
+def _untyped_storage(func, args, kwargs):
+    self = args[0]
+    return self._elem.untyped_storage() if isinstance(self, _SimBase) else _call(func, args, kwargs)
+
+
+def _format(func, args, kwargs):
+    """f"{t:.2f}": torch formats a 0-dim tensor through `.item()` (a sync on a GPU), but only for
+    exact `torch.Tensor`s; do the same for the simulated one."""
+    self, spec = args[0], args[1] if len(args) > 1 else ""
+    if isinstance(self, _SimBase):
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
     return _call(func, args, kwargs)
 
 
@@ -343,6 +357,8 @@ def _build_special() -> None:
             T.tolist: _tolist,
             T.numpy: _numpy,
             T.data_ptr: _data_ptr,
+            T.untyped_storage: _untyped_storage,
+            T.__format__: _format,
             T.new_tensor: _new_tensor,
         }
     )
