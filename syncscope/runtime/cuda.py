@@ -238,19 +238,6 @@ def _shim_specs() -> list[ShimSpec]:
     return specs
 
 
-class _Call:
-    """A shim call in progress on this thread; a sync warning inside it marks it."""
-
-    __slots__ = ("spec", "args", "kwargs", "start_ns", "synced")
-
-    def __init__(self, spec: ShimSpec, args: tuple, kwargs: dict, start_ns: int):
-        self.spec = spec
-        self.args = args
-        self.kwargs = kwargs
-        self.start_ns = start_ns
-        self.synced = False
-
-
 class CudaDetector:
     name = "cuda"
 
@@ -303,26 +290,30 @@ class CudaDetector:
         local = self._local
         predict = spec.predict
         finish = self._finish
+        clock = time.perf_counter_ns
 
         def shim(*args, **kwargs):
             if _is_compiling():  # traced by Dynamo: stay invisible so no graph break is ours
                 return original(*args, **kwargs)
-            stack = getattr(local, "calls", None)
-            if stack is None:
-                stack = local.calls = []
             predicted = predict(args, kwargs) if predict is not None else None
-            call = _Call(spec, args, kwargs, time.perf_counter_ns())
-            stack.append(call)
             try:
-                if predicted is not None:
+                calls = local.calls
+            except AttributeError:
+                calls = local.calls = []
+            # One cell per call in progress: the sync warning of torch marks the innermost one.
+            synced = [False]
+            calls.append(synced)
+            start = clock()
+            try:
+                if predicted is None:
+                    result = original(*args, **kwargs)
+                else:
                     with nvtx_marks.blocking_range(f"sync {predicted} {spec.api}"):
                         result = original(*args, **kwargs)
-                else:
-                    result = original(*args, **kwargs)
             finally:
-                stack.pop()
-            if predicted is not None or call.synced:
-                finish(call, predicted, time.perf_counter_ns() - call.start_ns)
+                calls.pop()
+            if predicted is not None or synced[0]:
+                finish(spec, args, kwargs, predicted, clock() - start)
             return result
 
         shim.__name__ = getattr(original, "__name__", spec.name)
@@ -331,19 +322,19 @@ class CudaDetector:
         shim.__wrapped__ = original
         return shim
 
-    def _finish(self, call: _Call, predicted: str | None, blocked_ns: int) -> None:
+    def _finish(self, spec: ShimSpec, args: tuple, kwargs: dict, predicted: str | None, blocked_ns: int) -> None:
         recorder = self._recorder
         if recorder is None:
             return
-        kind = predicted or call.spec.classify(call.args, call.kwargs)
-        recorder.record(kind, call.spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2))
+        kind = predicted or spec.classify(args, kwargs)
+        recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2))
 
     # -- torch's sync warning ------------------------------------------------------------------
     def _showwarning(self, message, category, filename, lineno, file=None, line=None):
         if str(message).startswith(SYNC_WARNING) and self._recorder is not None:
             calls = getattr(self._local, "calls", None)
             if calls:
-                calls[-1].synced = True  # the shim records it, timed, when the call returns
+                calls[-1][0] = True  # the shim records it, timed, when the call returns
             else:
                 # A sync no shim wraps (e.g. inside a function imported before the trap, or a
                 # torch op we do not shim): attribute it to the user's line, time unknown.

@@ -18,6 +18,9 @@ def run_catalog(device: str = "cuda") -> None:
     cpu_long = torch.tensor([1, 3, 5])
     pinned = torch.ones(16).pin_memory()
     pageable = torch.ones(16)
+    # Large enough that the driver cannot stage it in one go: a small pageable non_blocking copy
+    # is staged and returns without waiting for the queue (measured by the oracle, H200).
+    big_pageable = torch.ones(8 << 20)
     reps = torch.full((16,), 2, device=device, dtype=torch.long)
     scalar = x.sum()
 
@@ -51,7 +54,7 @@ def run_catalog(device: str = "cuda") -> None:
     pageable.to(device)  # expect: h2d_copy
     y[0:16] = pageable  # expect: h2d_copy
     y[3] = 5.0  # expect: scalar_store
-    pageable.to(device, non_blocking=True)  # expect: h2d_pageable
+    big_pageable.to(device, non_blocking=True)  # expect: h2d_pageable
     torch.cuda.current_stream().synchronize()  # expect: stream_sync
     torch.cuda.synchronize()  # expect: device_sync
     event = torch.cuda.Event()

@@ -1,0 +1,55 @@
+"""Which host->device copies make the host wait for the GPU queue? (run on the GPU machine)
+
+Each case runs behind ~25 ms of queued GPU work; the host time of the call over the queued time
+is the ratio (about 1: waited for the queue; about 0: did not). Also lists what syncscope's
+runtime trap records for each case, so the detector's rules can be checked against the truth.
+
+    python bench/copy_probe.py
+"""
+
+import time
+
+import torch
+
+import syncscope
+
+
+def calibrated_sleep_cycles(ms: float) -> int:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    end.record()
+    end.synchronize()
+    return int(10_000_000 / start.elapsed_time(end) * ms)
+
+
+def main():
+    cycles = calibrated_sleep_cycles(25)
+    sizes = {"64 B": 16, "256 KiB": 64 << 10, "4 MiB": 1 << 20, "32 MiB": 8 << 20, "256 MiB": 64 << 20}
+    cases = {}
+    for label, n in sizes.items():
+        src = torch.ones(n)
+        cases[f"pageable {label} .to(cuda, non_blocking=True)"] = lambda src=src: src.to("cuda", non_blocking=True)
+    for label, n in (("64 B", 16), ("4 MiB", 1 << 20)):
+        src = torch.ones(n)
+        cases[f"fresh pin_memory() {label}"] = lambda src=src: src.pin_memory()
+        cases[f"pin_memory().to(cuda, non_blocking=True) {label}"] = lambda src=src: src.pin_memory().to("cuda", non_blocking=True)
+    print(f"{'case':58s} {'ratio':>6s}  syncscope events")
+    for name, fn in cases.items():
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cycles)
+        t0 = time.perf_counter_ns()
+        fn()
+        waited = time.perf_counter_ns() - t0
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cycles)
+        with syncscope.trap(device="cuda") as t:
+            fn()
+        torch.cuda.synchronize()
+        seen = [(e.kind, e.api, round((e.blocked_ns or 0) / 1e6, 2)) for e in t.events]
+        print(f"{name:58s} {waited / 25e6:6.2f}  {seen}")
+
+
+if __name__ == "__main__":
+    main()
