@@ -166,3 +166,36 @@ def test_plugin_plumbing_with_a_stand_in_detector(pytester):
 def test_marker_is_registered(pytester):
     result = pytester.runpytest_subprocess("--markers")
     result.stdout.fnmatch_lines(["*no_host_syncs(device='auto'): fail the test on any in-scope host sync*"])
+
+
+NESTED_TESTS = '''
+import pytest
+import torch
+
+
+@pytest.mark.no_host_syncs
+def test_planted():
+    x = torch.arange(4, device="cuda")
+    x.sum().item()
+
+
+@pytest.mark.no_host_syncs
+def test_clean():
+    x = torch.arange(4, device="cuda")
+    x.add_(1)
+'''
+
+
+@needs_sim
+def test_plugin_inside_syncscope_run(tmp_path):
+    """`syncscope run -m pytest`: the tests reuse the run's trap; each test sees only its own syncs."""
+    import subprocess
+    import sys
+
+    (tmp_path / "test_nested.py").write_text(NESTED_TESTS)
+    cmd = [sys.executable, "-m", "syncscope", "run", "--device", "sim", "--no-table", "-o", "r.json",
+           "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_nested.py"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed, 1 passed" in proc.stdout
+    assert "syncscope: 1 host sync(s) at 1 site(s) in test_nested.py::test_planted (device sim):" in proc.stdout
