@@ -7,26 +7,27 @@
 #   CPU (gloo, simulated GPU):  SYNCSCOPE_DEVICE=sim bench/torchrun_check.sh
 #
 # Settings (environment): NPROC (2), SYNCSCOPE_DEVICE (cuda), PLANTED_RANK (1), STEPS (20),
-# OUT (torchrun-reports). Exit status 0 only when every check holds.
+# REPORTS (torchrun-reports: where the reports go; earlier syncscope reports in it are removed).
+# Exit status 0 only when every check holds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NPROC=${NPROC:-2}
 DEVICE=${SYNCSCOPE_DEVICE:-cuda}
 PLANTED=${PLANTED_RANK:-1}
 STEPS=${STEPS:-20}
-OUT=${OUT:-torchrun-reports}
+DIR=${REPORTS:-torchrun-reports}
 PYTHON=${PYTHON:-python}
 
-rm -rf "$OUT"
-mkdir -p "$OUT"
+mkdir -p "$DIR"
+rm -f "$DIR"/syncscope-report*.json "$DIR"/combined.json  # only our own files: the folder may hold other files
 # Each rank is its own `syncscope run`; with torchrun's RANK set it names its report
 # syncscope-report.<host>.<pid>.rank<r>.json.
 "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$NPROC" -m syncscope run \
-  --device "$DEVICE" --no-table -o "$OUT/syncscope-report.json" \
+  --device "$DEVICE" --no-table -o "$DIR/syncscope-report.json" \
   examples/tp_allreduce.py --steps "$STEPS" --planted-rank "$PLANTED" --device cuda
-"$PYTHON" -m syncscope combine "$OUT" -o "$OUT/combined.json"
+"$PYTHON" -m syncscope combine "$DIR" -o "$DIR/combined.json"
 
-"$PYTHON" - "$OUT" "$NPROC" "$PLANTED" "$STEPS" <<'PY'
+"$PYTHON" - "$DIR" "$NPROC" "$PLANTED" "$STEPS" <<'PY'
 import glob, json, os, sys
 
 out, nproc, planted, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

@@ -175,7 +175,7 @@ def test_children_on_the_simulated_device(tmp_path, method):
 def test_torchrun_ranks_on_cpu_with_gloo(tmp_path):
     """bench/torchrun_check.sh on CPU: two torchrun ranks (gloo, simulated GPU) each write a report,
     combine merges them, the planted sync is on rank 1 only. The same script runs on 2 GPUs."""
-    env = {**os.environ, "SYNCSCOPE_DEVICE": "sim", "OUT": str(tmp_path / "reports"), "STEPS": "5", "PYTHON": sys.executable}
+    env = {**os.environ, "SYNCSCOPE_DEVICE": "sim", "REPORTS": str(tmp_path / "reports"), "STEPS": "5", "PYTHON": sys.executable}
     proc = subprocess.run(["bash", "bench/torchrun_check.sh"], cwd=REPO, capture_output=True, text=True, timeout=180, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "planted sync examples/tp_allreduce.py:" in proc.stdout and "on rank 1 only, 5 events" in proc.stdout
