@@ -25,7 +25,7 @@ rm -f "$DIR"/syncscope-report*.json "$DIR"/combined.json  # only our own files: 
 "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$NPROC" -m syncscope run \
   --device "$DEVICE" --no-table -o "$DIR/syncscope-report.json" \
   examples/tp_allreduce.py --steps "$STEPS" --planted-rank "$PLANTED" --device cuda
-"$PYTHON" -m syncscope combine "$DIR" -o "$DIR/combined.json"
+"$PYTHON" -m syncscope combine "$DIR"/syncscope-report*.json -o "$DIR/combined.json"
 
 "$PYTHON" - "$DIR" "$NPROC" "$PLANTED" "$STEPS" <<'PY'
 import glob, json, os, sys
