@@ -38,6 +38,7 @@ class ObservedSite:
     stack: tuple[tuple[str, int, str], ...] = ()  # (path, line, function), innermost first
     message: str = ""  # lint: the finding's message; runtime: what synced, how often
     level: str = "error"
+    ranks: tuple[int, ...] = ()  # combined runtime reports: the ranks that synced here
 
     # With `message` and `level`, what the SARIF and GitHub writers (syncscope.report.sarif,
     # .github) take as a result record, so runtime sites go out through the linter's writers.
@@ -134,12 +135,14 @@ def _runtime_sites(data: dict, origin: str) -> list[ObservedSite]:
         raise InputError(str(exc)) from None
     # Number occurrences over every site of the run (as the report does), then keep the ones
     # that count: in scope and not allowed. Allowed syncs were accepted in code, not here.
-    raw = [(s.site(), {"stats": s}) for s in report.sites]
+    raw = [(s.site(), {"stats": s, "raw": r}) for s, r in zip(report.sites, data["sites"])]
     merged: dict[str, ObservedSite] = {}
     for site, payload in _numbered(raw):
         stats = payload["stats"]
         if not stats.in_scope or stats.allowed:
             continue
+        processes = payload["raw"].get("processes") or []  # written by syncscope combine
+        ranks = sorted({p["rank"] for p in processes if isinstance(p, dict) and p.get("count") and isinstance(p.get("rank"), int)})
         fp = site.fingerprint()
         stack = tuple((f.get("path", "?"), int(f.get("line", 0)), f.get("function", "?")) for f in stats.stack)
         previous = merged.get(fp)
@@ -150,6 +153,7 @@ def _runtime_sites(data: dict, origin: str) -> list[ObservedSite]:
             count=count,
             stack=stack or (previous.stack if previous else ()),
             message=f"host sync ({site.kind}) via {', '.join(stats.apis) or 'torch'}: {count} event(s) in the run",
+            ranks=tuple(ranks),
         )
     return list(merged.values())
 

@@ -73,6 +73,8 @@ def describe_site(o: ObservedSite, max_frames: int = 8) -> list[str]:
     finding's message (lint)."""
     s = o.site
     count = f", {o.count} event{'s' if o.count != 1 else ''}" if o.stack or o.count != 1 else ""
+    if o.ranks:
+        count += f", on rank{'s' if len(o.ranks) > 1 else ''} {', '.join(map(str, o.ranks))}"
     lines = [f"{s.path}:{s.line}: {s.kind} in {s.function}{count}"]
     if s.source:
         lines.append(f"    {s.source}")

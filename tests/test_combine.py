@@ -160,3 +160,21 @@ def test_concurrent_combines_into_one_output(tmp_path):
     procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL) for _ in range(4)]
     assert [p.wait() for p in procs] == [0, 0, 0, 0]
     assert json.load(open(out))["summary"]["events"] == 3 * (5 + 5 + 1)
+
+
+def test_the_gate_says_which_rank_a_new_site_is_on(tmp_path):
+    """A combined torchrun report gated against a baseline: the new site names its rank."""
+    from syncscope import baseline as bl
+    from syncscope import gate
+
+    clean = "def step(x, lens):\n    a = lens.sum().item()\n"
+    before = [write(tmp_path, f"b{r}.json", runtime_report(clean, pid=10 + r, rank=r)) for r in range(2)]
+    accepted = bl.create(bl.load_observation(write(tmp_path, "before.json", combine.combine(before))))
+    planted = clean + "    b = x.max().item()\n"
+    after = [write(tmp_path, "a0.json", runtime_report(clean, pid=20, rank=0)),
+             write(tmp_path, "a1.json", runtime_report(planted, pid=21, rank=1))]
+    observation = bl.load_observation(write(tmp_path, "after.json", combine.combine(after)))
+    result = gate.check(observation, accepted)
+    (new,) = result.new
+    assert new.ranks == (1,)
+    assert gate.describe_site(new)[0] == "model.py:3: item in step, 1 event, on rank 1"
