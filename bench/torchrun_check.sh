@@ -19,7 +19,7 @@ DIR=${REPORTS:-torchrun-reports}
 PYTHON=${PYTHON:-python}
 
 mkdir -p "$DIR"
-rm -f "$DIR"/syncscope-report*.json "$DIR"/combined.json  # only our own files: the folder may hold other files
+rm -f "$DIR"/syncscope-report*.json "$DIR"/combined.json "$DIR"/step-only.json "$DIR"/empty-baseline.json "$DIR"/gate.txt  # only our own files: the folder may hold other files
 # Each rank is its own `syncscope run`; with torchrun's RANK set it names its report
 # syncscope-report.<host>.<pid>.rank<r>.json.
 "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$NPROC" -m syncscope run \
@@ -58,3 +58,25 @@ print(f"torchrun check passed: {nproc} ranks ({combined['device']}), planted syn
       f"({site['kind']}, {site['function']}) on rank {planted} only, {site['count']} events"
       + (f", host blocked {blocked / 1e6:.3f} ms" if blocked else ""))
 PY
+
+# The gate on the merged report: against a baseline holding nothing, the planted sync is the one
+# new site of the step, and the gate names its rank.
+"$PYTHON" - "$DIR" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+data = json.load(open(os.path.join(d, "combined.json")))
+# Keep the step's sites only (the set-up before the first region counts as in scope; see above).
+data["sites"] = [s for s in data["sites"] if "tp_step" in s["regions"]]
+data["events"] = []
+json.dump(data, open(os.path.join(d, "step-only.json"), "w"))
+json.dump({"schema": "syncscope.baseline", "version": 1, "origin": "runtime", "sites": []},
+          open(os.path.join(d, "empty-baseline.json"), "w"))
+PY
+set +e
+"$PYTHON" -m syncscope gate "$DIR/step-only.json" --baseline "$DIR/empty-baseline.json" > "$DIR/gate.txt" 2>&1
+status=$?
+set -e
+cat "$DIR/gate.txt"
+[ "$status" -eq 1 ] && grep -q "1 new sync site" "$DIR/gate.txt" && grep -q "on rank $PLANTED\b" "$DIR/gate.txt" \
+  || { echo "torchrun check: the gate did not report the planted site on rank $PLANTED" >&2; exit 1; }
+echo "gate check passed: exit 1, one new site, on rank $PLANTED"

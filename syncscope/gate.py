@@ -80,10 +80,15 @@ def describe_site(o: ObservedSite, max_frames: int = 8) -> list[str]:
         lines.append(f"    {s.source}")
     if o.message and not o.stack:  # a lint finding's explanation (runtime: the stack says more)
         lines.append(f"    ({o.message})")
-    for path, line, function in o.stack[1:max_frames]:
+    callers = []
+    for frame in o.stack[1:]:
+        callers.append(frame)
+        if frame[2] == "<module>":  # the program's top level: what calls it is not the user's
+            break
+    for path, line, function in callers[: max_frames - 1]:
         lines.append(f"      called from {path}:{line} in {function}")
-    if len(o.stack) > max_frames:
-        lines.append(f"      ... {len(o.stack) - max_frames} more frames")
+    if len(callers) > max_frames - 1:
+        lines.append(f"      ... {len(callers) - max_frames + 1} more frames")
     return lines
 
 
