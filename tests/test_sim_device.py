@@ -304,3 +304,17 @@ def test_uninstall_restores_torch():
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
     assert _get_current_dispatch_mode_stack() == []
+
+
+def test_events_carry_region_scope_and_unmeasured_time():
+    with syncscope.trap(device="sim") as t:
+        x = torch.arange(4, device="cuda")
+        with syncscope.region("decode_step"):
+            x.tolist()  # inside-region
+        x.sum().item()  # outside-region
+    inside, outside = _mine(t.events)
+    assert (outside.site.line, outside.in_scope, outside.region) == (_line("outside-region"), False, None)
+    assert (inside.site.line, inside.in_scope, inside.region) == (_line("inside-region"), True, "decode_step")
+    assert inside.kind == K.TOLIST and inside.api == "Tensor.tolist"
+    assert all(e.blocked_ns is None and e.detector == "sim" for e in t.events)
+    assert inside.stack[0] == inside.site
