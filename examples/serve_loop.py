@@ -34,7 +34,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # reference_impl, from a checkout
 
 from reference_impl.async_spec_decode import InputPreparer  # noqa: E402
-from reference_impl.common import ScheduledBatch, ceil_div, to_device  # noqa: E402
+from reference_impl.common import PinnedStaging, ScheduledBatch, ceil_div  # noqa: E402
 from reference_impl.gdn_chunk_indices import GDNPrefillMetadataBuilder, gdn_chunk_prefill  # noqa: E402
 from reference_impl.gdn_spec_decode import GDNSpecDecodeMetadataBuilder  # noqa: E402
 from reference_impl.seq_lens_upper_bound import ChunkedContextBuilder, make_common_metadata  # noqa: E402
@@ -143,12 +143,12 @@ class TinyHybridModel(torch.nn.Module):
 
     def __init__(self, cfg: Config, num_state_slots: int, num_kv_slots: int):
         super().__init__()
-        gen = torch.Generator().manual_seed(cfg.seed)
         dev = cfg.device
+        gen = torch.Generator(device=dev).manual_seed(cfg.seed)
 
         def param(*shape, scale):
-            # Uploaded from pinned memory without blocking: even the set-up is sync-free.
-            return torch.nn.Parameter(to_device(torch.randn(*shape, generator=gen) * scale, dev), requires_grad=False)
+            # Drawn on the device: no host data, no upload, so even the set-up is sync-free.
+            return torch.nn.Parameter(torch.randn(*shape, generator=gen, device=dev) * scale, requires_grad=False)
 
         h = cfg.hidden
         self.cfg = cfg
@@ -220,6 +220,7 @@ class ServeLoop:
         self.gdn_prefill = GDNPrefillMetadataBuilder(dev, cfg.impl)
         self.context = ChunkedContextBuilder(2048, dev, cfg.impl)
         self.trtllm = TrtllmMetadataBuilder(cfg.block_size, cfg.max_batch, dev, cfg.impl)
+        self.staging = PinnedStaging(dev)  # the runner's own uploads: persistent pinned buffers
         self.last_accepted = torch.zeros(cfg.max_batch, dtype=torch.int32, device=dev)
         self.tokens_generated = torch.zeros((), dtype=torch.int64, device=dev)
         self.draft_pos = torch.arange(cfg.num_spec, device=dev)
@@ -233,7 +234,8 @@ class ServeLoop:
         inputs = self.preparer.prepare(batch, padded)
         rows = inputs.req_indices.long()
         common = make_common_metadata(
-            batch, inputs.seq_lens, inputs.seq_lens_cpu_upper_bound, self.preparer.block_table[rows], self.device
+            batch, inputs.seq_lens, inputs.seq_lens_cpu_upper_bound, self.preparer.block_table[rows], self.device,
+            staging=self.staging,
         )
         gdn_common = dataclasses.replace(common, block_table=self.state_table[rows])
         meta = {

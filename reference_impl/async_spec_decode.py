@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from reference_impl.common import ScheduledBatch, check_impl, to_device
+from reference_impl.common import PinnedStaging, ScheduledBatch, check_impl
 from reference_impl.kernels import PAD_SLOT_ID, compute_slot_mapping, correct_num_computed_tokens
 from reference_impl.seq_lens_upper_bound import HostSeqLenMirror
 
@@ -63,6 +63,9 @@ class InputPreparer:
         self.num_computed = torch.zeros(max_num_reqs, dtype=torch.int32, device=self.device)
         self.block_table_np = np.zeros((max_num_reqs, max_blocks_per_req), dtype=np.int32)
         self.block_table = torch.zeros(max_num_reqs, max_blocks_per_req, dtype=torch.int32, device=self.device)
+        # Persistent pinned buffers for every upload, allocated once (the block table's size).
+        self.staging = PinnedStaging(self.device, slot_bytes=max(self.block_table_np.nbytes, 16 << 10))
+        self._uploaded = None  # (batch, device arrays of prepare) for finish to reuse
 
     def add_request(self, row: int, block_ids: np.ndarray, num_computed: int = 0) -> None:
         """A new request in `row`: its first blocks and its cached prefix length (host data)."""
@@ -76,30 +79,27 @@ class InputPreparer:
 
     def commit_block_table(self) -> None:
         """Host edits of this step to the device: one asynchronous copy of the whole table."""
-        self.block_table.copy_(to_device(self.block_table_np, self.device), non_blocking=True)
+        self.staging.copy_into(self.block_table, self.block_table_np)
 
     def prepare(self, batch: ScheduledBatch, num_tokens_padded: int | None = None) -> StepInputs:
         n = batch.num_tokens
         padded = n if num_tokens_padded is None else num_tokens_padded
         upper = self.mirror.upper_bound(batch)
-        qsl = to_device(batch.query_start_loc, self.device)
-        req_indices = to_device(batch.req_indices, self.device)
         if self.impl == "naive":
             # The mirror is exact (finish() read the counts), so the host computes everything.
             positions, slots = slot_mapping_numpy(
                 self.mirror.num_computed_tokens_np, batch, self.block_table_np, self.block_size, padded
             )
-            return StepInputs(
-                positions=to_device(positions, self.device),
-                slot_mapping=to_device(slots, self.device),
-                seq_lens=to_device(upper.astype(np.int32), self.device),
-                seq_lens_cpu_upper_bound=upper,
-                req_indices=req_indices,
-                query_start_loc=qsl,
-                num_tokens=n,
+            qsl, req_indices, positions, slots, seq_lens = self.staging.upload(
+                batch.query_start_loc, batch.req_indices, positions, slots, upper.astype(np.int32)
             )
-        # Fixed: from the device's own num_computed_tokens; sizes from host data only.
-        query_lens = to_device(batch.query_lens, self.device)
+            return StepInputs(positions, slots, seq_lens, upper, req_indices, qsl, n)
+        # Fixed: from the device's own num_computed_tokens; sizes from host data only. One upload
+        # of the host arrays, which finish() reuses.
+        qsl, req_indices, query_lens, num_draft = self.staging.upload(
+            batch.query_start_loc, batch.req_indices, batch.query_lens, batch.num_draft
+        )
+        self._uploaded = (batch, req_indices, query_lens, num_draft)
         base = self.num_computed[req_indices.long()]
         seq_lens = base + query_lens
         token_base = torch.repeat_interleave(base - qsl[:-1], query_lens, output_size=n)
@@ -116,10 +116,9 @@ class InputPreparer:
             self.mirror.correct(batch.req_indices, batch.num_draft - accepted)
             return
         self.mirror.advance(batch)  # optimistic: every draft accepted
-        correct_num_computed_tokens(
-            self.num_computed,
-            to_device(batch.req_indices, self.device),
-            to_device(batch.query_lens, self.device),
-            to_device(batch.num_draft, self.device),
-            num_accepted,
-        )
+        if self._uploaded is not None and self._uploaded[0] is batch:
+            _, req_indices, query_lens, num_draft = self._uploaded
+        else:
+            req_indices, query_lens, num_draft = self.staging.upload(batch.req_indices, batch.query_lens, batch.num_draft)
+        self._uploaded = None
+        correct_num_computed_tokens(self.num_computed, req_indices, query_lens, num_draft, num_accepted)

@@ -1,4 +1,5 @@
-"""What every builder shares: the scheduler's host-side batch and the sync-free host->device copy."""
+"""What every builder shares: the scheduler's host-side batch and the sync-free host->device copies
+(`PinnedStaging` per step, `to_device` for one-offs)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,140 @@ def check_impl(impl: str) -> str:
 
 
 def to_device(array: np.ndarray | torch.Tensor, device: torch.device | str) -> torch.Tensor:
-    """Host data to `device` without making the host wait: stage in pinned memory, copy with
-    non_blocking=True. A fresh pinned tensor per copy is safe to drop at once: PyTorch's host
-    allocator does not hand the block out again until the copy that reads it has run. (A copy
-    from pageable memory would block even with non_blocking=True.)"""
+    """A one-off upload (set-up, tests): a fresh pinned tensor, copied with non_blocking=True.
+
+    Not for per-step paths: every call allocates pinned memory through the CUDA caching host
+    allocator, which cannot hand out a block again until the copy reading it has run, so behind a
+    queue of GPU work it keeps allocating new pinned memory (slow host calls). Per-step uploads
+    go through a `PinnedStaging` owned by the builder. (A copy from pageable memory would block
+    even with non_blocking=True.)"""
     host = torch.from_numpy(np.ascontiguousarray(array)) if isinstance(array, np.ndarray) else array
     if torch.device(device).type == "cpu":
         return host.clone()  # same semantics as a copy: the caller may reuse its array
     return host.pin_memory().to(device, non_blocking=True)
+
+
+_ALIGN = 64  # byte offset of every array packed into a staging slot (any dtype's view is aligned)
+
+
+class _Slot:
+    """One pinned host buffer and the CUDA event recorded right after the copy that reads it."""
+
+    __slots__ = ("host", "host_np", "event", "in_use")
+
+    def __init__(self, nbytes: int):
+        self.host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        self.host_np = self.host.numpy()
+        self.event = torch.cuda.Event()
+        self.in_use = False  # an event was recorded: the slot is free again once it has completed
+
+    @property
+    def nbytes(self) -> int:
+        return self.host_np.nbytes
+
+    def is_free(self) -> bool:
+        # Event.query() asks the driver whether the copy has run; it never waits.
+        return not self.in_use or self.event.query()
+
+
+class PinnedStaging:
+    """Persistent pinned staging for host->device uploads, allocated once per builder (vLLM's
+    CpuGpuBuffer idea): host data is written into a pinned buffer and copied up with
+    `non_blocking=True`, so neither a pageable copy nor a per-call pinned allocation is on the
+    host's path.
+
+    The hazard of reusing a pinned buffer: the copy out of it runs later, on the stream, so the
+    host must not overwrite it until that copy has run. Here a ring of slots (a pinned buffer
+    each, two to start: double buffering) each has a CUDA event recorded right after its copy; an
+    upload takes the next slot whose event has completed (`Event.query()`, which never blocks),
+    never a slot whose copy may still be in flight, and never waits. If every slot is still in
+    flight (the GPU is further behind than the ring is deep), a slot is added; if the data do not
+    fit a free slot, that slot is enlarged (to at least twice its size). Both are one-off pinned
+    allocations: the ring settles at the deepest run-ahead seen and the largest upload
+    (`growths` counts them). The run-ahead itself is bounded: the host blocks in a launch once the
+    CUDA launch queue is full.
+
+    `upload(*arrays)` packs all its arrays into one slot (64-byte aligned), copies them with one
+    `copy_` into one fresh device buffer (the caching allocator's, so results never alias a
+    previous call's) and returns a view per array. On `device="cpu"` it returns host copies.
+    """
+
+    def __init__(self, device: torch.device | str, slot_bytes: int = 16 << 10, num_slots: int = 2):
+        self.device = torch.device(device)
+        self.on_host = self.device.type == "cpu"
+        self.growths = 0
+        self._slots: list[_Slot] = [] if self.on_host else [_Slot(slot_bytes) for _ in range(num_slots)]
+        self._next = 0
+
+    @property
+    def num_slots(self) -> int:
+        return len(self._slots)
+
+    @property
+    def slot_bytes(self) -> list[int]:
+        return [slot.nbytes for slot in self._slots]
+
+    def _take(self, nbytes: int) -> _Slot:
+        slots, n = self._slots, len(self._slots)
+        for i in range(n):  # round robin from the slot after the last one used
+            j = (self._next + i) % n
+            if slots[j].is_free():
+                slot = slots[j]
+                break
+        else:  # every slot's copy may still be in flight: one more slot (one-off)
+            j = n
+            slot = _Slot(max(nbytes, slots[-1].nbytes if slots else 0))
+            slots.append(slot)
+            self.growths += 1
+        if slot.nbytes < nbytes:  # its last copy has run, so its buffer may go (one-off)
+            slot = slots[j] = _Slot(max(nbytes, 2 * slot.nbytes))
+            self.growths += 1
+        self._next = (j + 1) % len(slots)
+        return slot
+
+    def upload(self, *arrays: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """Device copies of host arrays (numpy, or CPU tensors), one view each of one new device
+        buffer; the copy is queued, the host does not wait."""
+        srcs = [a.numpy() if isinstance(a, torch.Tensor) else np.ascontiguousarray(a) for a in arrays]
+        if self.on_host:
+            return tuple(torch.from_numpy(s.copy()) for s in srcs)
+        offsets, total = [], 0
+        for s in srcs:
+            offsets.append(total)
+            total += -(-s.nbytes // _ALIGN) * _ALIGN
+        slot = self._take(max(total, _ALIGN))
+        for s, off in zip(srcs, offsets):
+            slot.host_np[off : off + s.nbytes].view(s.dtype).reshape(s.shape)[...] = s
+        dev = torch.empty(total, dtype=torch.uint8, device=self.device)
+        dev.copy_(slot.host[:total], non_blocking=True)
+        slot.event.record()
+        slot.in_use = True
+        return tuple(
+            dev[off : off + s.nbytes].view(_TORCH_DTYPES[s.dtype]).view(s.shape) for s, off in zip(srcs, offsets)
+        )
+
+    def copy_into(self, dst: torch.Tensor, array: np.ndarray) -> torch.Tensor:
+        """`dst.copy_(array)` for a persistent device tensor `dst`, staged the same way."""
+        src = np.ascontiguousarray(array)
+        if self.on_host:
+            return dst.copy_(torch.from_numpy(src))
+        slot = self._take(max(src.nbytes, _ALIGN))
+        slot.host_np[: src.nbytes].view(src.dtype).reshape(src.shape)[...] = src
+        dst.copy_(slot.host[: src.nbytes].view(_TORCH_DTYPES[src.dtype]).view(src.shape), non_blocking=True)
+        slot.event.record()
+        slot.in_use = True
+        return dst
+
+
+_TORCH_DTYPES = {
+    np.dtype(np.int32): torch.int32,
+    np.dtype(np.int64): torch.int64,
+    np.dtype(np.float32): torch.float32,
+    np.dtype(np.bool_): torch.bool,
+    np.dtype(np.int8): torch.int8,
+    np.dtype(np.uint8): torch.uint8,
+    np.dtype(np.float64): torch.float64,
+}
 
 
 def ceil_div(a, b):

@@ -8,7 +8,8 @@ the sequence lengths, which the host already has.
 Naive: the kernel wrapper derives them from the device `cu_seqlens` with `.tolist()` (a blocking
 device->host read) and uploads them from pageable memory (a blocking copy), caching the result
 per tensor, so the first layer of every step pays the sync. Fixed: the metadata builder computes
-them from `cu_seqlens_cpu`, copies them with `non_blocking=True` from pinned memory, and the
+them from `cu_seqlens_cpu`, copies them with `non_blocking=True` from its persistent pinned
+staging buffers (`PinnedStaging`), and the
 wrapper takes them as optional arguments, skipping the cached look-up.
 """
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from reference_impl.common import ceil_div, check_impl, to_device
+from reference_impl.common import PinnedStaging, ceil_div, check_impl
 from reference_impl.kernels import chunk_local_cumsum
 from reference_impl.seq_lens_upper_bound import CommonAttentionMetadata
 
@@ -100,6 +101,7 @@ class GDNPrefillMetadataBuilder:
         self.device = torch.device(device)
         self.impl = check_impl(impl)
         self.chunk_size = chunk_size
+        self.staging = PinnedStaging(self.device)  # persistent pinned buffers, allocated once
 
     def build(self, common: CommonAttentionMetadata) -> GDNPrefillMetadata:
         first = common.num_decodes  # prefills follow the decodes
@@ -108,6 +110,7 @@ class GDNPrefillMetadataBuilder:
         chunk_indices = chunk_offsets = None
         if self.impl == "fixed" and common.num_prefills > 0:
             bounds = cu_cpu.numpy()
-            chunk_indices = to_device(prepare_chunk_indices(bounds, self.chunk_size), self.device)
-            chunk_offsets = to_device(prepare_chunk_offsets(bounds, self.chunk_size), self.device)
+            chunk_indices, chunk_offsets = self.staging.upload(
+                prepare_chunk_indices(bounds, self.chunk_size), prepare_chunk_offsets(bounds, self.chunk_size)
+            )
         return GDNPrefillMetadata(common.num_prefills, cu, cu_cpu, chunk_indices, chunk_offsets)

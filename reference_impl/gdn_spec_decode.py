@@ -8,17 +8,21 @@ draft position), and a per-token mask from which the tokens of each group are ga
 Naive: the sequence mask lives on the device. Indexing a tensor with a device boolean mask must
 learn how many elements are true to size its output: a device->host read, one sync per index.
 `torch.repeat_interleave` with device `repeats` and no `output_size` syncs to size its output.
-Fixed: index with the host mask (PyTorch computes the indices on the host and copies them
-asynchronously) and pass `output_size`, known on the host.
+Fixed: the indices come from the host mask and pass `output_size`, known on the host. PR 38047
+indexes with the host mask itself and leaves PyTorch to turn it into indices and upload them, once
+per index; here the host computes the two index arrays (`np.flatnonzero`) and uploads both in one
+copy from the builder's persistent pinned staging, and the five gathers take device integer
+indices (no host read: the output sizes are the index lengths).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from reference_impl.common import check_impl
+from reference_impl.common import PinnedStaging, check_impl
 from reference_impl.seq_lens_upper_bound import CommonAttentionMetadata
 
 
@@ -48,6 +52,7 @@ class GDNSpecDecodeMetadataBuilder:
         self.num_speculative_tokens = num_speculative_tokens
         self.device = torch.device(device)
         self.impl = check_impl(impl)
+        self.staging = PinnedStaging(self.device)  # persistent pinned buffers, allocated once
 
     def build(self, common: CommonAttentionMetadata, num_accepted_tokens: torch.Tensor) -> GDNSpecDecodeMetadata:
         """`common.block_table[:, k]` is the state slot of draft position k; `num_accepted_tokens`
@@ -62,14 +67,18 @@ class GDNSpecDecodeMetadataBuilder:
         qsl_cpu = common.query_start_loc_cpu
         num_spec_tokens = int((qsl_cpu[1:] - qsl_cpu[:-1])[spec_mask_cpu].sum())
 
-        mask = spec_mask if naive else spec_mask_cpu  # <- the fix: a host mask indexes without a sync
+        if naive:
+            spec, non_spec = spec_mask, ~spec_mask  # device masks: every index below reads the device
+        else:  # <- the fix: indices from the host mask, uploaded without a sync
+            mask_np = spec_mask_cpu.numpy()
+            spec, non_spec = self.staging.upload(np.flatnonzero(mask_np), np.flatnonzero(~mask_np))
         query_lens = common.query_start_loc[1:] - common.query_start_loc[:-1]
         width = self.num_speculative_tokens + 1
-        spec_state_indices = common.block_table[mask, :width]  # sync: bool_mask_index
-        non_spec_state_indices = common.block_table[:, 0][~mask]  # sync: bool_mask_index
-        spec_query_lens = query_lens[mask]  # sync: bool_mask_index
-        non_spec_query_lens = query_lens[~mask]  # sync: bool_mask_index
-        num_accepted = num_accepted_tokens[mask]  # sync: bool_mask_index
+        spec_state_indices = common.block_table[spec, :width]  # sync: bool_mask_index
+        non_spec_state_indices = common.block_table[:, 0][non_spec]  # sync: bool_mask_index
+        spec_query_lens = query_lens[spec]  # sync: bool_mask_index
+        non_spec_query_lens = query_lens[non_spec]  # sync: bool_mask_index
+        num_accepted = num_accepted_tokens[spec]  # sync: bool_mask_index
 
         if naive:
             token_mask = torch.repeat_interleave(spec_mask, query_lens)  # sync: repeat_interleave

@@ -22,6 +22,74 @@ PAD_SLOT_ID = -1  # slot id of padding tokens: the KV write skips them
 
 
 # --------------------------------------------------------------------------------------------
+# launching with less Python per call
+# --------------------------------------------------------------------------------------------
+def _triton_version() -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in triton.__version__.split(".")[:2])
+    except ValueError:
+        return (0, 0)
+
+
+class Launcher:
+    """`kernel[grid](*args)`, minus most of Triton's per-call Python on a GPU.
+
+    `JITFunction.run` binds and specialises every argument, looks the compiled kernel up and
+    reads several knobs on each call (~15-20 us of host time). `kernel[grid](...)` returns the
+    `CompiledKernel` it launched; we keep it under a key at least as fine as Triton's own
+    specialisation (each tensor's dtype and 16-byte alignment, the exact value of every
+    specialised int, the 32/64-bit range of the `do_not_specialize` ints, the device) and launch
+    later calls with the same key through `compiled[grid](*args)`, the compiled kernel's own
+    launcher (the same call `JITFunction.run` ends with in Triton 3.3 to 3.9: every argument,
+    constexprs included, in signature order). A new key takes the plain path, which compiles or
+    finds the right specialisation, and is kept too.
+
+    The fast path is GPU-only: under `TRITON_INTERPRET=1` (the CPU tests, the simulated device)
+    the kernel is an interpreted function and every call takes the plain path. Arguments are
+    positional, constexprs included."""
+
+    def __init__(self, kernel, do_not_specialize: tuple[int, ...] = ()):
+        self.kernel = kernel
+        self.do_not_specialize = frozenset(do_not_specialize)
+        compiled_cls = getattr(getattr(triton, "compiler", None), "CompiledKernel", None)
+        jit_cls = getattr(getattr(triton, "runtime", None), "JITFunction", None)
+        self.enabled = (
+            compiled_cls is not None
+            and jit_cls is not None
+            and type(kernel) is jit_cls  # an InterpretedFunction (TRITON_INTERPRET=1) is not
+            and _triton_version() >= (3, 3)
+        )
+        self._compiled_cls = compiled_cls
+        self._cache: dict = {}
+
+    def _key(self, device: torch.device, args) -> tuple:
+        key = [device.index]
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                key.append((a.dtype, a.data_ptr() % 16 == 0))
+            elif isinstance(a, bool) or not isinstance(a, int):
+                key.append(a)
+            elif i in self.do_not_specialize:  # Triton keys these by their integer type only
+                key.append(0 if -(2**31) <= a < 2**31 else 1 if -(2**63) <= a < 2**63 else 2)
+            else:
+                key.append(a)
+        return tuple(key)
+
+    def __call__(self, grid: tuple[int, ...], device: torch.device, *args) -> None:
+        if not self.enabled or device.type != "cuda":
+            self.kernel[grid](*args)
+            return
+        key = self._key(device, args)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self.kernel[grid](*args)
+            if isinstance(compiled, self._compiled_cls):
+                self._cache[key] = compiled
+            return
+        compiled[(grid + (1, 1))[:3]](*args)
+
+
+# --------------------------------------------------------------------------------------------
 # chunk-local cumsum over variable-length sequences
 # --------------------------------------------------------------------------------------------
 @triton.jit
@@ -57,16 +125,21 @@ def chunk_local_cumsum(g: torch.Tensor, cu_seqlens: torch.Tensor, chunk_indices:
     num_chunks = chunk_indices.shape[0]  # a shape: known on the host, no sync
     if num_chunks == 0 or g.numel() == 0:
         return out
-    _chunk_local_cumsum_kernel[(num_chunks,)](
+    _launch_chunk_local_cumsum(
+        (num_chunks,),
+        g.device,
         g,
         out,
         cu_seqlens,
         chunk_indices.contiguous(),
         g.shape[1],
-        CHUNK=chunk_size,
-        BLOCK_H=max(2, triton.next_power_of_2(g.shape[1])),  # masked; >= 2 keeps the tile 2-D everywhere
+        chunk_size,  # CHUNK
+        max(2, triton.next_power_of_2(g.shape[1])),  # BLOCK_H: masked; >= 2 keeps the tile 2-D everywhere
     )
     return out
+
+
+_launch_chunk_local_cumsum = Launcher(_chunk_local_cumsum_kernel)
 
 
 def chunk_local_cumsum_reference(g: torch.Tensor, cu_seqlens: torch.Tensor, chunk_size: int) -> torch.Tensor:
@@ -131,7 +204,9 @@ def compute_slot_mapping(
     assert block_table.stride(1) == 1
     slot_mapping = torch.empty(num_tokens_padded, dtype=torch.int64, device=positions.device)
     num_reqs = req_indices.shape[0]
-    _compute_slot_mapping_kernel[(num_reqs + 1,)](
+    _launch_compute_slot_mapping(
+        (num_reqs + 1,),
+        positions.device,
         positions,
         query_start_loc,
         req_indices,
@@ -141,10 +216,13 @@ def compute_slot_mapping(
         num_reqs,
         num_tokens_padded,
         block_size,
-        PAD=PAD_SLOT_ID,
-        BLOCK=128,
+        PAD_SLOT_ID,  # PAD
+        128,  # BLOCK
     )
     return slot_mapping
+
+
+_launch_compute_slot_mapping = Launcher(_compute_slot_mapping_kernel, do_not_specialize=(6, 7))
 
 
 def compute_slot_mapping_reference(
@@ -202,9 +280,14 @@ def correct_num_computed_tokens(
     if num_reqs == 0:
         return
     block = 256
-    _correct_num_computed_tokens_kernel[(triton.cdiv(num_reqs, block),)](
-        num_computed, req_indices, num_scheduled, num_draft, num_accepted, num_reqs, BLOCK=block
+    _launch_correct_num_computed_tokens(
+        (triton.cdiv(num_reqs, block),),
+        num_computed.device,
+        num_computed, req_indices, num_scheduled, num_draft, num_accepted, num_reqs, block,
     )
+
+
+_launch_correct_num_computed_tokens = Launcher(_correct_num_computed_tokens_kernel, do_not_specialize=(5,))
 
 
 def correct_num_computed_tokens_reference(num_computed, req_indices, num_scheduled, num_draft, num_accepted) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from reference_impl.common import ScheduledBatch, check_impl, to_device
+from reference_impl.common import PinnedStaging, ScheduledBatch, check_impl, to_device
 
 
 @dataclass
@@ -57,16 +57,23 @@ def make_common_metadata(
     seq_lens_cpu_upper_bound: np.ndarray,
     block_table: torch.Tensor,
     device: torch.device | str,
+    staging: PinnedStaging | None = None,
 ) -> CommonAttentionMetadata:
-    """Assemble the shared metadata from host scheduler data and the device's true seq_lens."""
+    """Assemble the shared metadata from host scheduler data and the device's true seq_lens.
+    A runner calling this every step passes its `staging` (persistent pinned buffers); without
+    one, the two small uploads are one-offs through fresh pinned memory (tests, set-up)."""
     qsl = batch.query_start_loc
     upper = torch.from_numpy(np.ascontiguousarray(seq_lens_cpu_upper_bound, dtype=np.int32))
+    if staging is None:
+        qsl_dev, num_draft_dev = to_device(qsl, device), to_device(batch.num_draft, device)
+    else:
+        qsl_dev, num_draft_dev = staging.upload(qsl, batch.num_draft)
     return CommonAttentionMetadata(
-        query_start_loc=to_device(qsl, device),
+        query_start_loc=qsl_dev,
         query_start_loc_cpu=torch.from_numpy(qsl),
         seq_lens=seq_lens,
         seq_lens_cpu_upper_bound=upper,
-        num_draft_tokens=to_device(batch.num_draft, device),
+        num_draft_tokens=num_draft_dev,
         num_draft_tokens_cpu=torch.from_numpy(batch.num_draft),
         block_table=block_table,
         num_reqs=batch.num_reqs,
@@ -118,6 +125,7 @@ class ChunkedContextBuilder:
         self.chunk_tokens = chunk_tokens
         self.device = torch.device(device)
         self.impl = check_impl(impl)
+        self.staging = PinnedStaging(self.device)  # persistent pinned buffers, allocated once
 
     def build(self, common: CommonAttentionMetadata) -> ChunkedContextMetadata:
         # The line that differs: the naive builder reads the syncing property, the fixed one the
@@ -135,11 +143,13 @@ class ChunkedContextBuilder:
         chunk_lens = np.maximum(ends - starts, 0)
         cu = np.zeros((num_chunks, len(context_lens) + 1), dtype=np.int32)
         np.cumsum(chunk_lens, axis=1, out=cu[:, 1:])
+        chunk_starts = np.tile(starts, (1, len(context_lens))).astype(np.int32)
+        context_lens_dev, chunk_starts_dev, cu_dev = self.staging.upload(context_lens, chunk_starts, cu)
         return ChunkedContextMetadata(
             max_seq_len=int(seq_lens_cpu.max()) if common.num_reqs else 0,
-            context_lens=to_device(context_lens, self.device),
-            chunk_starts=to_device(np.tile(starts, (1, len(context_lens))).astype(np.int32), self.device),
-            cu_chunk_seq_lens=to_device(cu, self.device),
+            context_lens=context_lens_dev,
+            chunk_starts=chunk_starts_dev,
+            cu_chunk_seq_lens=cu_dev,
             num_chunks=num_chunks,
             workspace_tokens=int(cu[:, -1].max()) if num_chunks else 0,
         )
