@@ -122,13 +122,25 @@ def mark_pinned(t: torch.Tensor) -> torch.Tensor:
 
 
 def is_pinned(t: torch.Tensor) -> bool:
-    if not _pinned_storage or isinstance(t, _SimBase):
+    if isinstance(t, _SimBase):
         return False
+    if _pinned_storage:
+        try:
+            ref = _pinned_storage.get(t.untyped_storage().data_ptr())
+        except RuntimeError:
+            ref = None
+        if ref is not None and ref() is not None:
+            return True
+    # Memory pinned for real (a CUDA build of torch running the simulated device, a buffer
+    # pinned before install); a CPU-only build answers False.
     try:
-        ref = _pinned_storage.get(t.untyped_storage().data_ptr())
+        with _NoTorchFunction():
+            return bool(t.is_pinned())
     except RuntimeError:
         return False
-    return ref is not None and ref() is not None
+
+
+_NoTorchFunction = torch._C.DisableTorchFunction
 
 
 # The dispatch body lives in dispatch.py (it needs these classes); dispatch.py binds these two
