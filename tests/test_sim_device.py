@@ -318,3 +318,24 @@ def test_events_carry_region_scope_and_unmeasured_time():
     assert inside.kind == K.TOLIST and inside.api == "Tensor.tolist"
     assert all(e.blocked_ns is None and e.detector == "sim" for e in t.events)
     assert inside.stack[0] == inside.site
+
+
+def test_a_thread_that_outlives_the_trap_steps_aside():
+    import queue
+
+    jobs: queue.Queue = queue.Queue()
+    results: queue.Queue = queue.Queue()
+
+    def worker():
+        while (job := jobs.get()) is not None:
+            results.put(job())
+
+    with syncscope.trap(device="sim"):
+        th = threading.Thread(target=worker)
+        th.start()
+        jobs.put(lambda: torch.zeros(2, device="cuda").is_cuda)
+        assert results.get(timeout=30) is True
+    jobs.put(lambda: torch.ones(2).add(1).sum().item())  # plain CPU work after uninstall
+    assert results.get(timeout=30) == 4.0
+    jobs.put(None)
+    th.join()

@@ -462,6 +462,8 @@ class SimulatedDispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if not installed[0]:  # a thread that outlived the trap: step aside
+            return func(*args, **kwargs)
         for arg in args:
             if isinstance(arg, _SimBase):
                 return _dispatch_op(type(arg), func, args, kwargs)
@@ -484,6 +486,8 @@ class SimulatedCudaMode(TorchFunctionMode):
     tensor yet (factories, `cpu_t.to("cuda")`) are seen too."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if not installed[0]:  # a thread that outlived the trap: step aside
+            return func(*args, **(kwargs or {}))
         return handle(func, args, kwargs)
 
 
@@ -500,6 +504,10 @@ def disable_subclass_handler() -> None:
 
 
 # -- threads ------------------------------------------------------------------------------------------
+# Modes pushed on threads started while installed stay on those threads until they end; once the
+# device is uninstalled they pass every call through.
+installed = [False]
+
 class ThreadModes:
     """Push the mode on the installing thread and on every thread started while installed."""
 
@@ -508,6 +516,7 @@ class ThreadModes:
         self._original_bootstrap = None
 
     def install(self) -> None:
+        installed[0] = True
         self._mode = SimulatedCudaMode()
         self._dispatch_mode = SimulatedDispatchMode()
         self._mode.__enter__()
@@ -525,6 +534,7 @@ class ThreadModes:
         threading.Thread._bootstrap_inner = _bootstrap_inner
 
     def uninstall(self) -> None:
+        installed[0] = False
         if self._original_bootstrap is not None:
             threading.Thread._bootstrap_inner = self._original_bootstrap
             self._original_bootstrap = None
