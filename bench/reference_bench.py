@@ -2,10 +2,17 @@
 
 1. Each builder's host time with the GPU idle and behind ~25 ms of queued work
    (`torch.cuda._sleep`, calibrated): a sync-free builder takes about its idle time (goal:
-   <= 1.2x), a naive one waits for the queue.
+   <= 1.2x), a naive one waits for the queue. Builders are made once (their pinned staging is
+   allocated then), warmed up idle and queued (Triton compilation, the staging ring's one-off
+   growth), and timed alone: inputs are made before the clock starts and results are dropped
+   after it stops; idle and queued samples alternate, the garbage collector is off while timing,
+   medians of 50 each. A control row times 8 plain kernel launches the same way: what a queue
+   does to launches alone.
 2. The serving loop (examples/serve_loop.py), naive vs fixed, tokens/s in one run (two model
    sizes, alternating runs, best of each).
-3. Slot mapping at 8k tokens: the Triton kernel vs numpy + copy (goal: >= 10x less host time).
+3. Slot mapping at 8k tokens from the token positions: the Triton kernel vs numpy + copy (goal:
+   >= 10x less host time). The numpy side is vLLM's: one flat gather into a persistent pinned
+   buffer, one non_blocking copy into a persistent device buffer.
 
     python bench/reference_bench.py --out bench-reference.json        # on a GPU, ~1 minute
     python bench/reference_bench.py --smoke --out /tmp/smoke.json     # CPU, tiny sizes, no claims
@@ -16,6 +23,7 @@ Prints a compact table; writes every figure to --out (JSON).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -36,8 +44,9 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reference_impl.async_spec_decode import InputPreparer, slot_mapping_numpy  # noqa: E402
-from reference_impl.common import ScheduledBatch, to_device  # noqa: E402
+from reference_impl import kernels  # noqa: E402
+from reference_impl.async_spec_decode import InputPreparer, positions_numpy, slots_numpy  # noqa: E402
+from reference_impl.common import PinnedStaging, ScheduledBatch, to_device  # noqa: E402
 from reference_impl.gdn_chunk_indices import GDNPrefillMetadataBuilder, gdn_chunk_prefill  # noqa: E402
 from reference_impl.gdn_spec_decode import GDNSpecDecodeMetadataBuilder  # noqa: E402
 from reference_impl.kernels import compute_slot_mapping  # noqa: E402
@@ -105,12 +114,13 @@ class Scenarios:
         self.batch, self.num_computed = make_batch(self.rng, smoke)
         rows = self.batch.num_reqs
         self.state_table = torch.arange(rows * (NUM_SPEC + 1), dtype=torch.int32).reshape(rows, -1)
+        self.staging = PinnedStaging(dev)  # the runner's: inputs are made untimed, but not wastefully
 
     def common(self):
         b = self.batch
-        seq_lens = self.num_computed + b.query_lens
-        table = to_device(self.state_table.numpy()[b.req_indices], self.dev)
-        return make_common_metadata(b, to_device(seq_lens, self.dev), seq_lens, table, self.dev)
+        seq_lens = (self.num_computed + b.query_lens).astype(np.int32)
+        seq_lens_dev, table = self.staging.upload(seq_lens, self.state_table.numpy()[b.req_indices])
+        return make_common_metadata(b, seq_lens_dev, seq_lens, table, self.dev, staging=self.staging)
 
     def builders(self, impl: str):
         dev, b = self.dev, self.batch
@@ -124,63 +134,102 @@ class Scenarios:
 
         def run_prefill(common):
             meta = prefill.build(common)
-            gdn_chunk_prefill(g, meta.cu_seqlens, chunk_indices=meta.chunk_indices, chunk_offsets=meta.chunk_offsets)
+            return gdn_chunk_prefill(g, meta.cu_seqlens, chunk_indices=meta.chunk_indices, chunk_offsets=meta.chunk_offsets)
+
+        prep = InputPreparer(b.num_reqs, 512, 16, dev, impl)  # made once, reset for each sample
 
         def async_setup():
-            prep = InputPreparer(b.num_reqs, 512, 16, dev, impl)
             for row, computed in zip(b.req_indices, self.num_computed):
                 prep.add_request(int(row), np.arange(512, dtype=np.int32), int(computed))
             prep.commit_block_table()
             return prep
 
         def run_async(prep):
-            prep.prepare(b, b.num_tokens + 8)
+            inputs = prep.prepare(b, b.num_tokens + 8)
             prep.finish(b, accepted)
+            return inputs
 
         return {
-            "gdn_spec_decode (PR 38047)": (self.common, lambda c: spec.build(c, accepted)),
-            "gdn_chunk_indices (PR 38361)": (self.common, run_prefill),
-            "seq_lens_upper_bound (PR 40654)": (self.common, context.build),
-            "trtllm_indptr (PR 39546)": (self.common, trtllm.build),
-            "async_spec_decode (PR 32951)": (async_setup, run_async),
+            "gdn_spec_decode (PR 38047)": (self.common, lambda c: spec.build(c, accepted), [spec.staging]),
+            "gdn_chunk_indices (PR 38361)": (self.common, run_prefill, [prefill.staging]),
+            "seq_lens_upper_bound (PR 40654)": (self.common, context.build, [context.staging]),
+            "trtllm_indptr (PR 39546)": (self.common, trtllm.build, []),
+            "async_spec_decode (PR 32951)": (async_setup, run_async, [prep.staging]),
         }
 
+    def control(self):
+        """8 plain kernel launches on small device tensors: what a queue does to launches alone."""
+        x = torch.zeros(64, dtype=torch.int32, device=self.dev)
 
-def time_builder(dev: Device, setup, run, reps: int, queued: bool) -> float:
-    """Median host time of `run` in microseconds, the GPU idle or behind QUEUE_MS of work."""
-    samples = []
-    for _ in range(reps):
-        inputs = setup()
-        dev.synchronize()
-        if queued:
-            dev.queue(QUEUE_MS)
-        t0 = time.perf_counter()
-        run(inputs)
-        samples.append((time.perf_counter() - t0) * 1e6)
-        dev.synchronize()
-    return statistics.median(samples)
+        def run(_):
+            y = x
+            for _ in range(8):
+                y = y + 1
+            return y
+
+        return lambda: None, run, []
+
+
+def sample(dev: Device, setup, run, queued: bool) -> float:
+    """Host time of one `run` in microseconds, the GPU idle or behind QUEUE_MS of work. Inputs are
+    made before the clock starts; the result is dropped after it stops."""
+    inputs = setup()
+    dev.synchronize()
+    if queued:
+        dev.queue(QUEUE_MS)
+    t0 = time.perf_counter()
+    out = run(inputs)
+    elapsed = (time.perf_counter() - t0) * 1e6
+    del out
+    dev.synchronize()
+    return elapsed
+
+
+def time_builder(dev: Device, setup, run, reps: int) -> tuple[float, float]:
+    """Medians of `reps` idle and `reps` queued samples, alternating (drifts hit both alike)."""
+    idle, queued = [], []
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(reps):
+            idle.append(sample(dev, setup, run, queued=False))
+            queued.append(sample(dev, setup, run, queued=True))
+    finally:
+        gc.enable()
+    return statistics.median(idle), statistics.median(queued)
 
 
 def bench_builders(dev: Device, smoke: bool) -> list[dict]:
     scen = Scenarios(dev.name, smoke)
-    rows = []
+    reps = 5 if smoke else 50
+    cases = [("control: 8 kernel launches", "-", *scen.control())]
     for impl in ("naive", "fixed"):
-        for name, (setup, run) in scen.builders(impl).items():
-            time_builder(dev, setup, run, 3, queued=False)  # warm-up: Triton compilation, caches
-            idle = time_builder(dev, setup, run, 5 if smoke else 30, queued=False)
-            queued = time_builder(dev, setup, run, 3 if smoke else 10, queued=True)
-            ratio = queued / idle if idle else float("nan")
-            rows.append(
-                {
-                    "builder": name,
-                    "impl": impl,
-                    "idle_us": round(idle, 1),
-                    "queued_us": round(queued, 1),
-                    "ratio": round(ratio, 2),
-                    # fixed: the queue must not show; naive: the host waits for most of it
-                    "ok": ratio <= 1.2 if impl == "fixed" else queued >= 0.5 * QUEUE_MS * 1000,
-                }
-            )
+        cases += [(name, impl, *case) for name, case in scen.builders(impl).items()]
+    rows = []
+    for name, impl, setup, run, stagings in cases:
+        time_builder(dev, setup, run, 2 if smoke else 3)  # warm-up, idle and queued: compilation, staging growth
+        growths = sum(s.growths for s in stagings)
+        idle, queued = time_builder(dev, setup, run, reps)
+        ratio = queued / idle if idle else float("nan")
+        if impl == "naive":
+            ok = queued >= 0.5 * QUEUE_MS * 1000  # the host waits for most of the queue
+        elif impl == "fixed":
+            ok = ratio <= 1.2  # the queue must not show
+        else:
+            ok = None
+        rows.append(
+            {
+                "builder": name,
+                "impl": impl,
+                "idle_us": round(idle, 1),
+                "queued_us": round(queued, 1),
+                "ratio": round(ratio, 2),
+                "reps": reps,
+                # one-off pinned allocations of the builder's staging while timed (expected: 0)
+                "staging_growths_timed": sum(s.growths for s in stagings) - growths,
+                "ok": ok,
+            }
+        )
     return rows
 
 
@@ -228,6 +277,7 @@ def bench_serve_loop(dev: Device, smoke: bool) -> list[dict]:
 
 # --------------------------------------------------------------------------------- slot mapping
 def bench_slot_mapping(dev: Device, smoke: bool) -> dict:
+    """Slot ids from token positions, both ways, each as a serving engine would run it every step."""
     rng = np.random.default_rng(1)
     num_reqs, per_req = (8, 16) if smoke else (64, 128)  # 8192 tokens on the GPU
     block_size, max_blocks = 16, 1024
@@ -237,35 +287,54 @@ def bench_slot_mapping(dev: Device, smoke: bool) -> dict:
     num_computed = rng.integers(0, (max_blocks - 16) * block_size, num_reqs).astype(np.int32)
     table_np = rng.integers(0, 1 << 20, (num_reqs, max_blocks)).astype(np.int32)
     n = batch.num_tokens
-    positions_np, slots_np = slot_mapping_numpy(num_computed, batch, table_np, block_size, n)
+    positions_np = positions_numpy(num_computed, batch)
     table, positions = to_device(table_np, dev.name), to_device(positions_np, dev.name)
     qsl, req = to_device(batch.query_start_loc, dev.name), to_device(batch.req_indices, dev.name)
 
+    # numpy: vLLM's persistent buffers (a pinned host one, a device one), one flat gather into the
+    # pinned one, one non_blocking copy. Reusing one pinned buffer is safe here only because every
+    # sample below waits for the device before the next.
+    pin = dev.is_cuda
+    slots_cpu = torch.empty(n, dtype=torch.int64, pin_memory=pin)
+    slots_np = slots_cpu.numpy()
+    slots_dev = torch.empty(n, dtype=torch.int64, device=dev.name)
+
     def host_path():
-        _, slots = slot_mapping_numpy(num_computed, batch, table_np, block_size, n)
-        return to_device(slots, dev.name)
+        slots_numpy(positions_np, batch, table_np, block_size, n, out=slots_np)
+        return slots_dev.copy_(slots_cpu, non_blocking=pin)
 
     def triton_path():
-        return compute_slot_mapping(positions, qsl, req, table, block_size, n)
+        return kernels.compute_slot_mapping(positions, qsl, req, table, block_size, n)
 
     assert torch.equal(host_path().cpu(), triton_path().cpu())
-    reps = 5 if smoke else 200
-    out = {"num_tokens": n}
-    for name, fn in (("numpy_copy", host_path), ("triton", triton_path)):
-        for _ in range(3):
-            fn()
-        dev.synchronize()
-        host, total = [], []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            t1 = time.perf_counter()
+    reps = 5 if smoke else 500
+    out = {"num_tokens": n, "reps": reps}
+    launcher = kernels._launch_compute_slot_mapping
+    fast = launcher.enabled
+    cases = [("numpy_copy", host_path, fast), ("triton", triton_path, fast), ("triton_plain_launch", triton_path, False)]
+    gc.collect()
+    gc.disable()
+    try:
+        for name, fn, enabled in cases:
+            launcher.enabled = enabled
+            for _ in range(10):
+                fn()
             dev.synchronize()
-            t2 = time.perf_counter()
-            host.append((t1 - t0) * 1e6)
-            total.append((t2 - t0) * 1e6)
-        out[f"{name}_host_us"] = round(statistics.median(host), 1)
-        out[f"{name}_until_done_us"] = round(statistics.median(total), 1)
+            host, total = [], []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                fn()
+                t1 = time.perf_counter()
+                dev.synchronize()
+                t2 = time.perf_counter()
+                host.append((t1 - t0) * 1e6)
+                total.append((t2 - t0) * 1e6)
+            out[f"{name}_host_us"] = round(statistics.median(host), 1)
+            out[f"{name}_until_done_us"] = round(statistics.median(total), 1)
+    finally:
+        launcher.enabled = fast
+        gc.enable()
+    out["triton_fast_launch"] = fast  # False: interpreter (CPU) or an unsupported Triton
     out["host_speedup"] = round(out["numpy_copy_host_us"] / out["triton_host_us"], 2)
     out["until_done_speedup"] = round(out["numpy_copy_until_done_us"] / out["triton_until_done_us"], 2)
     out["ok"] = out["host_speedup"] >= 10
@@ -295,9 +364,11 @@ def main(argv=None) -> dict:
     result["elapsed_s"] = round(time.perf_counter() - started, 1)
 
     print(f"device: {result['device']}  torch {result['torch']}  queue {QUEUE_MS} ms" + ("  [SMOKE: no claims]" if args.smoke else ""))
-    print(f"{'builder':34} {'impl':6} {'idle us':>9} {'queued us':>10} {'ratio':>7}  ok")
+    print(f"{'builder (medians of ' + str(result['builders'][0]['reps']) + ')':34} {'impl':6} {'idle us':>9} {'queued us':>10} {'ratio':>7}  ok")
     for r in result["builders"]:
-        print(f"{r['builder']:34} {r['impl']:6} {r['idle_us']:9.1f} {r['queued_us']:10.1f} {r['ratio']:7.2f}  {'yes' if r['ok'] else 'NO'}")
+        ok = "-" if r["ok"] is None else "yes" if r["ok"] else "NO"
+        grew = f"  (staging grew {r['staging_growths_timed']}x while timed)" if r["staging_growths_timed"] else ""
+        print(f"{r['builder']:34} {r['impl']:6} {r['idle_us']:9.1f} {r['queued_us']:10.1f} {r['ratio']:7.2f}  {ok}{grew}")
     print(f"{'serve loop':34} {'naive tok/s':>12} {'fixed tok/s':>12} {'speedup':>8}  same tokens")
     for r in result["serve_loop"]:
         print(
@@ -308,7 +379,8 @@ def main(argv=None) -> dict:
     print(
         f"slot mapping, {s['num_tokens']} tokens: numpy+copy {s['numpy_copy_host_us']} us host "
         f"({s['numpy_copy_until_done_us']} until done), triton {s['triton_host_us']} us host "
-        f"({s['triton_until_done_us']} until done): {s['host_speedup']}x host, {s['until_done_speedup']}x until done"
+        f"({s['triton_until_done_us']} until done; plain kernel[grid] launch {s['triton_plain_launch_host_us']} us host): "
+        f"{s['host_speedup']}x host, {s['until_done_speedup']}x until done"
     )
     print(f"elapsed {result['elapsed_s']} s")
     if args.out:

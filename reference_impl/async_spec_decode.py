@@ -37,18 +37,40 @@ class StepInputs:
     num_tokens: int
 
 
+def positions_numpy(num_computed: np.ndarray, batch: ScheduledBatch) -> np.ndarray:
+    """Each token's position: its request's `num_computed` plus its offset in the query (int64)."""
+    qsl = batch.query_start_loc
+    n = int(qsl[-1])
+    offsets = np.arange(n, dtype=np.int64) - np.repeat(qsl[:-1], batch.query_lens)
+    return np.repeat(num_computed[batch.req_indices], batch.query_lens) + offsets
+
+
+def slots_numpy(
+    positions: np.ndarray,
+    batch: ScheduledBatch,
+    block_table_np: np.ndarray,
+    block_size: int,
+    num_tokens_padded: int,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """KV slot of each token through the block table (vLLM's numpy way: one flat gather),
+    PAD_SLOT_ID up to `num_tokens_padded`; into `out` (int64) when given."""
+    n = len(positions)
+    slots = np.empty(num_tokens_padded, dtype=np.int64) if out is None else out[:num_tokens_padded]
+    rows = np.repeat(batch.req_indices.astype(np.int64), batch.query_lens)
+    flat = rows * block_table_np.shape[1] + positions // block_size
+    np.multiply(block_table_np.reshape(-1)[flat], block_size, out=slots[:n])
+    slots[:n] += positions % block_size
+    slots[n:] = PAD_SLOT_ID
+    return slots
+
+
 def slot_mapping_numpy(
     num_computed: np.ndarray, batch: ScheduledBatch, block_table_np: np.ndarray, block_size: int, num_tokens_padded: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The host way: positions and slots of every token with numpy. Returns (positions, slots)."""
-    qsl = batch.query_start_loc
-    rows = np.repeat(batch.req_indices, batch.query_lens)
-    offsets = np.arange(batch.num_tokens) - np.repeat(qsl[:-1], batch.query_lens)
-    positions = np.repeat(num_computed[batch.req_indices], batch.query_lens) + offsets
-    slots = np.full(num_tokens_padded, PAD_SLOT_ID, dtype=np.int64)
-    blocks = block_table_np[rows, positions // block_size].astype(np.int64)
-    slots[: batch.num_tokens] = blocks * block_size + positions % block_size
-    return positions.astype(np.int64), slots
+    positions = positions_numpy(num_computed, batch)
+    return positions, slots_numpy(positions, batch, block_table_np, block_size, num_tokens_padded)
 
 
 class InputPreparer:

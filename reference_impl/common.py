@@ -64,7 +64,8 @@ class PinnedStaging:
 
     The hazard of reusing a pinned buffer: the copy out of it runs later, on the stream, so the
     host must not overwrite it until that copy has run. Here a ring of slots (a pinned buffer
-    each, two to start: double buffering) each has a CUDA event recorded right after its copy; an
+    each, four to start: double buffering with room for the host to run a step ahead) each has a
+    CUDA event recorded right after its copy; an
     upload takes the next slot whose event has completed (`Event.query()`, which never blocks),
     never a slot whose copy may still be in flight, and never waits. If every slot is still in
     flight (the GPU is further behind than the ring is deep), a slot is added; if the data do not
@@ -78,7 +79,7 @@ class PinnedStaging:
     previous call's) and returns a view per array. On `device="cpu"` it returns host copies.
     """
 
-    def __init__(self, device: torch.device | str, slot_bytes: int = 16 << 10, num_slots: int = 2):
+    def __init__(self, device: torch.device | str, slot_bytes: int = 16 << 10, num_slots: int = 4):
         self.device = torch.device(device)
         self.on_host = self.device.type == "cpu"
         self.growths = 0
@@ -94,22 +95,26 @@ class PinnedStaging:
         return [slot.nbytes for slot in self._slots]
 
     def _take(self, nbytes: int) -> _Slot:
+        """A slot whose last copy has run and that holds `nbytes`; never waits."""
         slots, n = self._slots, len(self._slots)
+        free = None
         for i in range(n):  # round robin from the slot after the last one used
             j = (self._next + i) % n
             if slots[j].is_free():
-                slot = slots[j]
-                break
-        else:  # every slot's copy may still be in flight: one more slot (one-off)
-            j = n
-            slot = _Slot(max(nbytes, slots[-1].nbytes if slots else 0))
-            slots.append(slot)
+                if slots[j].nbytes >= nbytes:
+                    free = j
+                    break
+                if free is None:
+                    free = j  # free but small: enlarge it if no free slot is large enough
+        if free is None:  # every slot's copy may still be in flight: one more slot (one-off)
+            free = n
+            slots.append(_Slot(max(nbytes, slots[-1].nbytes if slots else 0)))
             self.growths += 1
-        if slot.nbytes < nbytes:  # its last copy has run, so its buffer may go (one-off)
-            slot = slots[j] = _Slot(max(nbytes, 2 * slot.nbytes))
+        elif slots[free].nbytes < nbytes:  # its last copy has run, so its buffer may go (one-off)
+            slots[free] = _Slot(max(nbytes, 2 * slots[free].nbytes))
             self.growths += 1
-        self._next = (j + 1) % len(slots)
-        return slot
+        self._next = (free + 1) % len(slots)
+        return slots[free]
 
     def upload(self, *arrays: np.ndarray) -> tuple[torch.Tensor, ...]:
         """Device copies of host arrays (numpy, or CPU tensors), one view each of one new device
