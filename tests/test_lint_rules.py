@@ -122,3 +122,10 @@ def test_page_examples_behave_as_documented(tmp_path, code):
     example, instead = _page_blocks(code)
     assert code in codes(lint_source(tmp_path, example, "example.py"))
     assert code not in codes(lint_source(tmp_path, instead, "instead.py"))
+
+
+def test_catalog_matches_rule_classes():
+    """Reports read rule names from the catalog (no libcst import on a cached run)."""
+    from syncscope.lint.catalog import CATALOG
+
+    assert CATALOG == {r.code: (r.name, r.summary, r.level) for r in ALL_RULES}

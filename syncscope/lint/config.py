@@ -104,6 +104,20 @@ class LintConfig:
     def excluded(self, path: str) -> bool:
         return any(_path_matches(path, p) for p in self.exclude + self.extend_exclude)
 
+    def excluded_name(self, name: str, rel: str) -> bool:
+        """Cheap check while walking: the new path component `name` (its parents were already
+        checked) against plain-name patterns, the full path only against patterns with a `/`."""
+        patterns = self.exclude + self.extend_exclude
+        if name in patterns:
+            return True
+        for pattern in patterns:
+            if "/" in pattern:
+                if _path_matches(rel, pattern):
+                    return True
+            elif any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(name, pattern):
+                return True
+        return False
+
     def host_only(self, path: str) -> bool:
         name = path.replace(os.sep, "/").rsplit("/", 1)[-1]
         return any(fnmatch.fnmatchcase(name, p) if "/" not in p else _path_matches(path, p)

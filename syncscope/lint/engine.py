@@ -15,7 +15,7 @@ from .cache import Cache, content_hash
 from .config import LintConfig
 from .crossfile import helper_findings
 from .files import discover, module_name, trigger_pattern
-from .suppress import apply_suppressions, parse_suppressions, unused_suppressions
+from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .worker import RawResult, analyze_bytes, analyze_file, init_worker
 
 
@@ -100,6 +100,8 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             run.cached += 1
         elif config.host_only(rel) or not triggers.search(data):
             results[rel] = RawResult()
+            if may_have_suppressions(data):  # for the unused-suppression warning
+                results[rel].suppressions = parse_suppressions(_text(data))
             run.skipped += 1
         else:
             module, is_package = module_name(absolute)
@@ -119,9 +121,9 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     sites: list[tuple[Site, _Pending]] = []
     for rel in sorted(results):
         pending = [_Pending(*f) for f in results[rel].findings] + [_Pending(*f) for f in extra.get(rel, ())]
-        data = texts.get(rel, b"")
-        text = _text(data)
-        suppressions = parse_suppressions(text) if text else {}
+        suppressions = results[rel].suppressions
+        if not pending and not suppressions:
+            continue
         pending = [p for p in pending if _is_diagnostic(p.code) or config.enabled(p.code, rel)]
         kept, used = apply_suppressions(pending, suppressions)
         if suppressions and config.enabled("SYN900", rel):
@@ -129,7 +131,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
                 kept.append(_Pending("SYN900", line, 1, line, line, "<module>", message, "safe", "warning"))
         if not kept:
             continue
-        lines = text.splitlines()
+        lines = _text(texts.get(rel, b"")).splitlines()
         run.texts[rel] = lines
         for p in kept:
             source = lines[p.line - 1].strip() if 0 < p.line <= len(lines) else ""

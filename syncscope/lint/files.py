@@ -33,16 +33,15 @@ def discover(paths: list[str], config) -> list[tuple[str, str]]:
             continue
         if not os.path.isdir(absolute):
             raise FileNotFoundError(given)
+        if config.excluded(relative_path(absolute, config.root)) and relative_path(absolute, config.root) != ".":
+            continue
         for directory, subdirs, files in os.walk(absolute):
             rel_dir = relative_path(directory, config.root)
-            subdirs[:] = sorted(d for d in subdirs if not config.excluded(f"{rel_dir}/{d}".lstrip("./") if rel_dir != "." else d))
+            prefix = "" if rel_dir == "." else rel_dir + "/"
+            subdirs[:] = sorted(d for d in subdirs if not config.excluded_name(d, prefix + d))
             for name in files:
-                if not name.endswith(".py"):
-                    continue
-                full = os.path.join(directory, name)
-                rel = relative_path(full, config.root)
-                if not config.excluded(rel):
-                    found[full] = rel
+                if name.endswith(".py") and not config.excluded_name(name, prefix + name):
+                    found[os.path.join(directory, name)] = prefix + name
     return sorted(found.items(), key=lambda item: item[1])
 
 

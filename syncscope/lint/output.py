@@ -8,26 +8,20 @@ import json
 from collections import Counter
 from typing import IO
 
-from .rules import ALL_RULES, DIAGNOSTICS
+from .catalog import CATALOG, DIAGNOSTICS
 
 RULES_URL = "https://github.com/syncscope/syncscope/blob/main/rules/{code}.md"
 
 
 def rule_name(code: str) -> str:
-    for rule in ALL_RULES:
-        if rule.code == code:
-            return rule.name
-    return DIAGNOSTICS.get(code, ("", ""))[0]
+    return (CATALOG.get(code) or DIAGNOSTICS.get(code) or ("",))[0]
 
 
 def sarif_rules() -> list[dict]:
-    out = [
-        {"id": r.code, "name": r.name, "short": r.summary, "full": (r.__doc__ or r.summary).strip(),
-         "help_uri": RULES_URL.format(code=r.code), "level": r.level}
-        for r in ALL_RULES
-    ]
-    out += [{"id": code, "name": name, "short": text, "level": "warning" if code == "SYN900" else "error"}
-            for code, (name, text) in DIAGNOSTICS.items()]
+    out = [{"id": code, "name": name, "short": summary, "help_uri": RULES_URL.format(code=code), "level": level}
+           for code, (name, summary, level) in CATALOG.items()]
+    out += [{"id": code, "name": name, "short": text, "level": level}
+            for code, (name, text, level) in DIAGNOSTICS.items()]
     return out
 
 

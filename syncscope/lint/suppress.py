@@ -25,11 +25,25 @@ class Suppression:
         return self.codes is None or any(code.startswith(c) for c in self.codes)
 
 
+_ANY = re.compile(r"noqa|syncscope:", re.IGNORECASE)
+_ANY_BYTES = re.compile(rb"noqa|syncscope:", re.IGNORECASE)
+
+
+def may_have_suppressions(data: bytes) -> bool:
+    return _ANY_BYTES.search(data) is not None
+
+
 def parse_suppressions(text: str) -> dict[int, list[Suppression]]:
-    if "noqa" not in text and "noqa" not in text.lower() and "syncscope:" not in text:
-        return {}
     found: dict[int, list[Suppression]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    seen_lines: set[int] = set()
+    for hit in _ANY.finditer(text):
+        number = text.count("\n", 0, hit.start()) + 1
+        if number in seen_lines:
+            continue
+        seen_lines.add(number)
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.start())
+        line = text[start:] if end < 0 else text[start:end]
         if "#" not in line:
             continue
         lowered = line.lower()

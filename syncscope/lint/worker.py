@@ -15,6 +15,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from .lines import locate, spans_of, statement_spans
+from .suppress import may_have_suppressions, parse_suppressions
 
 
 @dataclass
@@ -28,6 +29,7 @@ class RawResult:
     summaries: dict = field(default_factory=dict)
     # (function, line, column, stmt_start, stmt_end, callee, shift, args)
     calls: list[tuple] = field(default_factory=list)
+    suppressions: dict = field(default_factory=dict)  # line -> [Suppression], see suppress.py
     internal_error: str | None = None
 
 
@@ -88,6 +90,17 @@ def analyze_file(path: str, module: str, is_package: bool, config) -> RawResult:
 
 def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool = False):
     """The whole per-file pipeline. With keep_tree, also returns the analyzer (for --fix)."""
+    outcome = _analyze_bytes(data, module, is_package, config, keep_tree)
+    result = outcome[0] if keep_tree else outcome
+    if may_have_suppressions(data):
+        try:
+            result.suppressions = parse_suppressions(decode(data))
+        except (UnicodeDecodeError, SyntaxError, LookupError):
+            pass
+    return outcome
+
+
+def _analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool):
     try:
         text = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as error:

@@ -41,10 +41,4 @@ ALL_RULES: list[type[Rule]] = [
 ]
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 
-# Diagnostics that are not rules: they say a file could not be linted, or a suppression is stale.
-DIAGNOSTICS = {
-    "SYN001": ("unreadable-file", "The file could not be read or decoded"),
-    "SYN002": ("syntax-error", "The file could not be parsed"),
-    "SYN003": ("internal-error", "syncscope failed on this file (a bug: please report it)"),
-    "SYN900": ("unused-suppression", "A `# noqa` / `# syncscope: ignore` that suppresses nothing"),
-}
+from ..catalog import DIAGNOSTICS  # noqa: E402,F401 - re-exported

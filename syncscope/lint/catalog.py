@@ -1,0 +1,39 @@
+"""Rule metadata without importing the rules (and so without libcst): what reports need on a
+fully cached run. `tests/test_lint_rules.py` checks it against the rule classes."""
+
+from __future__ import annotations
+
+# code -> (name, one-line summary, level)
+CATALOG: dict[str, tuple[str, str, str]] = {
+    'SYN101': ('device-bool-mask-index', 'Boolean-mask indexing (read) with a mask not known to be on the host', 'error'),
+    'SYN102': ('host-bool-mask-write', 'Masked store into a device tensor through a host boolean mask', 'error'),
+    'SYN103': ('device-bool-mask-tensor-write', 'Masked store of a tensor through a boolean mask not known to be on the host', 'error'),
+    'SYN104': ('repeat-interleave-without-output-size', '`repeat_interleave` with tensor repeats and no `output_size`', 'error'),
+    'SYN105': ('data-dependent-output-shape', 'An op whose output shape depends on device data (nonzero, unique, ...)', 'error'),
+    'SYN106': ('one-hot-without-num-classes', '`one_hot` without `num_classes`', 'error'),
+    'SYN201': ('item-on-device', '`.item()` on a tensor not known to be on the host', 'error'),
+    'SYN202': ('tolist-on-device', '`.tolist()` on a tensor not known to be on the host', 'error'),
+    'SYN203': ('blocking-copy-to-host', "A blocking device->host copy: `.cpu()`, `.to('cpu')`, `host.copy_(device)`", 'error'),
+    'SYN204': ('numpy-on-device', '`.numpy(force=True)` (or `.numpy()`) on a device tensor', 'error'),
+    'SYN205': ('scalar-conversion-of-tensor', '`int()` / `float()` / `bool()` of a tensor', 'error'),
+    'SYN206': ('tensor-as-condition', 'A tensor used as a truth value (if/while/assert/and/or/not)', 'error'),
+    'SYN301': ('syncing-property-read', 'Reading a property that copies from the device (e.g. `seq_lens_cpu`)', 'error'),
+    'SYN302': ('configured-syncing-call', 'A call to a function configured as syncing (`syncing-functions`)', 'error'),
+    'SYN401': ('tensor-from-host-data-on-device', '`torch.tensor(data, device=...)`: a blocking host->device copy', 'error'),
+    'SYN402': ('new-tensor-from-host-data', '`t.new_tensor(data)` on a device tensor: a blocking host->device copy', 'error'),
+    'SYN403': ('blocking-copy-to-device', 'A blocking host->device copy: `.to(device)`, `.cuda()`, `dev.copy_(host)`', 'error'),
+    'SYN404': ('scalar-store-at-index', 'A Python number stored at an integer index of a device tensor', 'error'),
+    'SYN405': ('host-data-slice-store', 'Host data stored into a slice of a device tensor', 'error'),
+    'SYN501': ('device-synchronize', '`torch.cuda.synchronize()` and other whole-device synchronizations', 'error'),
+    'SYN502': ('stream-synchronize', '`stream.synchronize()`', 'error'),
+    'SYN503': ('event-synchronize', '`event.synchronize()`', 'error'),
+    'SYN601': ('helper-syncs-on-argument', 'A call into a helper that syncs on the argument passed', 'error'),
+}
+
+# Diagnostics that are not rules: a file could not be linted, or a suppression is stale.
+DIAGNOSTICS: dict[str, tuple[str, str, str]] = {
+    "SYN001": ("unreadable-file", "The file could not be read or decoded", "error"),
+    "SYN002": ("syntax-error", "The file could not be parsed", "error"),
+    "SYN003": ("internal-error", "syncscope failed on this file (a bug: please report it)", "error"),
+    "SYN900": ("unused-suppression", "A `# noqa` / `# syncscope: ignore` that suppresses nothing", "warning"),
+}
