@@ -49,7 +49,6 @@ from reference_impl.async_spec_decode import InputPreparer, positions_numpy, slo
 from reference_impl.common import PinnedStaging, ScheduledBatch, to_device  # noqa: E402
 from reference_impl.gdn_chunk_indices import GDNPrefillMetadataBuilder, gdn_chunk_prefill  # noqa: E402
 from reference_impl.gdn_spec_decode import GDNSpecDecodeMetadataBuilder  # noqa: E402
-from reference_impl.kernels import compute_slot_mapping  # noqa: E402
 from reference_impl.seq_lens_upper_bound import ChunkedContextBuilder, make_common_metadata  # noqa: E402
 from reference_impl.trtllm_indptr import TrtllmMetadataBuilder  # noqa: E402
 
