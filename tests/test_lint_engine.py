@@ -206,3 +206,17 @@ def test_fingerprints_survive_unrelated_edits(tmp_path):
     twice = lint_source(tmp_path, SAMPLE.replace("    n = x.sum().item()\n", "    n = x.sum().item()\n    n = x.sum().item()\n"))
     prints = [f.fingerprint for f in twice.findings if f.code == "SYN201"]
     assert len(set(prints)) == 2  # identical lines in one function are distinct sites
+
+
+def test_host_fields_declared_in_another_file(tmp_path):
+    """`batch.num_tokens` is declared `np.ndarray` in another module's class: not a sync."""
+    (tmp_path / "batch.py").write_text(
+        "from dataclasses import dataclass\nimport numpy as np\nimport torch\n\n"
+        "@dataclass\nclass InputBatch:\n    num_tokens: np.ndarray\n    token_ids: torch.Tensor\n")
+    (tmp_path / "runner.py").write_text(
+        "import torch\nfrom batch import InputBatch\n\n"
+        "def prepare(input_batch: InputBatch):\n"
+        "    a = input_batch.num_tokens.max().item()\n"
+        "    b = input_batch.token_ids.max().item()\n")
+    run = lint_paths([str(tmp_path)], make_config(tmp_path), use_cache=False, jobs=1)
+    assert [(f.code, f.site.line) for f in run.findings] == [("SYN201", 6)]

@@ -106,6 +106,9 @@ class RawFinding:
     message: str
     fix: Fix | None = None
     level: str = "error"
+    # (class, attribute) the flagged value was read from, when known: the run drops the finding
+    # if another file's class says that attribute lives on the host (see engine.py)
+    field: tuple[str, str] | None = None
 
 
 @dataclass
@@ -211,8 +214,15 @@ class FunctionContext:
         anchors: list[Any] = [node]
         if anchor:
             anchors.append(anchor)
-        self.analyzer.findings.append(RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level))
         subject = _root_value(subject)
+        field_read = None
+        if isinstance(subject, cst.Attribute) and isinstance(subject.value, cst.Name):
+            owner = subject.value.value
+            owner_class = self.classes[-1] if owner == "self" and self.classes else self.types.get(owner)
+            if owner_class:
+                field_read = (owner_class, subject.attr.value)
+        self.analyzer.findings.append(RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix,
+                                                 rule.level, field_read))
         if isinstance(subject, cst.Name) and subject.value in self.params and subject.value not in self.reassigned:
             self.analyzer.record_summary(self, subject.value, rule.code, message)
 

@@ -61,9 +61,7 @@ def _from_annotation(node: ast.AST) -> int | None:
     head = text.split("[", 1)[0].split(".")[-1].strip()
     if head in _CONTAINERS:
         return P.PY
-    if "Tensor" in text:
-        return P.TENSOR
-    return None
+    return None  # `torch.Tensor` says nothing about the device
 
 
 def _from_value(node: ast.AST) -> int | None:

@@ -46,7 +46,7 @@ DEFAULT_SYNCING_PROPERTIES = [
     "common_attn_metadata.seq_lens_cpu",
     "common_attn_metadata.num_computed_tokens_cpu",
 ]
-DEFAULT_HOST_ONLY_PATHS = ["cpu.py", "cpu_*.py", "*_cpu.py", "*_cpu_*.py"]
+DEFAULT_HOST_ONLY_PATHS = ["cpu.py", "cpu_*.py", "*_cpu.py", "*_cpu_*.py", "amx_*.py"]
 DEFAULT_EXCLUDE = [
     ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs", "build", "dist",
     "node_modules", ".syncscope_cache", ".mypy_cache", ".pytest_cache", "site-packages",

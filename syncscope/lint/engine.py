@@ -118,9 +118,13 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         cache.save()
 
     extra = helper_findings(results) if config.cross_file else {}
+    host_fields = _host_fields(results)
     sites: list[tuple[Site, _Pending]] = []
     for rel in sorted(results):
-        pending = [_Pending(*f) for f in results[rel].findings] + [_Pending(*f) for f in extra.get(rel, ())]
+        raw = results[rel]
+        pending = [_Pending(*f) for i, f in enumerate(raw.findings)
+                   if not (raw.field_reads.get(i) and "%s.%s" % raw.field_reads[i] in host_fields)]
+        pending += [_Pending(*f) for f in extra.get(rel, ())]
         suppressions = results[rel].suppressions
         if not pending and not suppressions:
             continue
@@ -148,6 +152,20 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         run.findings.append(Finding(numbered_site, p.code, p.message, p.level, p.column, p.fix,
                                     numbered_site.fingerprint()))
     return run
+
+
+def _host_fields(results: dict) -> set[str]:
+    """"Class.attr" that some file's class keeps on the host and no file's class keeps on the
+    device: a read of it is not a sync, whichever file reads it (`input_batch.num_scheduled_tokens`
+    with `num_scheduled_tokens: np.ndarray` declared in another module)."""
+    from .provenance import HOST, PY
+
+    host: set[str] = set()
+    other: set[str] = set()
+    for result in results.values():
+        for key, where in result.field_hints.items():
+            (host if where in (HOST, PY) else other).add(key)
+    return host - other
 
 
 def p_col(p: _Pending) -> int:

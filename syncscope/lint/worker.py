@@ -30,6 +30,10 @@ class RawResult:
     # (function, line, column, stmt_start, stmt_end, callee, shift, args)
     calls: list[tuple] = field(default_factory=list)
     suppressions: dict = field(default_factory=dict)  # line -> [Suppression], see suppress.py
+    # "Class.attr" -> where, for attributes this file's classes keep on the host (classinfo.py)
+    field_hints: dict = field(default_factory=dict)
+    # finding index -> (class, attribute) its value was read from
+    field_reads: dict = field(default_factory=dict)
     internal_error: str | None = None
 
 
@@ -201,6 +205,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         if analyzer.counter != len(spans):
             raise _FallBack()
         _collect(analyzer, spans, plain_lines, result)
+    result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     return result
 
 
@@ -263,6 +268,7 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config):
         analyzer.run()
     result = RawResult()
     _collect(analyzer, spans, text.splitlines(), result)
+    result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     return result, analyzer
 
 
@@ -272,6 +278,8 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
         start, end, _ = spans[raw.stmt] if raw.stmt < len(spans) else (1, 1, 1)
         anchors = [_anchor_text(a, analyzer.module) for a in raw.anchors]
         line, column = locate(lines, start, end, anchors)
+        if raw.field is not None:
+            result.field_reads[len(result.findings)] = raw.field
         result.findings.append((raw.code, line, column, start, end, raw.function, raw.message,
                                 raw.fix.applicability if raw.fix else None, raw.level))
     for call in analyzer.calls:
