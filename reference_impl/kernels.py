@@ -34,59 +34,85 @@ def _triton_version() -> tuple[int, ...]:
 class Launcher:
     """`kernel[grid](*args)`, minus most of Triton's per-call Python on a GPU.
 
-    `JITFunction.run` binds and specialises every argument, looks the compiled kernel up and
-    reads several knobs on each call (~15-20 us of host time). `kernel[grid](...)` returns the
-    `CompiledKernel` it launched; we keep it under a key at least as fine as Triton's own
-    specialisation (each tensor's dtype and 16-byte alignment, the exact value of every
-    specialised int, the 32/64-bit range of the `do_not_specialize` ints, the device) and launch
-    later calls with the same key through `compiled[grid](*args)`, the compiled kernel's own
-    launcher (the same call `JITFunction.run` ends with in Triton 3.3 to 3.9: every argument,
-    constexprs included, in signature order). A new key takes the plain path, which compiles or
-    finds the right specialisation, and is kept too.
+    `JITFunction.run` binds and specialises every argument, computes a cache key, looks the
+    compiled kernel up and reads several knobs on every call (~15-20 us of host time). The first
+    `kernel[grid](...)` of a specialisation returns the `CompiledKernel` it launched; we keep it
+    under a key at least as fine as Triton's own specialisation (the current device, each
+    tensor's dtype and 16-byte alignment, the exact value of every specialised int and constexpr,
+    the integer type of every `do_not_specialize` int) and launch later calls with the same key
+    through the compiled kernel's launcher, with the very call `JITFunction.run` ends with in
+    Triton 3.3 to 3.9 (`compiled.run(grid..., stream, function, packed_metadata, launch_metadata,
+    enter_hook, exit_hook, *args)`, every argument, constexprs included, in signature order). A
+    new key takes the plain path, which compiles or finds the right specialisation, and is kept.
 
-    The fast path is GPU-only: under `TRITON_INTERPRET=1` (the CPU tests, the simulated device)
-    the kernel is an interpreted function and every call takes the plain path. Arguments are
-    positional, constexprs included."""
+    GPU-only: under `TRITON_INTERPRET=1` (the CPU tests, the simulated device), or with a Triton
+    older than 3.3, every call takes the plain path. Arguments are positional, constexprs
+    included; the tensor positions are learnt from the first call (a kernel's signature fixes
+    them)."""
+
+    _MAX_KEYS = 64  # a call site that keeps producing new keys is not worth caching
 
     def __init__(self, kernel, do_not_specialize: tuple[int, ...] = ()):
         self.kernel = kernel
-        self.do_not_specialize = frozenset(do_not_specialize)
+        self.do_not_specialize = tuple(do_not_specialize)
         compiled_cls = getattr(getattr(triton, "compiler", None), "CompiledKernel", None)
         jit_cls = getattr(getattr(triton, "runtime", None), "JITFunction", None)
+        self._runtime_knobs = getattr(getattr(triton, "knobs", None), "runtime", None)
         self.enabled = (
             compiled_cls is not None
             and jit_cls is not None
+            and self._runtime_knobs is not None
             and type(kernel) is jit_cls  # an InterpretedFunction (TRITON_INTERPRET=1) is not
             and _triton_version() >= (3, 3)
         )
         self._compiled_cls = compiled_cls
         self._cache: dict = {}
+        self._layout = None  # (tensor positions, other specialised positions), from the first call
+        self._driver = None
 
-    def _key(self, device: torch.device, args) -> tuple:
-        key = [device.index]
-        for i, a in enumerate(args):
-            if isinstance(a, torch.Tensor):
-                key.append((a.dtype, a.data_ptr() % 16 == 0))
-            elif isinstance(a, bool) or not isinstance(a, int):
-                key.append(a)
-            elif i in self.do_not_specialize:  # Triton keys these by their integer type only
-                key.append(0 if -(2**31) <= a < 2**31 else 1 if -(2**63) <= a < 2**63 else 2)
-            else:
-                key.append(a)
+    def _key(self, args) -> tuple:
+        tensors, others = self._layout
+        key = [self._driver.get_current_device()]
+        for i in tensors:
+            a = args[i]
+            key.append(a.dtype)
+            key.append(a.data_ptr() % 16 == 0)
+        for i in others:
+            key.append(args[i])
+        for i in self.do_not_specialize:  # Triton keys these by their integer type only
+            a = args[i]
+            key.append(0 if -(2**31) <= a < 2**31 else 1 if -(2**63) <= a < 2**63 else 2)
         return tuple(key)
+
+    def _plain(self, grid, args) -> None:
+        compiled = self.kernel[grid](*args)
+        if not isinstance(compiled, self._compiled_cls) or len(self._cache) >= self._MAX_KEYS:
+            return
+        if self._layout is None:
+            from triton.runtime import driver
+
+            self._driver = driver.active
+            tensors = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
+            others = tuple(i for i in range(len(args)) if i not in tensors and i not in self.do_not_specialize)
+            self._layout = (tensors, others)
+        self._cache[self._key(args)] = (compiled, compiled.run, compiled.function, compiled.packed_metadata)
 
     def __call__(self, grid: tuple[int, ...], device: torch.device, *args) -> None:
         if not self.enabled or device.type != "cuda":
             self.kernel[grid](*args)
             return
-        key = self._key(device, args)
-        compiled = self._cache.get(key)
-        if compiled is None:
-            compiled = self.kernel[grid](*args)
-            if isinstance(compiled, self._compiled_cls):
-                self._cache[key] = compiled
+        entry = self._cache.get(self._key(args)) if self._layout is not None else None
+        if entry is None:
+            self._plain(grid, args)
             return
-        compiled[(grid + (1, 1))[:3]](*args)
+        compiled, run, function, packed_metadata = entry
+        grid = (grid + (1, 1))[:3]
+        driver = self._driver
+        stream = driver.get_current_stream(driver.get_current_device())
+        knobs = self._runtime_knobs
+        enter, exit_ = knobs.launch_enter_hook, knobs.launch_exit_hook
+        metadata = None if enter is None else compiled.launch_metadata(grid, stream, *args)
+        run(grid[0], grid[1], grid[2], stream, function, packed_metadata, metadata, enter, exit_, *args)
 
 
 # --------------------------------------------------------------------------------------------
