@@ -400,13 +400,19 @@ class ModuleAnalyzer:
             if active:
                 self.condition(stmt.test, ctx, "if")
             once = active and _is_lazy_init(stmt)
+            before_env, before_bools = (dict(ctx.env), set(ctx.bools)) if active else (None, None)
             ctx.once_depth += once
             self.visit_block(stmt.body, ctx)
             ctx.once_depth -= once
+            if active:  # walk the other branch from the same starting point, then merge
+                taken_env, taken_bools = ctx.env, ctx.bools
+                ctx.env, ctx.bools = dict(before_env), set(before_bools)
             if isinstance(stmt.orelse, cst.If):
                 self.visit_stmt(stmt.orelse, ctx)
             elif isinstance(stmt.orelse, cst.Else):
                 self.visit_block(stmt.orelse.body, ctx)
+            if active:
+                _merge_branches(ctx, taken_env, taken_bools)
         elif isinstance(stmt, cst.For):
             if active:
                 self.bind(stmt.target, self._iter_where(stmt.iter, ctx), None, ctx)
@@ -919,6 +925,17 @@ class ModuleAnalyzer:
         qualname = f"{self.module_name}.{ctx.qualname}" if self.module_name else ctx.qualname
         entry = self.summaries.setdefault(qualname, {"params": list(ctx.params), "syncs": {}})
         entry["syncs"].setdefault(param, (code, ctx.stmt, message))
+
+
+def _merge_branches(ctx: FunctionContext, other_env: dict[str, int], other_bools: set[str]) -> None:
+    """After `if`/`else`: a name may hold either branch's value, so keep the more device-like
+    one (a device mask on one path is a sync on that path) and any boolean-mask flag."""
+    env = ctx.env
+    for name, where in other_env.items():
+        mine = env.get(name)
+        if mine is None or where > mine:
+            env[name] = where
+    ctx.bools |= other_bools
 
 
 def _fills_cache(node: cst.FunctionDef) -> bool:

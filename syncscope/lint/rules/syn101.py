@@ -25,6 +25,10 @@ class DeviceMaskIndex(Rule):
         "import torch\ndef build(x: torch.Tensor):\n    return x[x > 0]\n",
         "import torch\ndef build(x: torch.Tensor, seq_lens: torch.Tensor):\n    spec_mask = seq_lens > 1\n    return x[spec_mask]\n",
         "import torch\ndef build(x, spec_sequence_masks):\n    return x[~spec_sequence_masks]\n",
+        # a device mask on one branch is a sync on that branch
+        "import torch\ndef build(self, common, naive: bool):\n    spec_mask = common.num_draft_tokens > 0\n"
+        "    if naive:\n        spec = spec_mask\n    else:\n        spec = self.upload_indices()\n"
+        "    return common.block_table[spec]\n",
         Invalid(
             "import torch\ndef build(x: torch.Tensor, mask_cpu: torch.Tensor):\n"
             "    mask = mask_cpu.to(x.device, non_blocking=True)\n    return x[mask]\n",

@@ -20,10 +20,13 @@ class RepeatInterleaveWithoutOutputSize(Rule):
         "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor, n: int):\n    return torch.repeat_interleave(x, reps, output_size=n)\n",
         "import torch\ndef f(x: torch.Tensor, heads: int):\n    return x.repeat_interleave(heads, dim=1)\n",
         "import torch\ndef f(x_cpu: torch.Tensor, reps_cpu: torch.Tensor):\n    return torch.repeat_interleave(x_cpu, reps_cpu)\n",
+        "def f(self, k, n):\n    return k.repeat_interleave(self.num_heads // self.num_kv_heads, dim=1)\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor):\n    return torch.repeat_interleave(x, reps)\n",
         "import torch\ndef f(query_lens: torch.Tensor):\n    return torch.repeat_interleave(query_lens)\n",
+        "import torch\ndef f(common, spec_mask):\n    query_lens = common.query_start_loc[1:] - common.query_start_loc[:-1]\n"
+        "    return torch.repeat_interleave(spec_mask, query_lens)\n",
         Invalid(
             "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor, reps_cpu: torch.Tensor):\n"
             "    return x.repeat_interleave(reps, dim=0)\n",
@@ -45,7 +48,12 @@ class RepeatInterleaveWithoutOutputSize(Rule):
             source, repeats = None, call.args[0]  # torch.repeat_interleave(repeats)
         else:
             source, repeats = call.args[0] if call.args else None, call.kwargs.get("repeats")
-        if repeats is None or not P.is_tensor_like(repeats[1]):
+        if repeats is None or repeats[1] <= P.HOST:
+            return
+        # the method form `x.repeat_interleave(n_heads // n_kv, dim=1)` usually repeats by an
+        # int: ask for evidence of a tensor there; the function form with two arguments is used
+        # for tensor repeats, so there not knowing is enough
+        if not P.is_tensor_like(repeats[1]) and (call.receiver is not None or source is None):
             return
         if source is not None and source[1] == P.HOST:
             return
