@@ -181,3 +181,27 @@ def test_atomic_write_leaves_old_file_when_serialisation_fails(tmp_path):
         write_json_atomic(str(path), {"bad": object()})
     assert json.loads(path.read_text()) == {"old": True}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_syncs_before_the_first_region_are_settled_out_of_scope():
+    rec = Recorder()
+    early = sync_here(rec)  # no region declared yet: in scope at the time
+    with regions.region("decode_step"):
+        sync_here(rec)
+    assert early.in_scope
+    rec.settle_scope()
+    assert [(e.region, e.in_scope) for e in rec.events] == [(None, False), ("decode_step", True)]
+
+
+def test_console_shows_source_with_brackets(tmp_path):
+    import io
+
+    from syncscope.report import console
+
+    rec = Recorder()
+    rec.record(SyncKind.BOOL_MASK_INDEX, "Tensor.__getitem__")  # y = x[mask] would lose [mask] as markup
+    report = build_report(rec.events, {"device": "sim"})
+    report.sites[0].source = "y = x[mask]"
+    out = io.StringIO()
+    console.render(report, file=out)
+    assert "y = x[mask]" in out.getvalue()

@@ -101,6 +101,7 @@ def execute(
             if outcome is not None:
                 meta.update(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
             meta["report_path"] = report_path
+            t.recorder.settle_scope()
             report = build_report(list(t.events), meta)
             write_json_atomic(report_path, report.to_json())
     if show_table:

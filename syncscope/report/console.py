@@ -16,7 +16,9 @@ def _ms(ns: int | None) -> str:
 
 
 def _row(s: SiteStats) -> list[str]:
-    return [
+    from rich.markup import escape  # source text like `x[mask]` is not markup
+
+    return [escape(cell) for cell in (
         f"{s.path}:{s.line}",
         s.function,
         s.kind,
@@ -25,7 +27,7 @@ def _row(s: SiteStats) -> list[str]:
         _ms(s.mean_blocked_ns),
         ", ".join(s.regions) or "-",
         s.source.split("  #")[0],
-    ]
+    )]
 
 
 def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:

@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from syncscope.runtime import nvtx_marks, regions
@@ -18,6 +18,7 @@ from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.site import relative_path
 
 MAX_STACK = 24
+_RUNNER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
 _STDLIB_INTERNAL = ("warnings.py", "contextlib.py", "runpy.py", "functools.py", "threading.py")
 
 
@@ -134,6 +135,8 @@ class Recorder:
         is_internal = self._internal
         while frame is not None and len(frames) < MAX_STACK:
             code = frame.f_code
+            if code.co_filename == _RUNNER_FILE:
+                break  # below it is syncscope's own command line (typer, click), not the user's
             if not is_internal(code.co_filename):
                 function = getattr(code, "co_qualname", code.co_name)
                 frames.append(Frame(self._relative(code.co_filename), frame.f_lineno, function))
@@ -167,6 +170,16 @@ class Recorder:
             file=sys.stderr,
             flush=True,
         )
+
+    def settle_scope(self) -> None:
+        """Once the run is over, apply its final scoping to every event: a scope declared part
+        way through (the first `region()` entered) means the region-less events before it were
+        outside the regions that matter, not inside them."""
+        if not regions.scoping.declared:
+            return
+        self.events[:] = [
+            replace(e, in_scope=False) if e.in_scope and e.region is None else e for e in self.events
+        ]
 
     def in_scope_events(self) -> list[HostSyncEvent]:
         return [e for e in self.events if e.in_scope]

@@ -61,9 +61,10 @@ def make_detector(device: str) -> Detector:
 class Trap:
     """What `syncscope.trap()` yields: the recorder's events while and after the trap runs."""
 
-    def __init__(self, recorder: Recorder, device: str):
+    def __init__(self, recorder: Recorder, device: str, detector: Detector):
         self.recorder = recorder
         self.device = device
+        self.detector = detector  # the pytest plugin re-arms it after pytest's catch_warnings
 
     @property
     def events(self) -> list[HostSyncEvent]:
@@ -111,10 +112,11 @@ def trap(
     detector.install(recorder)
     try:
         undo_scopes = regions.apply_scopes(scope, module_forward)
-        _active = Trap(recorder, resolved)
+        _active = Trap(recorder, resolved, detector)
         yield _active
     finally:
         _active = None
+        recorder.settle_scope()
         for undo in reversed(undo_scopes):
             undo()
         detector.uninstall()
