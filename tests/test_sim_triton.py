@@ -14,8 +14,16 @@ import torch
 
 import syncscope
 
+# Like every test module that runs Triton on the CPU: interpret, if this process has not imported
+# triton yet (triton's own @jit library functions are built at its import). The compiled-mode
+# case is built explicitly below, and run in a fresh process in the last test.
+if "triton" not in sys.modules:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
+from triton.runtime.jit import JITFunction  # noqa: E402
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 def _scale_add_py(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
@@ -26,14 +34,14 @@ def _scale_add_py(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, _axpy(alpha, x, y), mask=mask)
 
 
-@triton.jit
-def _axpy(alpha, x, y):  # a device function called from the kernel
+def _axpy_py(alpha, x, y):  # a device function called from the kernel
     return alpha * x + y
 
 
-# A compiled-mode kernel, whatever TRITON_INTERPRET says in this process: what a module imported
-# before the simulated device was installed holds.
-_scale_add_kernel = triton.runtime.jit.JITFunction(_scale_add_py)
+# Compiled-mode kernel and helper, whatever TRITON_INTERPRET says in this process: what a module
+# imported before the simulated device was installed holds.
+_axpy = JITFunction(_axpy_py)
+_scale_add_kernel = JITFunction(_scale_add_py)
 
 
 def _launch(kernel, x, y, alpha=2.0):
@@ -44,8 +52,6 @@ def _launch(kernel, x, y, alpha=2.0):
 
 
 def test_kernel_decorated_before_install_runs_on_simulated_tensors():
-    from triton.runtime.jit import JITFunction
-
     assert isinstance(_scale_add_kernel, JITFunction)  # compiled mode: would need a GPU driver
     x_cpu, y_cpu = torch.randn(100), torch.randn(100)
     with syncscope.trap(device="sim") as t:
@@ -107,3 +113,38 @@ def test_autotuned_kernel_runs_with_its_first_config():
         _double_kernel[lambda meta: (triton.cdiv(50, meta["BLOCK"]),)](x, out, 50)
         assert torch.equal(out.cpu(), 2 * torch.arange(50, dtype=torch.float32))
         assert len(_double_kernel.configs) == 2
+
+
+TRITON_FIRST = textwrap.dedent(
+    """
+    import torch, triton, triton.language as tl   # triton imported before the device is installed
+    import syncscope
+
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs)
+        tl.store(out_ptr + offs, tl.cumsum(x, axis=0) + tl.sum(x, axis=0) + tl.sigmoid(x))
+
+    with syncscope.trap(device="sim"):
+        x = torch.arange(8., device="cuda")
+        out = torch.empty_like(x)
+        k[(1,)](x, out, BLOCK=8)
+        xc = torch.arange(8.)
+        assert torch.allclose(out.cpu(), xc.cumsum(0) + xc.sum() + xc.sigmoid())
+    print("ok")
+    """
+)
+
+
+def test_triton_imported_before_install_library_functions_included(tmp_path):
+    """Triton's own @jit library (tl.cumsum, tl.sum, tl.sigmoid) was built in compiled mode at
+    import: it is rerouted to the interpreter too."""
+    import subprocess
+
+    script = tmp_path / "triton_first.py"
+    script.write_text(TRITON_FIRST)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
