@@ -65,9 +65,11 @@ class PinnedStaging:
     The hazard of reusing a pinned buffer: the copy out of it runs later, on the stream, so the
     host must not overwrite it until that copy has run. Here a ring of slots (a pinned buffer
     each, four to start: double buffering with room for the host to run a step ahead) each has a
-    CUDA event recorded right after its copy; an
-    upload takes the next slot whose event has completed (`Event.query()`, which never blocks),
-    never a slot whose copy may still be in flight, and never waits. If every slot is still in
+    CUDA event recorded right after its copy; an upload takes the next slot whose event has
+    completed (`Event.query()`, which never blocks), never a slot whose copy may still be in
+    flight, and never waits (a blocking `Event.synchronize()` would be a sync in the fixed
+    path; plain double buffering without events would be wrong once the host runs more than a
+    step ahead, which is what the fixed path lets it do). If every slot is still in
     flight (the GPU is further behind than the ring is deep), a slot is added; if the data do not
     fit a free slot, that slot is enlarged (to at least twice its size). Both are one-off pinned
     allocations: the ring settles at the deepest run-ahead seen and the largest upload
