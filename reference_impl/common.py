@@ -143,7 +143,7 @@ class PinnedStaging:
         """`dst.copy_(array)` for a persistent device tensor `dst`, staged the same way."""
         src = np.ascontiguousarray(array)
         if self.on_host:
-            return dst.copy_(torch.from_numpy(src))
+            return dst.copy_(torch.from_numpy(src), non_blocking=True)  # host to host: a plain copy
         slot = self._take(max(src.nbytes, _ALIGN))
         slot.host_np[: src.nbytes].view(src.dtype).reshape(src.shape)[...] = src
         dst.copy_(slot.host[: src.nbytes].view(_TORCH_DTYPES[src.dtype]).view(src.shape), non_blocking=True)
