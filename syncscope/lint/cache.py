@@ -14,7 +14,7 @@ import os
 import pickle
 import tempfile
 
-CACHE_FORMAT = 5  # bump when RawResult changes shape
+CACHE_FORMAT = 6  # bump when RawResult changes shape
 
 
 def code_stamp() -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import gc
 import io
+import re
+import sys
 import tokenize
 import traceback
 from dataclasses import dataclass, field
@@ -172,6 +174,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
 
     from .analyzer import ModuleAnalyzer
     from .files import function_trigger
+    from .callgraph import cold_private_helpers
     from .classinfo import class_hints
     from .imports import aliases_from_ast
 
@@ -182,7 +185,17 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
     plain_lines = text.splitlines()
     trigger = function_trigger(config)
     result = RawResult()
-    for fn, classes in _hot_functions(tree.body, [], config):
+    units = list(_functions(tree.body, [], config))
+    graph: dict[str, tuple[bool, frozenset[str]]] = {}
+    for fn, _, cold in units:
+        segment = lines[fn.lineno - 1: fn.end_lineno]
+        calls = _called_names("".join(segment[1:]) if len(segment) > 1 else segment[0].split(":", 1)[-1])
+        was_cold, known = graph.get(fn.name, (True, frozenset()))
+        graph[fn.name] = (was_cold and cold, known | calls)
+    cold_helpers = cold_private_helpers(graph)
+    for fn, classes, cold in units:
+        if cold or fn.name in cold_helpers:
+            continue
         segment = lines[fn.lineno - 1: fn.end_lineno]
         source = "".join(segment)
         if not trigger.search(source):
@@ -209,23 +222,33 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
     return result
 
 
-def _hot_functions(body, classes: list[str], config):
-    """(ast function, enclosing class names) for every function that may run in a hot path:
-    not named like code that runs once, not a Triton/JIT kernel. Nested functions are part of
-    their parent."""
+def _functions(body, classes: list[str], config):
+    """(ast function, enclosing class names, cold) for every top-level function and method.
+    Cold ones are named like code that runs once, or are Triton/JIT kernels or memoized.
+    Nested functions are part of their parent."""
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if config.cold_function(node.name) or _kernel(node):
-                continue
-            yield node, classes
+            yield node, classes, bool(config.cold_function(node.name) or _kernel(node))
         elif isinstance(node, ast.ClassDef):
-            yield from _hot_functions(node.body, classes + [node.name], config)
+            yield from _functions(node.body, classes + [node.name], config)
         elif isinstance(node, (ast.If, ast.With, ast.For, ast.While, ast.Try)) or type(node).__name__ == "TryStar":
-            yield from _hot_functions(node.body, classes, config)
-            yield from _hot_functions(getattr(node, "orelse", []), classes, config)
+            yield from _functions(node.body, classes, config)
+            yield from _functions(getattr(node, "orelse", []), classes, config)
             for handler in getattr(node, "handlers", []):
-                yield from _hot_functions(handler.body, classes, config)
-            yield from _hot_functions(getattr(node, "finalbody", []), classes, config)
+                yield from _functions(handler.body, classes, config)
+            yield from _functions(getattr(node, "finalbody", []), classes, config)
+
+
+_CALLED = re.compile(r"(?<![\w.])(?:self\.|cls\.)?(\w+)\s*\(|\.(\w+)\s*\(")
+
+
+def _called_names(source: str) -> frozenset[str]:
+    """Names this code calls (`f(`, `self.f(`, `obj.f(`), read with a regular expression:
+    only used to tell which functions are called from hot code at all (see callgraph.py)."""
+    names = set()
+    for bare, attr in _CALLED.findall(source):
+        names.add(sys.intern(bare or attr))
+    return frozenset(names)
 
 
 def _kernel(node) -> bool:
