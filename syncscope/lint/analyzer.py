@@ -687,7 +687,18 @@ class ModuleAnalyzer:
         return P.UNKNOWN
 
     def _eval_binary(self, node: cst.BinaryOperation, ctx: FunctionContext) -> int:
-        return P.combine(self.eval(node.left, ctx), self.eval(node.right, ctx))
+        left, right = self.eval(node.left, ctx), self.eval(node.right, ctx)
+        # torch does not mix devices: an operand combined with a host tensor is on the host too
+        if left == P.HOST and right in (P.UNKNOWN, P.TENSOR):
+            self._learn_host(node.right, ctx)
+        elif right == P.HOST and left in (P.UNKNOWN, P.TENSOR):
+            self._learn_host(node.left, ctx)
+        return P.combine(left, right)
+
+    def _learn_host(self, node: cst.BaseExpression, ctx: FunctionContext) -> None:
+        name = dotted(node)
+        if name is not None and not isinstance(node, cst.Call):
+            ctx.env[name] = P.HOST
 
     def _eval_comparison(self, node: cst.Comparison, ctx: FunctionContext) -> int:
         wheres = [self.eval(node.left, ctx)] + [self.eval(c.comparator, ctx) for c in node.comparisons]

@@ -16,6 +16,9 @@ class HostMaskWrite(Rule):
     VALID = [
         "import torch\ndef step(x: torch.Tensor, mask: torch.Tensor):\n    x[mask] = 0\n",  # device mask, scalar
         "import torch\ndef step(x_cpu: torch.Tensor, mask_cpu: torch.Tensor):\n    x_cpu[mask_cpu] = 0\n",
+        # `flags & has_state_cpu` only works if flags is on the host too
+        "import torch\ndef step(meta, lens_cpu: torch.Tensor):\n    flags = meta.is_prefilling\n"
+        "    both = flags & (lens_cpu > 1)\n    flags[both] = False\n",
     ]
     INVALID = [
         "import torch\ndef step(x: torch.Tensor, mask_cpu: torch.Tensor):\n    x[mask_cpu] = 0\n",
