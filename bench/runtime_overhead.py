@@ -9,6 +9,7 @@ does the slicing, `.to()` and indexing that serving code does, so the timing shi
 """
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -64,6 +65,33 @@ def time_steps(model, x, positions, pinned_ids, device, steps):
     return (time.perf_counter() - t0) / steps, (c1 - c0) / steps
 
 
+@contextlib.contextmanager
+def trap_arm():
+    with syncscope.trap(device="cuda") as t:
+        yield t
+
+
+@contextlib.contextmanager
+def debug_mode_arm():
+    """torch's sync-debug mode alone (what the trap arms for C++-level syncs)."""
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        yield None
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+
+
+@contextlib.contextmanager
+def shims_arm():
+    """The trap's Python shims alone, with torch's debug mode off."""
+    with syncscope.trap(device="cuda") as t:
+        torch.cuda.set_sync_debug_mode(0)
+        try:
+            yield t
+        finally:
+            torch.cuda.set_sync_debug_mode("warn")
+
+
 def per_call_ns(fn, calls=20000):
     torch.cuda.synchronize()
     t0 = time.perf_counter_ns()
@@ -110,16 +138,19 @@ def main():
             step(model, x, positions, pinned_ids, device)
             torch.cuda.synchronize()
         launches = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-        plain, trapped, plain_cpu, trapped_cpu, syncs = [], [], [], [], 0
+        arms = {"plain": contextlib.nullcontext, "trap": trap_arm, "debug_mode_only": debug_mode_arm, "shims_only": shims_arm}
+        wall = {name: [] for name in arms}
+        cpu = {name: [] for name in arms}
+        syncs = 0
         for _ in range(args.rounds):
-            wall, cpu = time_steps(model, x, positions, pinned_ids, device, args.steps)
-            plain.append(wall)
-            plain_cpu.append(cpu)
-            with syncscope.trap(device="cuda") as t:
-                wall, cpu = time_steps(model, x, positions, pinned_ids, device, args.steps)
-                syncs += sum(1 for e in t.events if e.api != "torch.cuda.synchronize")
-            trapped.append(wall)
-            trapped_cpu.append(cpu)
+            for name, arm in arms.items():  # interleaved, so every arm sees the same drift
+                with arm() as t:
+                    w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
+                    if t is not None:
+                        syncs += sum(1 for e in t.events if e.api != "torch.cuda.synchronize")
+                wall[name].append(w)
+                cpu[name].append(c)
+    plain, trapped, plain_cpu, trapped_cpu = wall["plain"], wall["trap"], cpu["plain"], cpu["trap"]
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -136,9 +167,12 @@ def main():
         "plain_rounds_ms": [p * 1e3 for p in plain],
         "trapped_rounds_ms": [t * 1e3 for t in trapped],
         "syncs_in_loop": syncs,
+        # Where the overhead comes from: each part alone, as median paired CPU-time ratios.
+        "cpu_ratio_by_arm": {name: statistics.median(a / p for p, a in zip(cpu["plain"], cpu[name])) for name in arms},
         "shim_cost_per_call": shim_costs(),
     }
     print(json.dumps(result, indent=1))
+    print("CPU-time ratio by arm:", {k: round(v, 4) for k, v in result["cpu_ratio_by_arm"].items()})
     print(f"overhead, wall: {100 * (result['ratio'] - 1):+.2f}% ({result['plain_step_ms']:.3f} -> {result['trapped_step_ms']:.3f} ms/step, "
           f"{launches} kernels/step); launching thread CPU: {100 * (result['cpu_ratio'] - 1):+.2f}% "
           f"({result['plain_cpu_ms']:.3f} -> {result['trapped_cpu_ms']:.3f} ms/step)")

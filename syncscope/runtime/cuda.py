@@ -140,8 +140,12 @@ def _predict_cuda(args, kwargs) -> str | None:
 
 def _predict_copy(args, kwargs) -> str | None:
     dst, src = args[0], args[1]
-    if dst.is_cuda and _pageable_h2d(src) and _non_blocking(args, kwargs, 2):
+    if not _non_blocking(args, kwargs, 2):
+        return None
+    if dst.is_cuda and _pageable_h2d(src):
         return K.H2D_PAGEABLE
+    if _is_cuda_tensor(src) and dst.device.type == "cpu" and not dst.is_pinned():
+        return K.CPU_COPY  # non_blocking into pageable host memory cannot be asynchronous
     return None
 
 
@@ -225,6 +229,8 @@ def _shim_specs() -> list[ShimSpec]:
         ShimSpec(torch, "repeat_interleave", "torch.repeat_interleave", _fixed(K.REPEAT_INTERLEAVE)),
         ShimSpec(torch, "tensor", "torch.tensor", _fixed(K.H2D_COPY), _predict_factory),
         ShimSpec(torch, "as_tensor", "torch.as_tensor", _fixed(K.H2D_COPY)),
+        ShimSpec(torch, "equal", "torch.equal", _fixed(K.ITEM)),
+        ShimSpec(torch, "allclose", "torch.allclose", _fixed(K.ITEM)),
         ShimSpec(F, "one_hot", "torch.nn.functional.one_hot", dyn),
         ShimSpec(torch.cuda, "synchronize", "torch.cuda.synchronize", _fixed(K.DEVICE_SYNC), _fixed(K.DEVICE_SYNC)),
         ShimSpec(torch.cuda.Stream, "synchronize", "Stream.synchronize", _fixed(K.STREAM_SYNC), _fixed(K.STREAM_SYNC)),

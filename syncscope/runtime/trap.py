@@ -105,8 +105,9 @@ def trap(
             yield _active
         return
     resolved = resolve_device(device)
-    recorder = Recorder(policy=Policy(policy), allow_rules=tuple(allow), root=root or os.getcwd(), device=resolved)
+    # The detector first: it imports torch, and the recorder must know torch's frames as internal.
     detector = make_detector(resolved)
+    recorder = Recorder(policy=Policy(policy), allow_rules=tuple(allow), root=root or os.getcwd(), device=resolved)
     undo_scopes = []
     declared_before = regions.scoping.declared
     detector.install(recorder)
