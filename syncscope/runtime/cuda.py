@@ -244,6 +244,25 @@ def _shim_specs() -> list[ShimSpec]:
     return specs
 
 
+def _basic_indexing_fast_path(shim: Callable, original: Callable) -> Callable:
+    """Reads with ints, slices, None and Ellipsis never sync, and they are most of the indexing
+    in a step (`x[:, -1]`, `q[start:end]`): they go straight to torch, skipping the bookkeeping.
+    Only an index holding a tensor or a list (a boolean mask, a host index) takes the full shim."""
+    Tensor = torch.Tensor
+
+    def getitem(self, index):
+        if type(index) is tuple:
+            for part in index:
+                if isinstance(part, (Tensor, list)):
+                    return shim(self, index)
+            return original(self, index)
+        if isinstance(index, (Tensor, list)):
+            return shim(self, index)
+        return original(self, index)
+
+    return getitem
+
+
 class CudaDetector:
     name = "cuda"
 
@@ -322,6 +341,8 @@ class CudaDetector:
                 finish(spec, args, kwargs, predicted, clock() - start)
             return result
 
+        if spec.api == "Tensor.__getitem__":
+            shim = _basic_indexing_fast_path(shim, original)
         shim.__name__ = getattr(original, "__name__", spec.name)
         shim.__qualname__ = getattr(original, "__qualname__", spec.name)
         shim.__doc__ = getattr(original, "__doc__", None)
