@@ -20,8 +20,11 @@ def _register() -> None:
 
     import syncscope.commands as commands
 
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"syncscope.commands.{info.name}")
+    # The order `syncscope --help` lists them in: the main job first.
+    order = ["run", "lint", "gate", "oracle"]
+    names = [m.name for m in pkgutil.iter_modules(commands.__path__)]
+    for name in sorted(names, key=lambda n: (order.index(n) if n in order else len(order), n)):
+        module = importlib.import_module(f"syncscope.commands.{name}")
         register = getattr(module, "register", None)
         if register is not None:
             register(app)
