@@ -141,7 +141,9 @@ def main() -> int:
         results["torchfix_vllm_v1_s"] = round(seconds, 2)
         results["torchfix_vllm_v1_cpu_s"] = round(cpu, 2)
         results["torchfix_cpu_over_syncscope_cold_cpu"] = round(cpu / results["vllm/v1"]["cold_cpu_s"], 1)
-        results["torchfix_findings"] = sum(1 for line in proc.stdout.splitlines() if ": TOR" in line)
+        output = proc.stdout + proc.stderr
+        results["torchfix_findings"] = sum(1 for line in output.splitlines() if ": TOR" in line)
+        results["torchfix_exit_code"] = proc.returncode
         results["torchfix_over_syncscope_cold"] = round(seconds / results["vllm/v1"]["cold_s"], 1)
         print(json.dumps({k: v for k, v in results.items() if k.startswith("torchfix")}, indent=2))
     load = os.getloadavg()
