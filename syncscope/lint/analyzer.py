@@ -92,9 +92,9 @@ TYPE_PY_HINTS = frozenset(
     "int float bool str bytes list List tuple Tuple dict Dict set Set frozenset Sequence Iterable "
     "Mapping Callable Any None Optional Union Literal Iterator Generator type".split()
 )
-# Decorators of functions that are not host code run every step: Triton/JIT kernels (device
-# code) and memoized functions (run once per argument).
-COLD_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton", "cache")
+# Decorators of functions that are not host code run every step: Triton/JIT/CuTe kernels
+# (device code: `@triton.jit`, `@cute.kernel`) and memoized functions (run once per argument).
+COLD_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton", "cache", "kernel")
 
 
 @dataclass

@@ -40,6 +40,9 @@ def maybe_device(where: int) -> bool:
     return where >= UNKNOWN
 
 
+FLAG_WORDS = frozenset("is has use uses enable enabled can should do need needs allow supports".split())
+
+
 class NameHints:
     """Serving code names host mirrors by convention (`seq_lens_cpu`, `num_tokens_np`,
     `block_table.cpu`); the device side sometimes says so too (`input_ids.gpu`). Names are
@@ -59,6 +62,8 @@ class NameHints:
 
     def _classify(self, name: str) -> int:
         words = name.lower().strip("_").split("_")
+        if words[0] in FLAG_WORDS and len(words) > 1:
+            return PY  # `is_cuda`, `use_cuda_graph`, `has_cpu_copy`: a flag, not a tensor
         if any(w in self.host_words for w in words):
             return HOST
         # device only as the last word: `input_ids_gpu`, `buffer.gpu`, but not

@@ -18,6 +18,8 @@ class TensorAsCondition(Rule):
         "import torch\ndef f(x: torch.Tensor):\n    if x.shape[0] > 0:\n        return 1\n",
         "import torch\ndef f(lens_cpu: torch.Tensor):\n    if (lens_cpu > 1).any():\n        return 1\n",
         "def f(n):\n    if n > 2:\n        return 1\n",
+        "def f(self):\n    if not self._is_cuda:\n        return 1\n",  # a flag, whatever its last word
+        "import cutlass.cute as cute\n@cute.kernel\ndef k(n, m):\n    if n > m:\n        return 1\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor):\n    if (x > 1).any():\n        return 1\n",
