@@ -293,10 +293,10 @@ class ModuleAnalyzer:
                                 kind="class" if classes else "module")
         self.visit_function(node, outer)
 
-    def is_cold(self, node: cst.FunctionDef) -> bool:
+    def is_cold(self, node: cst.FunctionDef, classes: list[str] = ()) -> bool:
         if self.config.all_functions:
             return False
-        if self.config.cold_function(node.name.value):
+        if self.config.cold_function(node.name.value) or any(self.config.cold_class(c) for c in classes):
             return True
         for decorator in node.decorators:
             expr = decorator.decorator
@@ -316,7 +316,7 @@ class ModuleAnalyzer:
             qualname = ".".join(outer.classes + [name])
         else:
             qualname = f"{outer.qualname}.{name}"
-        if self.is_cold(node):
+        if self.is_cold(node, outer.classes):
             self.skip_subtree(index)
             return
         ctx = FunctionContext(self, qualname, outer.classes, aliases=outer.aliases)

@@ -8,6 +8,7 @@ Keys (all optional; kebab-case as in Ruff):
                                       there is no device to wait for, so they are not linted
     skip-functions, extend-skip-functions
                                       globs of function names that run once (not linted)
+    skip-classes                      globs of class names whose methods run on the host only
     all-functions                     lint every function and module/class body too
     host-suffixes, device-suffixes    naming conventions for where a value lives
     twin-suffixes                     what `--fix` looks for as a host copy of a device value
@@ -50,7 +51,12 @@ DEFAULT_HOST_ONLY_PATHS = ["cpu.py", "cpu_*.py", "*_cpu.py", "*_cpu_*.py", "amx_
 DEFAULT_EXCLUDE = [
     ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs", "build", "dist",
     "node_modules", ".syncscope_cache", ".mypy_cache", ".pytest_cache", "site-packages",
+    # tests are not the serving hot path (name a test file explicitly to lint it anyway)
+    "tests", "test", "testing.py", "test_*.py", "*_test.py", "conftest.py",
 ]
+# Classes whose methods run on the host only, before any GPU work: input processors of
+# multimodal models (Hugging Face style) and their helpers.
+DEFAULT_SKIP_CLASSES = ["*Processor", "*ProcessingInfo", "*DummyInputsBuilder"]
 
 
 class ConfigError(Exception):
@@ -68,6 +74,7 @@ class LintConfig:
     host_only_paths: list[str] = field(default_factory=lambda: list(DEFAULT_HOST_ONLY_PATHS))
     skip_functions: list[str] = field(default_factory=lambda: list(DEFAULT_SKIP_FUNCTIONS))
     extend_skip_functions: list[str] = field(default_factory=list)
+    skip_classes: list[str] = field(default_factory=lambda: list(DEFAULT_SKIP_CLASSES))
     all_functions: bool = False
     host_suffixes: list[str] = field(default_factory=lambda: list(DEFAULT_HOST_SUFFIXES))
     device_suffixes: list[str] = field(default_factory=lambda: list(DEFAULT_DEVICE_SUFFIXES))
@@ -84,10 +91,15 @@ class LintConfig:
     def _finish(self) -> None:
         patterns = self.skip_functions + self.extend_skip_functions
         self._cold = re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+        self._cold_classes = (re.compile("|".join(fnmatch.translate(p) for p in self.skip_classes))
+                              if self.skip_classes else None)
         self.name_hints = NameHints(self.host_suffixes, self.device_suffixes)
 
     def cold_function(self, name: str) -> bool:
         return bool(self._cold and self._cold.match(name))
+
+    def cold_class(self, name: str) -> bool:
+        return bool(self._cold_classes and self._cold_classes.match(name))
 
     # -- which codes apply where ---------------------------------------------------------
     def enabled(self, code: str, path: str | None = None) -> bool:
@@ -126,7 +138,7 @@ class LintConfig:
     def analysis_key(self) -> str:
         """What the per-file analysis depends on (the cache key). Selection and ignores are
         applied afterwards, so changing them reuses the cache."""
-        keys = ("skip_functions", "extend_skip_functions", "all_functions", "host_suffixes",
+        keys = ("skip_functions", "extend_skip_functions", "skip_classes", "all_functions", "host_suffixes",
                 "device_suffixes", "twin_suffixes", "syncing_properties", "syncing_functions", "cross_file")
         data = {k: getattr(self, k) for k in keys}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]

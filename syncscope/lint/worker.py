@@ -230,7 +230,11 @@ def _functions(body, classes: list[str], config):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node, classes, bool(config.cold_function(node.name) or _kernel(node))
         elif isinstance(node, ast.ClassDef):
-            yield from _functions(node.body, classes + [node.name], config)
+            if config.cold_class(node.name) and not config.all_functions:
+                for inner, inner_classes, _ in _functions(node.body, classes + [node.name], config):
+                    yield inner, inner_classes, True
+            else:
+                yield from _functions(node.body, classes + [node.name], config)
         elif isinstance(node, (ast.If, ast.With, ast.For, ast.While, ast.Try)) or type(node).__name__ == "TryStar":
             yield from _functions(node.body, classes, config)
             yield from _functions(getattr(node, "orelse", []), classes, config)

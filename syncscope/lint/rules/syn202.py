@@ -19,6 +19,8 @@ class TolistOnDevice(Rule):
         "def f(self, n):\n    return self.input_batch.num_tokens_np[:n].tolist()\n",
         "import torch\ndef f(cu_seqlens_cpu: torch.Tensor):\n    return cu_seqlens_cpu.tolist()\n",
         "import torch\ndef f(x: torch.Tensor):\n    return x.cpu().tolist()\n",  # the .cpu() is what SYN203 flags
+        # a multimodal input processor runs on the host, before the model
+        "import torch\nclass ImageProcessor:\n    def grid(self, grid_thw: torch.Tensor):\n        return grid_thw.tolist()\n",
     ]
     INVALID = [
         "import torch\ndef prepare_chunk_indices(cu_seqlens: torch.Tensor, chunk_size: int):\n    return cu_seqlens.tolist()\n",
