@@ -272,3 +272,33 @@ def test_private_helpers_called_only_from_cold_code_are_cold(tmp_path):
     # _make_ptrs and _warm: only cold code calls them. _lens: step (hot) calls it too.
     # public_setup: public, so callers outside the file may exist: still linted.
     assert [(f.code, f.site.function) for f in run.findings] == [("SYN401", "Tables._lens"), ("SYN201", "public_setup")]
+
+
+# -- never crash, whatever the input ----------------------------------------------------------
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from syncscope.lint.rules import ALL_RULES
+from syncscope.lint.rules.base import Invalid
+from syncscope.lint.worker import analyze_bytes
+
+_SOURCES = [e.code if isinstance(e, Invalid) else e for r in ALL_RULES for e in list(r.VALID) + list(r.INVALID)]
+_FRAGMENTS = ["(", ")", "[", "]", ":", "\n", "    ", "if ", "x.item()", "def g(", "'", '"""', "\\", "#", "lambda",
+              "\t", "\x00", "é", "= ", "async ", "await ", "*", "@", "torch.tensor(", ".to(", "mask"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(_SOURCES), st.lists(st.tuples(st.integers(0, 400), st.sampled_from(_FRAGMENTS),
+                                                     st.integers(0, 3)), max_size=4))
+def test_mangled_sources_never_raise(source, edits):
+    """Random insertions and deletions in real examples: every outcome is findings or a
+    diagnostic, never an exception or an internal error, in both parse paths."""
+    text = source
+    for position, fragment, delete in edits:
+        position = min(position, len(text))
+        text = text[:position] + fragment + text[position + delete:]
+    config = make_config(".")
+    for keep_tree in (False, True):
+        outcome = analyze_bytes(text.encode("utf-8", "surrogatepass"), "m", False, config, keep_tree=keep_tree)
+        result = outcome[0] if keep_tree else outcome
+        assert result.internal_error is None, result.internal_error
