@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
         all_functions: Optional[bool] = typer.Option(None, "--all-functions/--hot-functions",
                                                      help="Lint every function, module and class body (default: skip code that runs once)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the cache."),
-        config_file: Optional[str] = typer.Option(None, "--config", help="A pyproject.toml (or TOML file with [lint]) to read."),
+        config_file: Optional[str] = typer.Option(None, "--config", help="A pyproject.toml, or a TOML file with a lint table, to read."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: CPU count)."),
         no_progress: bool = typer.Option(False, "--no-progress", help="Never show a progress bar."),
     ) -> None:
