@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from syncscope.lint.config import LintConfig
 from syncscope.lint.engine import lint_paths
 

@@ -86,7 +86,6 @@ PY_BUILTINS = frozenset(
     "complex dict set frozenset tuple list sorted reversed enumerate zip type chr ord bin hex oct "
     "divmod round abs print".split()
 )
-DEVICE_KWARG_HOST = ("cpu",)
 TYPE_HOST_HINTS = ("ndarray", "NDArray", "array")
 TYPE_PY_HINTS = frozenset(
     "int float bool str bytes list List tuple Tuple dict Dict set Set frozenset Sequence Iterable "
@@ -1073,20 +1072,3 @@ def _union(members: list[tuple[int | None, str]]) -> tuple[int | None, str]:
     return (max(known) if known else None), (names[0] if names else "")
 
 
-def _annotation_names(node: cst.BaseExpression) -> list[str]:
-    """Dotted names mentioned by an annotation: `Optional[torch.Tensor]` -> [Optional, torch.Tensor]."""
-    if isinstance(node, (cst.Name, cst.Attribute)):
-        name = dotted(node)
-        return [name] if name else []
-    if isinstance(node, cst.Subscript):
-        names = _annotation_names(node.value)
-        for element in node.slice:
-            if isinstance(element.slice, cst.Index):
-                names += _annotation_names(element.slice.value)
-        return names
-    if isinstance(node, cst.BinaryOperation):
-        return _annotation_names(node.left) + _annotation_names(node.right)
-    if isinstance(node, cst.SimpleString):
-        text = node.value.strip("'\"")
-        return [text.split("[", 1)[0].strip()] + (["Tensor"] if "Tensor" in text else [])
-    return []

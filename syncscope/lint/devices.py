@@ -3,10 +3,16 @@ Shared by the analyzer (to know where `.to(...)` sends a value) and the copy rul
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from . import provenance as P
 from .imports import dotted
+
+if TYPE_CHECKING:
+    from .analyzer import FunctionContext
+    from .rules.base import CallInfo
 
 
 def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> int | None:

@@ -7,6 +7,7 @@ import, no process pool.
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass, field
 
@@ -203,7 +204,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    import libcst  # noqa: F401 - imported before forking, so workers start with it loaded
+    importlib.import_module("libcst")  # before forking, so every worker starts with it loaded
 
     # biggest files first, so no worker is left with a long file at the end
     ordered = sorted(todo, key=lambda t: -_size(t[0]))

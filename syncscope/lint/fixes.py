@@ -27,7 +27,7 @@ def fix_file(path: str, rel: str, wanted: set[tuple[str, int]], config, unsafe: 
     result, analyzer = analyze_for_fix(path, config)
     if analyzer is None:
         return None
-    from .lines import locate, statement_spans  # noqa: F401 - same placement as the lint run
+    from .lines import locate
     from .worker import _anchor_text
 
     old = analyzer.module.code

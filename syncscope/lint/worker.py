@@ -16,7 +16,7 @@ import tokenize
 import traceback
 from dataclasses import dataclass, field
 
-from .lines import locate, spans_of, statement_spans
+from .lines import locate, spans_of
 from .suppress import may_have_suppressions, parse_suppressions
 
 

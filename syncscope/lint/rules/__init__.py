@@ -41,4 +41,6 @@ ALL_RULES: list[type[Rule]] = [
 ]
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 
-from ..catalog import DIAGNOSTICS  # noqa: E402,F401 - re-exported
+from ..catalog import DIAGNOSTICS  # noqa: E402
+
+__all__ = ["ALL_RULES", "DIAGNOSTICS", "RULES_BY_CODE", "Rule"]
