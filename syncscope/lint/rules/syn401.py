@@ -34,6 +34,10 @@ class TensorFromHostDataOnDevice(Rule):
             "import torch\ndef f(self, lens):\n    return torch.tensor(lens, dtype=torch.int32, device=self.device)\n",
             fixed="import torch\ndef f(self, lens):\n    return torch.tensor(lens, dtype=torch.int32, pin_memory=True).to(self.device, non_blocking=True)\n",
         ),
+        Invalid(
+            "import torch\ndef f(self, n):\n    return torch.tensor(\n        [0, n], device=self.device, dtype=torch.int32\n    )\n",
+            fixed="import torch\ndef f(self, n):\n    return torch.tensor(\n        [0, n], pin_memory=True, dtype=torch.int32\n    ).to(self.device, non_blocking=True)\n",
+        ),
     ]
 
     def on_call(self, ctx, call):
@@ -56,17 +60,16 @@ class TensorFromHostDataOnDevice(Rule):
 
 def _pinned(node: cst.Call) -> cst.Call:
     """`torch.tensor(d, device=x)` -> `torch.tensor(d, pin_memory=True).to(x, non_blocking=True)`.
-    Unsafe: pinning needs an accelerator at run time, and it changes allocation behaviour."""
+    `pin_memory=True` takes the place of `device=` so the call keeps its layout. Unsafe:
+    pinning needs an accelerator at run time, and it changes allocation behaviour."""
     device = None
     args = []
     for arg in node.args:
         if arg.keyword is not None and arg.keyword.value == "device":
             device = arg.value
+            args.append(arg.with_changes(keyword=cst.Name("pin_memory"), value=cst.Name("True")))
         else:
             args.append(arg)
-    args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args]
-    args.append(cst.Arg(keyword=cst.Name("pin_memory"), value=cst.Name("True"),
-                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
     base = node.with_changes(args=args)
     return cst.Call(
         func=cst.Attribute(value=base, attr=cst.Name("to")),
