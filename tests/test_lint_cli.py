@@ -143,3 +143,12 @@ def test_lint_never_imports_torch(project):
     env = dict(os.environ, PYTHONPATH=REPO)
     proc = subprocess.run([sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True, timeout=120)
     assert "NO_TORCH" in proc.stdout, proc.stderr
+
+
+def test_fix_keeps_the_file_encoding(project):
+    path = project / "latin.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\ndef f(x_cpu: torch.Tensor, device):\n"
+                     b"    s = '\xe9t\xe9'\n    return x_cpu.to(device)\n")
+    run_cli("latin.py", "--fix", "--unsafe-fixes", cwd=project, check_code=0)
+    data = path.read_bytes()
+    assert b"'\xe9t\xe9'" in data and b"non_blocking=True" in data

@@ -139,7 +139,12 @@ def _apply_fixes(lint_run, config, unsafe: bool, write: bool) -> int:
         old, new, count = fixed
         total += count
         if write:
-            with open(path, "w", encoding="utf-8", newline="") as handle:
+            import io
+            import tokenize
+
+            with open(path, "rb") as handle:  # keep the file's own encoding (PEP 263 cookie)
+                encoding, _ = tokenize.detect_encoding(io.BytesIO(handle.read()).readline)
+            with open(path, "w", encoding=encoding, newline="") as handle:
                 handle.write(new)
         else:
             sys.stdout.write(unified_diff(rel, old, new))
