@@ -302,3 +302,37 @@ def test_mangled_sources_never_raise(source, edits):
         outcome = analyze_bytes(text.encode("utf-8", "surrogatepass"), "m", False, config, keep_tree=keep_tree)
         result = outcome[0] if keep_tree else outcome
         assert result.internal_error is None, result.internal_error
+
+
+def test_progress_is_reported_on_long_runs(tmp_path):
+    class Recorder:
+        def __init__(self):
+            self.total, self.done = None, 0
+
+        def start(self, total):
+            self.total = total
+
+        def advance(self, n):
+            self.done += n
+
+    for i in range(55):
+        (tmp_path / f"m{i}.py").write_text("import torch\ndef f(x: torch.Tensor):\n    return x + 1\n")
+    recorder = Recorder()
+    lint_paths([str(tmp_path)], make_config(tmp_path), use_cache=False, jobs=2, progress=recorder)
+    assert (recorder.total, recorder.done) == (55, 55)
+    short = Recorder()
+    lint_paths([str(tmp_path / "m1.py")], make_config(tmp_path), use_cache=False, progress=short)
+    assert short.total is None  # a short run draws no bar
+
+
+def test_the_command_progress_bar_draws_with_rich():
+    from rich.console import Console
+
+    from syncscope.commands.lint import _Bar
+
+    bar = _Bar()
+    bar.start(3)
+    bar.progress.console = Console(file=__import__("io").StringIO(), force_terminal=True)
+    bar.advance(3)
+    bar.close()
+    assert bar.progress.tasks[0].completed == 3
