@@ -330,9 +330,12 @@ def test_the_command_progress_bar_draws_with_rich():
 
     from syncscope.commands.lint import _Bar
 
-    bar = _Bar()
+    import io
+
+    out = io.StringIO()
+    bar = _Bar(Console(file=out, force_terminal=True, width=80))
     bar.start(3)
-    bar.progress.console = Console(file=__import__("io").StringIO(), force_terminal=True)
     bar.advance(3)
     bar.close()
     assert bar.progress.tasks[0].completed == 3
+    assert "linting" in out.getvalue() and "3/3" in out.getvalue()

@@ -157,7 +157,8 @@ class _Bar:
     """A rich progress bar on stderr for long runs. rich is imported only when a run has enough
     files to analyze to be worth a bar, so a cached rerun never pays for it."""
 
-    def __init__(self) -> None:
+    def __init__(self, console=None) -> None:
+        self.console = console  # rich Console; stderr by default
         self.progress = None
         self.task = None
 
@@ -166,7 +167,7 @@ class _Bar:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.progress = Progress(TextColumn("linting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=Console(stderr=True), transient=True)
+                                 console=self.console or Console(stderr=True), transient=True)
         self.task = self.progress.add_task("lint", total=total)
         self.progress.start()
 
