@@ -339,3 +339,17 @@ def test_the_command_progress_bar_draws_with_rich():
     bar.close()
     assert bar.progress.tasks[0].completed == 3
     assert "linting" in out.getvalue() and "3/3" in out.getvalue()
+
+
+def test_cache_uses_stat_first_and_content_second(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("import torch\ndef f(x: torch.Tensor):\n    return x.cpu()\n")
+    config = make_config(tmp_path)
+    assert lint_paths([str(path)], config).parsed == 1
+    os.utime(path, ns=(1, 1))  # touched, content unchanged: found by content hash
+    again = lint_paths([str(path)], config)
+    assert (again.parsed, again.cached, codes(again)) == (0, 1, ["SYN203"])
+    path.write_text("import torch\ndef f(x: torch.Tensor):\n    return x.cuda()\n")  # same size
+    os.utime(path, ns=(2, 2))
+    changed = lint_paths([str(path)], config)
+    assert (changed.parsed, codes(changed)) == (1, [])

@@ -1,7 +1,7 @@
 """Content-hash cache: an unchanged file is not read by libcst again.
 
 One pickle per (tool version, analysis config) in `<root>/.syncscope_cache/`, mapping the
-relative path to (content hash, RawResult). A single file loads in a few milliseconds, which is
+relative path to (content hash, (mtime, size), RawResult). A single file loads in a few milliseconds, which is
 what makes a no-change rerun fast; it is replaced atomically, so concurrent runs at worst redo
 some work. Entries for files not seen in a run are kept, so linting a subdirectory does not
 evict the rest of the tree.
@@ -14,7 +14,7 @@ import os
 import pickle
 import tempfile
 
-CACHE_FORMAT = 6  # bump when RawResult changes shape
+CACHE_FORMAT = 7  # bump when RawResult changes shape
 
 
 def code_stamp() -> str:
@@ -39,7 +39,7 @@ class Cache:
         directory = cache_dir if os.path.isabs(cache_dir) else os.path.join(root, cache_dir)
         self.directory = directory
         self.path = os.path.join(directory, f"lint-v{CACHE_FORMAT}-{code_stamp()}-{config_key}.pickle")
-        self.entries: dict[str, tuple[str, object]] = {}
+        self.entries: dict[str, tuple[str, tuple[int, int] | None, object]] = {}
         self.dirty = False
         try:
             with open(self.path, "rb") as handle:
@@ -52,13 +52,22 @@ class Cache:
     def get(self, rel_path: str, digest: str):
         entry = self.entries.get(rel_path)
         if entry is not None and entry[0] == digest:
-            return entry[1]
+            return entry[2]
         return None
 
-    def put(self, rel_path: str, digest: str, result) -> None:
+    def get_unchanged(self, rel_path: str, stamp: tuple[int, int]):
+        """The result for a file whose modification time and size are what they were when it
+        was analyzed: it is not even read (what makes a no-change rerun fast on big trees).
+        Any other file is read and looked up by content hash."""
+        entry = self.entries.get(rel_path)
+        if entry is not None and entry[1] == stamp:
+            return entry[2]
+        return None
+
+    def put(self, rel_path: str, digest: str, result, stamp: tuple[int, int] | None = None) -> None:
         if result.internal_error:  # never cache our own failures
             return
-        self.entries[rel_path] = (digest, result)
+        self.entries[rel_path] = (digest, stamp, result)
         self.dirty = True
 
     def save(self) -> None:

@@ -84,10 +84,17 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     triggers = trigger_pattern(config)
     results: dict[str, RawResult] = {}
     texts: dict[str, bytes] = {}
-    todo: list[tuple[str, str, str, bool, str]] = []
+    todo: list[tuple] = []  # (absolute, rel, module, is_package, digest, stamp)
     for absolute, rel in files:
         run.abs_paths[rel] = absolute
         try:
+            stat = os.stat(absolute)
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            cached = cache.get_unchanged(rel, stamp) if cache else None
+            if cached is not None:
+                results[rel] = cached
+                run.cached += 1
+                continue
             with open(absolute, "rb") as handle:
                 data = handle.read()
         except OSError as error:
@@ -98,21 +105,24 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         cached = cache.get(rel, digest) if cache else None
         if cached is not None:
             results[rel] = cached
+            cache.put(rel, digest, cached, stamp)  # touched but unchanged: remember the new stamp
             run.cached += 1
         elif config.host_only(rel) or not triggers.search(data):
             results[rel] = RawResult()
             if may_have_suppressions(data):  # for the unused-suppression warning
                 results[rel].suppressions = parse_suppressions(_text(data))
+            if cache is not None:
+                cache.put(rel, digest, results[rel], stamp)
             run.skipped += 1
         else:
             module, is_package = module_name(absolute)
-            todo.append((absolute, rel, module, is_package, digest))
+            todo.append((absolute, rel, module, is_package, digest, stamp))
     run.parsed = len(todo)
 
-    for (absolute, rel, module, is_package, digest), result in _analyze_all(todo, config, jobs, progress):
+    for (absolute, rel, module, is_package, digest, stamp), result in _analyze_all(todo, config, jobs, progress):
         results[rel] = result
         if cache is not None:
-            cache.put(rel, digest, result)
+            cache.put(rel, digest, result, stamp)
         if result.internal_error:
             run.internal_errors.append(f"{rel}: {result.internal_error}")
     if cache is not None:
@@ -136,7 +146,14 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
                 kept.append(_Pending("SYN900", line, 1, line, line, "<module>", message, "safe", "warning"))
         if not kept:
             continue
-        lines = _text(texts.get(rel, b"")).splitlines()
+        data = texts.get(rel)
+        if data is None:  # an unchanged file served from the cache: read it for the code frame
+            try:
+                with open(run.abs_paths[rel], "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                data = b""
+        lines = _text(data).splitlines()
         run.texts[rel] = lines
         for p in kept:
             source = lines[p.line - 1].strip() if 0 < p.line <= len(lines) else ""
