@@ -143,7 +143,13 @@ import torch
 import torch._dynamo
 
 def step(x, w):
-    return torch.relu(x @ w).sum(dim=-1)
+    # Calls syncscope shims (tensor-index gather, basic slice, .to, torch.where, repeat_interleave
+    # with output_size): Dynamo must trace through them without a graph break.
+    idx = torch.arange(0, x.shape[0], 2, device=x.device)
+    h = torch.relu(x[idx] @ w)[:, 1:].to(torch.float32)
+    h = torch.where(h > 0, h, torch.zeros_like(h))
+    reps = torch.full((h.shape[0],), 2, device=x.device)
+    return torch.repeat_interleave(h, reps, dim=0, output_size=2 * h.shape[0]).sum(dim=-1)
 
 x = torch.randn(64, 64, device="cuda")
 w = torch.randn(64, 64, device="cuda")
