@@ -353,3 +353,20 @@ def test_cache_uses_stat_first_and_content_second(tmp_path):
     os.utime(path, ns=(2, 2))
     changed = lint_paths([str(path)], config)
     assert (changed.parsed, codes(changed)) == (1, [])
+
+
+def test_helpers_fed_host_data_by_every_caller_are_not_flagged(tmp_path):
+    (tmp_path / "chunks.py").write_text(
+        "import torch\n\ndef split_chunks(lens: torch.Tensor, width: int):\n"
+        "    return [int(lens[i]) for i in range(len(lens))]\n\n"
+        "def other(lens: torch.Tensor):\n    return int(lens[0])\n")
+    (tmp_path / "builder.py").write_text(
+        "import torch\nfrom chunks import split_chunks, other\n\n"
+        "def build(seq_lens_cpu: torch.Tensor, seq_lens: torch.Tensor):\n"
+        "    a = split_chunks(seq_lens_cpu, 4)\n"
+        "    b = split_chunks(lens=seq_lens_cpu[:4], width=4)\n"
+        "    return other(seq_lens_cpu), other(seq_lens)\n")
+    run = lint_paths([str(tmp_path)], make_config(tmp_path), use_cache=False, jobs=1)
+    # split_chunks: both calls pass host data; other: one call passes a device tensor
+    assert [(f.code, f.site.path, f.site.function) for f in run.findings] == [
+        ("SYN601", "builder.py", "build"), ("SYN205", "chunks.py", "other")]

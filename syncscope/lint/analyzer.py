@@ -108,6 +108,9 @@ class RawFinding:
     # (class, attribute) the flagged value was read from, when known: the run drops the finding
     # if another file's class says that attribute lives on the host (see engine.py)
     field: tuple[str, str] | None = None
+    # (qualified function, parameter) when the flagged value is that parameter: the run drops
+    # the finding if every call in the linted tree passes host data for it (see crossfile.py)
+    param: tuple[str, str] | None = None
 
 
 @dataclass
@@ -220,10 +223,12 @@ class FunctionContext:
             owner_class = self.classes[-1] if owner == "self" and self.classes else self.types.get(owner)
             if owner_class:
                 field_read = (owner_class, subject.attr.value)
-        self.analyzer.findings.append(RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix,
-                                                 rule.level, field_read))
+        param = None
         if isinstance(subject, cst.Name) and subject.value in self.params and subject.value not in self.reassigned:
             self.analyzer.record_summary(self, subject.value, rule.code, message)
+            param = (self.analyzer.qualify(self.qualname), subject.value)
+        self.analyzer.findings.append(RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix,
+                                                 rule.level, field_read, param))
 
 
 class ModuleAnalyzer:
@@ -856,8 +861,8 @@ class ModuleAnalyzer:
             return
         if not self.config.cross_file:
             return
-        if not any(P.maybe_device(w) for _, w in info.args) and not any(P.maybe_device(w) for _, w in info.kwargs.values()):
-            return
+        # every call is kept, host arguments too: SYN601 looks at the device ones, and a helper
+        # that every caller feeds host data is not flagged (crossfile.host_fed_params)
         args = [(i, None, w, dotted(a) or "") for i, (a, w) in enumerate(info.args)]
         args += [(None, k, w, dotted(a) or "") for k, (a, w) in info.kwargs.items()]
         self.calls.append(CallSite(ctx.qualname, ctx.stmt, last + "(", qualname, shift, args))
@@ -931,8 +936,11 @@ class ModuleAnalyzer:
         return P.UNKNOWN
 
     # -- cross-file summaries ------------------------------------------------------------
+    def qualify(self, qualname: str) -> str:
+        return f"{self.module_name}.{qualname}" if self.module_name else qualname
+
     def record_summary(self, ctx: FunctionContext, param: str, code: str, message: str) -> None:
-        qualname = f"{self.module_name}.{ctx.qualname}" if self.module_name else ctx.qualname
+        qualname = self.qualify(ctx.qualname)
         entry = self.summaries.setdefault(qualname, {"params": list(ctx.params), "syncs": {}})
         entry["syncs"].setdefault(param, (code, ctx.stmt, message))
 

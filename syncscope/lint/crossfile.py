@@ -48,3 +48,32 @@ def helper_findings(results: dict) -> dict[str, list[tuple]]:
                 ))
                 break
     return found
+
+
+def host_fed_params(results: dict) -> set[tuple[str, str]]:
+    """(function, parameter) pairs that every call in the linted tree passes host data (or a
+    plain Python value) for: a sync on such a parameter inside the helper is not one in
+    practice (`split_prefill_chunks(seq_lens_cpu, ...)`). A function nobody calls keeps its
+    findings."""
+    wanted: dict[str, list[str]] = {}
+    for result in results.values():
+        for qualname, entry in result.summaries.items():
+            wanted.setdefault(qualname, entry["params"])
+    if not wanted:
+        return set()
+    seen: dict[tuple[str, str], bool] = {}  # -> every call so far passed host data
+    for result in results.values():
+        for _, _, _, _, _, callee, shift, args in result.calls:
+            params = wanted.get(callee)
+            if params is None:
+                continue
+            passed: dict[str, int] = {}
+            for position, keyword, where, _ in args:
+                if keyword is not None:
+                    passed[keyword] = where
+                elif position is not None and position + shift < len(params):
+                    passed[params[position + shift]] = where
+            for param in params:
+                host = param in passed and passed[param] in (P.PY, P.HOST)
+                seen[(callee, param)] = seen.get((callee, param), True) and host
+    return {key for key, host in seen.items() if host}

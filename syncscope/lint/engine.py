@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..site import Site, with_occurrences
 from .cache import Cache, content_hash
 from .config import LintConfig
-from .crossfile import helper_findings
+from .crossfile import helper_findings, host_fed_params
 from .files import discover, module_name, trigger_pattern
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .worker import RawResult, analyze_bytes, analyze_file, init_worker
@@ -130,11 +130,13 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
 
     extra = helper_findings(results) if config.cross_file else {}
     host_fields = _host_fields(results)
+    host_params = host_fed_params(results) if config.cross_file else set()
     sites: list[tuple[Site, _Pending]] = []
     for rel in sorted(results):
         raw = results[rel]
         pending = [_Pending(*f) for i, f in enumerate(raw.findings)
-                   if not (raw.field_reads.get(i) and "%s.%s" % raw.field_reads[i] in host_fields)]
+                   if not (raw.field_reads.get(i) and "%s.%s" % raw.field_reads[i] in host_fields)
+                   and raw.param_reads.get(i) not in host_params]
         pending += [_Pending(*f) for f in extra.get(rel, ())]
         suppressions = results[rel].suppressions
         if not pending and not suppressions:

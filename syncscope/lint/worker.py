@@ -36,6 +36,8 @@ class RawResult:
     field_hints: dict = field(default_factory=dict)
     # finding index -> (class, attribute) its value was read from
     field_reads: dict = field(default_factory=dict)
+    # finding index -> (qualified function, parameter) it flags
+    param_reads: dict = field(default_factory=dict)
     internal_error: str | None = None
 
 
@@ -307,6 +309,8 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
         line, column = locate(lines, start, end, anchors)
         if raw.field is not None:
             result.field_reads[len(result.findings)] = raw.field
+        if raw.param is not None:
+            result.param_reads[len(result.findings)] = raw.param
         result.findings.append((raw.code, line, column, start, end, raw.function, raw.message,
                                 raw.fix.applicability if raw.fix else None, raw.level))
     for call in analyzer.calls:
