@@ -14,30 +14,6 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _meta(device: str, target: str, args: list[str], module: bool, root: str) -> dict:
-    import datetime
-    import os
-    import socket
-    import sys
-
-    import syncscope
-
-    torch = sys.modules.get("torch")
-    return {
-        "tool": {"name": "syncscope", "version": syncscope.__version__, "mode": "oracle"},
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": "cuda",
-        "gpu": device,
-        "torch": getattr(torch, "__version__", None),
-        "python": sys.version.split()[0],
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "rank": int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None,
-        "command": (["-m"] if module else []) + [target] + args,
-        "project_root": root,
-    }
-
-
 def execute(
     target: str,
     args: list[str],
@@ -67,7 +43,7 @@ def execute(
     from syncscope.oracle.scopes import Scopes
     from syncscope.oracle.timing import CalibrationError, recheck
     from syncscope.oracle.verdict import Thresholds, analyse
-    from syncscope.report.model import ReportError, load_report, write_json_atomic
+    from syncscope.report.model import ReportError, load_report, run_metadata, write_json_atomic
     from syncscope.runtime import runner
 
     if not scope:
@@ -137,7 +113,7 @@ def execute(
                 "fresh_sleeps": session.fresh_sleeps,
             },
         )
-        meta = _meta(gpu.device, target, args, module, root)
+        meta = run_metadata(device="cuda", gpu=gpu.device, target=target, args=args, module=module, root=root, mode="oracle")
         if outcome is not None:
             meta.update(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
         meta["report_path"] = report_path

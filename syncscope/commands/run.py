@@ -14,34 +14,6 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def _meta(device: str, target: str, args: list[str], module: bool, root: str) -> dict:
-    import datetime
-    import os
-    import socket
-    import sys
-
-    import torch
-
-    import syncscope
-
-    gpu = None
-    if device == "cuda":
-        gpu = torch.cuda.get_device_name()
-    return {
-        "tool": {"name": "syncscope", "version": syncscope.__version__},
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": device,
-        "gpu": gpu,
-        "torch": torch.__version__,
-        "python": sys.version.split()[0],
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "rank": int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None,
-        "command": (["-m"] if module else []) + [target] + args,
-        "project_root": root,
-    }
-
-
 def execute(
     target: str,
     args: list[str],
@@ -59,7 +31,7 @@ def execute(
     import sys
 
     from syncscope.report import console
-    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.report.model import build_report, run_metadata, write_json_atomic
     from syncscope.runtime import config, regions, runner
     from syncscope.runtime.policy import Policy
     from syncscope.runtime.trap import DeviceUnavailable, resolve_device, trap
@@ -97,7 +69,8 @@ def execute(
             for fn in reversed(undo):
                 fn()
             # Written even when the program raised, exited or was interrupted.
-            meta = _meta(resolved, target, args, module, root)
+            gpu = sys.modules["torch"].cuda.get_device_name() if resolved == "cuda" else None
+            meta = run_metadata(device=resolved, gpu=gpu, target=target, args=args, module=module, root=root)
             if outcome is not None:
                 meta.update(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
             meta["report_path"] = report_path

@@ -180,6 +180,33 @@ class Report:
         return cls(sites=sites, events=list(data.get("events", [])), meta=meta, events_truncated=int(data.get("events_truncated", 0)))
 
 
+def run_metadata(*, device: str, gpu: str | None, target: str, args: list[str], module: bool, root: str, mode: str | None = None) -> dict[str, Any]:
+    """The top-level keys that say where and how a report was made (docs/report-schema.md)."""
+    import datetime
+    import socket
+    import sys
+
+    import syncscope
+
+    torch = sys.modules.get("torch")  # already imported by whoever ran the program
+    tool = {"name": "syncscope", "version": syncscope.__version__}
+    if mode:
+        tool["mode"] = mode
+    return {
+        "tool": tool,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": device,
+        "gpu": gpu,
+        "torch": getattr(torch, "__version__", None),
+        "python": sys.version.split()[0],
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "rank": int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None,
+        "command": (["-m"] if module else []) + [target] + list(args),
+        "project_root": root,
+    }
+
+
 def event_to_json(e: HostSyncEvent, site_index: int) -> dict:
     return {
         "site": site_index,
