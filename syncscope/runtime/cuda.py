@@ -272,16 +272,14 @@ class CudaDetector:
         self._originals: list[tuple[Any, str, Any, bool]] = []
         self._previous_showwarning = None
         self._previous_debug_mode = 0
-        self._filter = ("always", None, UserWarning, None, 0)
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
         self._recorder = recorder
         for spec in _shim_specs():
-            owner_dict = vars(spec.owner)
-            had_own = spec.name in owner_dict
-            original = owner_dict[spec.name] if had_own else getattr(spec.owner, spec.name)
-            self._originals.append((spec.owner, spec.name, original, had_own))
+            # Restore exactly what was there: the owner's own attribute, or none (inherited).
+            own = vars(spec.owner).get(spec.name)
+            self._originals.append((spec.owner, spec.name, own, spec.name in vars(spec.owner)))
             setattr(spec.owner, spec.name, self._make_shim(spec, getattr(spec.owner, spec.name)))
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         torch.cuda.set_sync_debug_mode("warn")
