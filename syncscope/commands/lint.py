@@ -37,20 +37,23 @@ def register(app: typer.Typer) -> None:
         config_file: Optional[str] = typer.Option(None, "--config", help="A pyproject.toml, or a TOML file with a lint table, to read."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: CPU count)."),
         no_progress: bool = typer.Option(False, "--no-progress", help="Never show a progress bar."),
+        confirm_report: Optional[str] = typer.Option(
+            None, "--confirm", metavar="REPORT",
+            help="A runtime report (syncscope run): list the findings it confirmed first, and the runtime sites no rule caught."),
     ) -> None:
         """Find host<->GPU synchronizations in source code, statically."""
         code = run_lint(
             paths or ["."], select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
             output_format=output_format, output_file=output_file, statistics=statistics, exit_zero=exit_zero,
             fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, all_functions=all_functions, use_cache=not no_cache,
-            config_file=config_file, jobs=jobs, progress=not no_progress,
+            config_file=config_file, jobs=jobs, progress=not no_progress, confirm_report=confirm_report,
         )
         raise typer.Exit(code)
 
 
 def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, output_format="text",
              output_file=None, statistics=False, exit_zero=False, fix=False, unsafe_fixes=False, diff=False,
-             all_functions=None, use_cache=True, config_file=None, jobs=None, progress=True) -> int:
+             all_functions=None, use_cache=True, config_file=None, jobs=None, progress=True, confirm_report=None) -> int:
     """The whole command; returns the exit code (0 clean, 1 findings, 2 error)."""
     import os
 
@@ -89,6 +92,17 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
             lint_run = lint_paths(paths, config, jobs=jobs, use_cache=use_cache)
 
     findings = lint_run.findings
+    confirmation = None
+    if confirm_report is not None:
+        from syncscope.confirm import confirm, render_text
+        from syncscope.report.model import ReportError
+
+        try:
+            confirmation = confirm(findings, confirm_report, lint_root=os.path.abspath(config.root))
+        except ReportError as error:
+            print(f"syncscope lint: --confirm: {error}", file=sys.stderr)
+            return 2
+        findings = list(confirmation.ranked())  # what a run proved first
     stream = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     try:
         if statistics:
@@ -111,6 +125,10 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
             write_github(findings, stream)
         if output_format in ("text", "concise") or statistics:
             print(output.summary(lint_run, findings), file=stream)
+        if confirmation is not None:
+            # Machine formats stay parseable: the cross-check then goes to stderr.
+            human = output_format in ("text", "concise") or statistics
+            print(render_text(confirmation), file=stream if human else sys.stderr)
     finally:
         if output_file:
             stream.close()
