@@ -145,3 +145,38 @@ def test_scope_option_limits_what_is_in_scope(tmp_path):
     by_kind = {s["kind"]: s for s in report["sites"]}
     assert by_kind["item"]["in_scope"] and by_kind["item"]["regions"] == ["hot"]
     assert not by_kind["tolist"]["in_scope"]
+
+
+def test_module_forward_option_scopes_module_calls(tmp_path):
+    source = """
+    import torch
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x.sum().item()
+
+    x = torch.ones(4, device="cuda")
+    Net()(x)
+    x.tolist()
+    """
+    plain, traced, report = run_both(tmp_path, source, extra=("--module-forward",))
+    assert traced.returncode == 0, traced.stderr
+    by_kind = {s["kind"]: s for s in report["sites"]}
+    assert by_kind["item"]["in_scope"] and by_kind["item"]["regions"] == ["Net.forward"]
+    assert not by_kind["tolist"]["in_scope"]
+
+
+def test_policy_error_stops_the_program_at_the_line(tmp_path):
+    source = """
+    import torch
+    x = torch.ones(3, device="cuda")
+    print("before")
+    x.sum().item()
+    print("after")
+    """
+    plain, traced, report = run_both(tmp_path, source, extra=("--policy", "error"))
+    assert traced.returncode == 1
+    assert "before" in traced.stdout and "after" not in traced.stdout
+    assert "HostSyncError" in traced.stderr and 'prog.py", line 5' in traced.stderr
+    assert "syncscope/" not in traced.stderr  # no syncscope frame in the traceback
+    assert report["status"] == "exception"
