@@ -205,3 +205,14 @@ def test_console_shows_source_with_brackets(tmp_path):
     out = io.StringIO()
     console.render(report, file=out)
     assert "y = x[mask]" in out.getvalue()
+
+
+def test_reports_are_ordinary_files_not_private_ones(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "r.json"
+    write_json_atomic(str(path), {"a": 1})
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask

@@ -231,12 +231,19 @@ def build_report(events: list[HostSyncEvent], meta: dict[str, Any]) -> Report:
     )
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: str, data: Any) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see half a file."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".syncscope-", suffix=".tmp", dir=directory)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; a report is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=1)
             fh.write("\n")
