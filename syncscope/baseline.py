@@ -158,14 +158,14 @@ def _runtime_sites(data: dict, origin: str) -> list[ObservedSite]:
     return list(merged.values())
 
 
-def _lint_items(data: Any) -> list:
+def _lint_items(data: Any, origin: str) -> list:
     if isinstance(data, list):
         return data
     if isinstance(data, dict):
         for key in ("findings", "results", "diagnostics"):
             if isinstance(data.get(key), list):
                 return data[key]
-    raise InputError("not a syncscope report or lint JSON output (expected a list of findings)")
+    raise InputError(f"{origin}: not a syncscope report or lint JSON output (expected a list of findings)")
 
 
 def _first(item: dict, *keys: str, default: Any = None) -> Any:
@@ -195,7 +195,7 @@ def lint_site(item: dict) -> Site:
 
 def _lint_sites(data: Any, origin: str) -> list[ObservedSite]:
     raw = []
-    for index, item in enumerate(_lint_items(data)):
+    for index, item in enumerate(_lint_items(data, origin)):
         try:
             if not isinstance(item, dict):
                 raise ValueError("not an object")
@@ -222,12 +222,7 @@ def load_observation(path: str) -> Observation:
         sites = _runtime_sites(data, path)
         steps = data.get("steps")
         return Observation(RUNTIME, path, tuple(sites), steps if isinstance(steps, int) and steps > 0 else None)
-    try:
-        return Observation(LINT, path, tuple(_lint_sites(data, path)))
-    except InputError as exc:
-        if str(exc).startswith("not a"):
-            raise InputError(f"{path}: {exc}") from None
-        raise
+    return Observation(LINT, path, tuple(_lint_sites(data, path)))
 
 
 # -- baseline files ----------------------------------------------------------------------------
