@@ -17,7 +17,6 @@ a child stopped by SIGTERM (`Pool.terminate()`) still writes its report before d
 
 from __future__ import annotations
 
-import datetime
 import os
 import signal
 import socket
@@ -76,25 +75,17 @@ _original_preparation: Callable | None = None
 
 
 def _child_meta(config: ChildConfig, report_path: str, process) -> dict:
-    import syncscope
+    from syncscope.report.model import run_metadata
 
-    torch = sys.modules.get("torch")
-    return {
-        "tool": {"name": "syncscope", "version": syncscope.__version__},
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": config.device,
-        "torch": getattr(torch, "__version__", None),
-        "python": sys.version.split()[0],
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
+    meta = run_metadata(device=config.device, gpu=None, target="", args=[], module=False, root=config.root)
+    meta.update(
+        command=list(sys.argv),
         # The process that started this one (under forkserver, not the server that forked it).
-        "parent_pid": getattr(process, "_parent_pid", None) or os.getppid(),
-        "rank": env_rank(),
-        "process_name": process.name,
-        "command": list(sys.argv),
-        "project_root": config.root,
-        "report_path": report_path,
-    }
+        parent_pid=getattr(process, "_parent_pid", None) or os.getppid(),
+        process_name=process.name,
+        report_path=report_path,
+    )
+    return meta
 
 
 class _ChildReport:
@@ -165,7 +156,9 @@ def _run_child(process, original: Callable, args, kwargs):
 
 
 def _run_recorded(process, original, args, kwargs, config, recorder):
-    import syncscope.report.model  # noqa: F401  (now, not in a signal handler at exit)
+    import datetime  # noqa: F401  (run_metadata's, imported now, not in a signal handler at exit)
+
+    import syncscope.report.model  # noqa: F401  (likewise)
 
     report = _ChildReport(config, recorder, process)
     # Ours stays installed to the end: a SIGTERM handler inherited from a parent `syncscope run`
