@@ -76,10 +76,11 @@ def discover(paths: list[str], output: str | None) -> list[str]:
             found.extend(sorted(glob.glob(path)))
         else:
             found.append(path)
-    unique = []
+    unique, seen = [], {out}
     for path in found:
         absolute = os.path.abspath(path)
-        if absolute != out and absolute not in {os.path.abspath(p) for p in unique}:
+        if absolute not in seen:
+            seen.add(absolute)
             unique.append(path)
     if not unique:
         raise CombineError(f"no reports to combine (looked for {', '.join(paths or [DEFAULT_PATTERN])})")
@@ -163,9 +164,8 @@ def combine(paths: list[str]) -> dict:
         "combined_from": [p.to_json() for p in parts],
     }
     out = Report(sites=sites, events=events, meta=meta, events_truncated=truncated).to_json()
-    for raw in out["sites"]:
-        key = (raw["path"], raw["line"], raw["kind"], raw["in_scope"], raw["allowed"])
-        raw["processes"] = sorted(processes[key], key=lambda p: (p.get("rank") is None, p.get("rank") or 0, p.get("pid") or 0))
+    for s, raw in zip(sites, out["sites"]):
+        raw["processes"] = sorted(processes[_site_key(s)], key=lambda p: (p.get("rank") is None, p.get("rank") or 0, p.get("pid") or 0))
     return out
 
 
