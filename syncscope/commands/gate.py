@@ -16,6 +16,10 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _cannot_write(path: str, exc: OSError) -> None:
+    _fail(f"cannot write {path}: {exc.strerror or exc}")
+
+
 def _write_text(path: str, text: str) -> None:
     """`-` is stdout; `$GITHUB_STEP_SUMMARY` is appended to, as GitHub expects."""
     import os
@@ -25,8 +29,11 @@ def _write_text(path: str, text: str) -> None:
         sys.stdout.write(text)
         return
     mode = "a" if path == os.environ.get("GITHUB_STEP_SUMMARY") else "w"
-    with open(path, mode, encoding="utf-8") as fh:
-        fh.write(text)
+    try:
+        with open(path, mode, encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        _cannot_write(path, exc)
 
 
 def register(app: typer.Typer) -> None:
@@ -55,7 +62,10 @@ def register(app: typer.Typer) -> None:
             created = bl.create(observation, budget_slack=budget, steps=steps)
         except bl.InputError as exc:
             _fail(str(exc))
-        bl.save_baseline(created, output)
+        try:
+            bl.save_baseline(created, output)
+        except OSError as exc:
+            _cannot_write(output, exc)
         typer.echo(f"syncscope: baseline {output}: {len(created.entries)} {observation.origin} site(s) from {source}")
 
     @app.command("gate")
@@ -92,7 +102,10 @@ def register(app: typer.Typer) -> None:
             if not result.passed:
                 typer.echo(f"syncscope gate: {baseline} left unchanged (the gate failed; --update only shrinks a passing baseline)", err=True)
             elif result.fixed:
-                bl.save_baseline(bl.shrink(accepted, (o.fingerprint for o in observation.sites)), baseline)
+                try:
+                    bl.save_baseline(bl.shrink(accepted, (o.fingerprint for o in observation.sites)), baseline)
+                except OSError as exc:
+                    _cannot_write(baseline, exc)
                 typer.echo(f"syncscope gate: {baseline}: dropped {len(result.fixed)} fixed site(s)")
         raise typer.Exit(result.exit_code)
 
@@ -109,6 +122,8 @@ def register(app: typer.Typer) -> None:
             data = combine.combine_files(paths, output)
         except combine.CombineError as exc:
             _fail(str(exc))
+        except OSError as exc:
+            _cannot_write(output, exc)
         summary = data["summary"]
         typer.echo(
             f"syncscope: combined {len(paths)} report(s) from {len(data['combined_from'])} process(es) into {output}: "
@@ -122,6 +137,11 @@ def register(app: typer.Typer) -> None:
         output: str = typer.Option("-", "-o", "--output", help="file to write (- for stdout)"),
     ) -> None:
         """Write a runtime report in another format (Markdown summary, Perfetto trace, SARIF, GitHub annotations)."""
+        if format not in ("markdown", "perfetto", "sarif", "github"):
+            _fail(f"--format {format!r}: choose markdown, perfetto, sarif or github")
+        if format in ("sarif", "github"):
+            _write_text(output, _export_shared(report, format))
+            return
         import json
 
         from syncscope.report.model import ReportError, load_report
@@ -134,14 +154,10 @@ def register(app: typer.Typer) -> None:
             from syncscope.report import markdown as md
 
             text = md.render_report(loaded)
-        elif format == "perfetto":
+        else:
             from syncscope.report import perfetto
 
             text = json.dumps(perfetto.trace(loaded)) + "\n"
-        elif format in ("sarif", "github"):
-            text = _export_shared(report, format)
-        else:
-            _fail(f"--format {format!r}: choose markdown, perfetto, sarif or github")
         _write_text(output, text)
 
 
@@ -154,9 +170,12 @@ def _export_shared(path: str, format: str) -> str:
     from syncscope import baseline as bl
 
     try:
-        sites = bl.load_observation(path).sites
+        observation = bl.load_observation(path)  # the one read of the report
     except bl.InputError as exc:
         _fail(str(exc))
+    if observation.origin != bl.RUNTIME:
+        _fail(f"{path}: not a syncscope report; for lint findings use `syncscope lint --output-format {format}`")
+    sites = observation.sites
     out = io.StringIO()
     if format == "sarif":
         from syncscope.report.sarif import write_sarif
