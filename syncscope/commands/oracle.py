@@ -62,8 +62,7 @@ def execute(
     root = os.getcwd()
     report_path = os.path.abspath(report_path)
     try:
-        oracle_cuda.require_cuda()
-        gpu = oracle_cuda.CudaGpu()
+        gpu = oracle_cuda.CudaGpu()  # raises OracleUnavailable, with the reason, when no GPU is usable
         session = start_session(gpu=gpu, sleep_ns=int(sleep_ms * 1e6), repeat=repeat, warmup=warmup, calls=calls, skip=skip, tracer=tracer)
     except oracle_cuda.OracleUnavailable as exc:
         _fail(str(exc))

@@ -33,14 +33,17 @@ class Comparison:
         def line_ref(line: dict) -> dict:
             return {k: line[k] for k in ("path", "line", "function", "source", "verdict", "ratio") if k in line}
 
-        def site_ref(site: SiteStats) -> dict:
-            return {"path": site.path, "line": site.line, "kind": site.kind, "count": site.count}
+        def hooked(pairs: list[tuple[dict, list[SiteStats]]]) -> list[dict]:
+            return [
+                {**line_ref(l), "hook_sites": [{"path": s.path, "line": s.line, "kind": s.kind, "count": s.count} for s in sites]}
+                for l, sites in pairs
+            ]
 
         return {
             "blind_spots": [line_ref(l) for l in self.blind_spots],
-            "agreed": [{**line_ref(l), "hook_sites": [site_ref(s) for s in sites]} for l, sites in self.agreed],
-            "hook_only": [{**line_ref(l), "hook_sites": [site_ref(s) for s in sites]} for l, sites in self.hook_only],
-            "hook_uncertain": [{**line_ref(l), "hook_sites": [site_ref(s) for s in sites]} for l, sites in self.hook_uncertain],
+            "agreed": hooked(self.agreed),
+            "hook_only": hooked(self.hook_only),
+            "hook_uncertain": hooked(self.hook_uncertain),
             "outside_oracle": len(self.outside),
         }
 

@@ -112,6 +112,7 @@ class MainWatcher:
         self.undo: list[Callable[[], None]] = []
         self.errors: list[str] = []
         self._names = set()
+        self._real = None
         if main_file:
             self._names = {main_file, os.path.abspath(main_file), os.path.realpath(main_file)}
             self._real = os.path.realpath(main_file)
@@ -124,7 +125,7 @@ class MainWatcher:
         filename = code.co_filename
         if filename in self._names:
             return True
-        return os.path.realpath(os.path.abspath(filename)) == getattr(self, "_real", None)
+        return self._real is not None and os.path.realpath(os.path.abspath(filename)) == self._real
 
     def _try_patch(self, namespace: dict) -> None:
         for spec in list(self.pending):
@@ -135,8 +136,7 @@ class MainWatcher:
                 if len(spec.attrs) == 1:
                     self.undo.append(_patch_dict(namespace, spec.attrs[0], self.wrap, spec.text))
                 else:
-                    owner, name = _walk(head, spec.attrs[1:]) if len(spec.attrs) > 2 else (head, spec.attrs[1])
-                    getattr(owner, name)
+                    owner, name = _walk(head, spec.attrs[1:])
                     self.undo.append(_patch(owner, name, self.wrap, spec.text))
             except AttributeError:
                 continue  # the class exists, the method not yet: try again at the next line

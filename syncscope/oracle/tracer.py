@@ -170,7 +170,10 @@ def make_line_timer(name: str = "auto"):
     if name == "monitoring":
         if not hasattr(sys, "monitoring"):
             raise ValueError(f"--tracer monitoring needs Python >= 3.12 (this is {sys.version.split()[0]})")
-        timer = MonitoringLineTimer()
+        try:
+            timer = MonitoringLineTimer()
+        except RuntimeError as exc:  # no free sys.monitoring tool id: a usage error, not a crash
+            raise ValueError(f"--tracer monitoring: {exc}") from None
         if not works(timer):
             raise ValueError("--tracer monitoring: the sys.monitoring tracer failed its self-check on this Python")
         return timer
