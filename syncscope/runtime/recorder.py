@@ -29,19 +29,33 @@ def _package_dir(name: str) -> str | None:
 
 
 class _InternalFrames:
-    """Decides which frames belong to torch, triton or syncscope rather than to the user."""
+    """Decides which frames belong to torch, triton or syncscope rather than to the user.
+
+    A package is looked up again (on a cache miss, so rarely) until it is imported: a recorder
+    built before torch, or a program that imports triton part way through, still has their
+    frames taken as internal. No decision goes stale: a package's files cannot have been seen
+    before it was imported."""
+
+    _PACKAGES = ("syncscope", "torch", "triton")
 
     def __init__(self) -> None:
-        import syncscope
-
-        self.prefixes = [p for p in (_package_dir("syncscope"), _package_dir("torch"), _package_dir("triton")) if p]
+        self.prefixes: list[str] = []
+        self._pending = list(self._PACKAGES)
         self.stdlib = os.path.dirname(os.__file__) + os.sep
         self._cache: dict[str, bool] = {}
-        del syncscope
+
+    def _find_packages(self) -> None:
+        for name in list(self._pending):
+            prefix = _package_dir(name)
+            if prefix:
+                self.prefixes.append(prefix)
+                self._pending.remove(name)
 
     def __call__(self, filename: str) -> bool:
         hit = self._cache.get(filename)
         if hit is None:
+            if self._pending:
+                self._find_packages()
             hit = (
                 filename.startswith("<frozen")
                 or any(filename.startswith(p) for p in self.prefixes)
@@ -81,6 +95,7 @@ class Recorder:
 
     def __post_init__(self) -> None:
         self._internal = _InternalFrames()
+        self._relative_paths: dict[str, str] = {}
         self._warned: set[tuple[str, int, str]] = set()
         self._lock = threading.Lock()
 
@@ -149,9 +164,12 @@ class Recorder:
 
     # -- internals -----------------------------------------------------------------------------
     def _relative(self, filename: str) -> str:
-        if filename.startswith("<"):
-            return filename
-        return relative_path(filename, self.root)
+        # Cached: every frame of every sync's stack comes through here.
+        rel = self._relative_paths.get(filename)
+        if rel is None:
+            rel = filename if filename.startswith("<") else relative_path(filename, self.root)
+            self._relative_paths[filename] = rel
+        return rel
 
     def _apply_policy(self, event: HostSyncEvent) -> None:
         policy = regions.policy_override() or self.policy

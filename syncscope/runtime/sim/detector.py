@@ -38,7 +38,6 @@ class SimulatedCudaDetector:
             SimulatedCudaDetector._installed = True
         try:
             _import_dynamo_first()
-            _refresh_internal_frames(recorder)
             state.S.recorder = recorder
             self._previous_debug_mode = state.S.debug_mode
             state.S.debug_mode = 0
@@ -97,17 +96,6 @@ class SimulatedCudaDetector:
         one_hot.__name__ = "one_hot"
         state._API_NAMES[one_hot] = "torch.nn.functional.one_hot"
         self._patches.set(_F, "one_hot", one_hot)
-
-
-def _refresh_internal_frames(recorder) -> None:
-    """The recorder decides which frames are torch's from the packages imported when it was
-    built; `trap(device="sim")` builds it before anything imported torch (resolving "sim" needs
-    no torch), so torch's own frames would be taken for the user's. Rebuild that set now that
-    torch (and maybe triton) is imported. (Proper fix belongs in recorder.py: compute the
-    prefixes lazily.)"""
-    internal = getattr(recorder, "_internal", None)
-    if internal is not None and getattr(internal, "prefixes", None) is not None:
-        recorder._internal = type(internal)()
 
 
 def _import_dynamo_first() -> None:
