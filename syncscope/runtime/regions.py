@@ -132,7 +132,8 @@ def scope_module_forwards() -> Callable[[], None]:
     original_call = torch.nn.Module.__call__
 
     def call_in_region(self, *args, **kwargs):
-        if _regions.get() and _regions.get()[-1].endswith(".forward"):
+        stack = _regions.get()
+        if stack and stack[-1].endswith(".forward"):
             return original_call(self, *args, **kwargs)
         with region(f"{type(self).__name__}.forward"):
             return original_call(self, *args, **kwargs)

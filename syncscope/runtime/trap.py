@@ -72,7 +72,7 @@ class Trap:
 
     @property
     def in_scope(self) -> list[HostSyncEvent]:
-        return [e for e in self.recorder.events if e.in_scope]
+        return self.recorder.in_scope_events()
 
     def sites(self) -> list:
         from syncscope.report.model import sites_from_events
@@ -105,7 +105,6 @@ def trap(
             yield _active
         return
     resolved = resolve_device(device)
-    # The detector first: it imports torch, and the recorder must know torch's frames as internal.
     detector = make_detector(resolved)
     recorder = Recorder(policy=Policy(policy), allow_rules=tuple(allow), root=root or os.getcwd(), device=resolved)
     undo_scopes = []

@@ -372,12 +372,7 @@ _warned_autograd = [False]
 
 
 def _needs_grad(args) -> bool:
-    for arg in args:
-        if isinstance(arg, _SimBase):
-            break
-        if type(arg) in (list, tuple) and any(isinstance(item, _SimBase) for item in arg):
-            break
-    else:
+    if not _has_sim(args):
         return False  # no simulated tensor: nothing to check (the common case on host code)
     with _DisableSubclass():  # reading .requires_grad must not come back through this handler
         return _any_requires_grad(args)

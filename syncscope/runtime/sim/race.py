@@ -89,10 +89,6 @@ def _track(t: torch.Tensor, copy: PendingCopy) -> None:
     T.tensors[key] = (weakref.ref(t, lambda _r, key=key: T.tensors.pop(key, None)), copy)
 
 
-def has_pending() -> bool:
-    return bool(T.tensors)
-
-
 def complete(stream=None, upto: int | None = None) -> None:
     """Copies covered by a synchronization: on `stream` (all streams when None), queued before
     sequence number `upto` (all when None)."""
