@@ -5,14 +5,10 @@ from __future__ import annotations
 from typing import TextIO
 
 from syncscope.report.model import Report, SiteStats
-
+from syncscope.report.model import format_ms as _ms
 
 _MAX_WIDTH = {"function": 32, "region": 20, "source": 48}
 _MIN_WIDTH = {"site": 24, "kind": 17, "count": 5, "total ms": 8, "mean ms": 8, "region": 6}
-
-
-def _ms(ns: int | None) -> str:
-    return "n/m" if ns is None else f"{ns / 1e6:.3f}"
 
 
 def _row(s: SiteStats) -> list[str]:
@@ -38,9 +34,7 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
     if not console.is_terminal:
         console.width = max(console.width, 200)  # logs and CI: do not squeeze columns to 80
     device = report.meta.get("device", "?")
-    in_scope = [s for s in report.sites if s.in_scope and not s.allowed]
-    allowed = [s for s in report.sites if s.allowed]
-    out_of_scope = [s for s in report.sites if not s.in_scope and not s.allowed]
+    in_scope, allowed, out_of_scope = report.grouped()
     title = f"syncscope: {sum(s.count for s in in_scope)} host syncs at {len(in_scope)} sites in scope (device: {device})"
     if device == "sim":
         title += "; blocked time not measured on the simulated device"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from syncscope.report.model import format_ms as _ms
+
 if TYPE_CHECKING:
     from syncscope.baseline import Observation
     from syncscope.gate import GateResult
@@ -28,10 +30,6 @@ def _code(text: str, limit: int = 80) -> str:
     return f"`{text}`" if text else ""
 
 
-def _ms(ns: int | None) -> str:
-    return "n/m" if ns is None else f"{ns / 1e6:.3f}"
-
-
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -40,9 +38,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def render_report(report: "Report", limit: int = MAX_ROWS) -> str:
     """A runtime report: headline numbers, then the in-scope sites by blocked time."""
-    in_scope = [s for s in report.sites if s.in_scope and not s.allowed]
-    allowed = [s for s in report.sites if s.allowed]
-    out_of_scope = [s for s in report.sites if not s.in_scope and not s.allowed]
+    in_scope, allowed, out_of_scope = report.grouped()
     events = sum(s.count for s in in_scope)
     device = report.meta.get("device", "?")
     lines = [f"## syncscope: {events} host sync(s) at {len(in_scope)} site(s) in scope", ""]

@@ -100,7 +100,7 @@ def _site_key(e: HostSyncEvent) -> tuple:
     return (e.site.path, e.site.line, e.kind, e.in_scope, e.allowed)
 
 
-def sites_from_events(events: Iterable[HostSyncEvent], scoping_declared: bool = True) -> list[SiteStats]:
+def sites_from_events(events: Iterable[HostSyncEvent]) -> list[SiteStats]:
     """Aggregate events into sites, sorted by total blocked time then count (largest first)."""
     by_key: dict[tuple, SiteStats] = {}
     for e in events:
@@ -148,6 +148,14 @@ class Report:
     def in_scope_sites(self) -> list[SiteStats]:
         return [s for s in self.sites if s.in_scope]
 
+    def grouped(self) -> tuple[list[SiteStats], list[SiteStats], list[SiteStats]]:
+        """The sites as every rendering shows them apart: those that count (in scope, not
+        allowed), the allowed ones, and the rest (outside the regions in scope)."""
+        in_scope = [s for s in self.sites if s.in_scope and not s.allowed]
+        allowed = [s for s in self.sites if s.allowed]
+        out_of_scope = [s for s in self.sites if not s.in_scope and not s.allowed]
+        return in_scope, allowed, out_of_scope
+
     def to_json(self) -> dict:
         return {
             "schema": SCHEMA,
@@ -176,8 +184,13 @@ class Report:
             sites = [SiteStats.from_json(s) for s in data["sites"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise ReportError(f"{origin}: malformed site entry ({exc})") from None
+        try:
+            events = list(data.get("events", []))
+            events_truncated = int(data.get("events_truncated", 0))
+        except (TypeError, ValueError) as exc:
+            raise ReportError(f"{origin}: malformed events ({exc})") from None
         meta = {k: v for k, v in data.items() if k not in ("schema", "version", "summary", "sites", "events", "events_truncated")}
-        return cls(sites=sites, events=list(data.get("events", [])), meta=meta, events_truncated=int(data.get("events_truncated", 0)))
+        return cls(sites=sites, events=events, meta=meta, events_truncated=events_truncated)
 
 
 def run_metadata(*, device: str, gpu: str | None, target: str, args: list[str], module: bool, root: str, mode: str | None = None) -> dict[str, Any]:
@@ -205,6 +218,11 @@ def run_metadata(*, device: str, gpu: str | None, target: str, args: list[str], 
         "command": (["-m"] if module else []) + [target] + list(args),
         "project_root": root,
     }
+
+
+def format_ms(ns: int | None) -> str:
+    """Nanoseconds as milliseconds for tables; `n/m` where the time was not measured."""
+    return "n/m" if ns is None else f"{ns / 1e6:.3f}"
 
 
 def event_to_json(e: HostSyncEvent, site_index: int) -> dict:
