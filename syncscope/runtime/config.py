@@ -42,13 +42,22 @@ def load_allow_rules(start: str) -> tuple[AllowRule, ...]:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
-    entries = data.get("tool", {}).get("syncscope", {}).get("run", {}).get("allow", [])
+    table = data
+    for key in ("tool", "syncscope", "run"):
+        table = table.get(key, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.syncscope.run] must be a table")
+    entries = table.get("allow", [])
     if not isinstance(entries, list):
         raise ConfigError(f"{path}: [tool.syncscope.run] allow must be a list of tables")
     rules = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or not set(entry) <= _FIELDS:
             raise ConfigError(f"{path}: allow entry {i} must be a table with keys among {sorted(_FIELDS)}")
+        # Checked here: a wrong type would otherwise fail inside the program, at its first sync.
+        bad = [k for k, v in entry.items() if not (type(v) is int if k == "line" else isinstance(v, str))]
+        if bad:
+            raise ConfigError(f"{path}: allow entry {i}: line must be an integer, other keys strings (not {bad[0]} = {entry[bad[0]]!r})")
         rules.append(AllowRule(**entry))
     return tuple(rules)
 
