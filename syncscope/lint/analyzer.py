@@ -851,7 +851,8 @@ class ModuleAnalyzer:
             rules = self.registry.by_name.get(last)
             if rules:
                 for rule in rules:
-                    rule.on_call(ctx, info)
+                    if rule.handles(info):
+                        rule.on_call(ctx, info)
         if qualname is not None and not ctx.passive and (shift or receiver is None):
             self._maybe_record_call(ctx, info, qualname, shift, last or "")
         return self._call_result(info, ctx)

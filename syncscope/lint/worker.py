@@ -53,9 +53,7 @@ class Registry:
         self.attribute_names: frozenset[str] = frozenset(p.rsplit(".", 1)[-1] for p in config.syncing_properties)
         for rule in self.rules:
             if overrides(rule, "on_call"):
-                names = rule.call_names() if hasattr(rule, "call_names") else \
-                    {n.rsplit(".", 1)[-1] for n in rule.METHODS | rule.FUNCTIONS}
-                for name in names:
+                for name in rule.call_names():
                     self.by_name.setdefault(name, []).append(rule)
             if overrides(rule, "on_subscript_read"):
                 self.subscript_read.append(rule)

@@ -59,14 +59,27 @@ class Rule:
     summary: ClassVar[str]  # one line: what is flagged
     level: ClassVar[str] = "error"
     fix_applicability: ClassVar[str | None] = None  # "safe", "unsafe", "sometimes" or None
-    METHODS: ClassVar[frozenset[str]] = frozenset()  # method names whose calls reach on_call
-    FUNCTIONS: ClassVar[frozenset[str]] = frozenset()  # qualified names whose calls reach on_call
+    # Which calls reach on_call: `x.name(...)` when name is in METHODS, a module function when
+    # its qualified name is in FUNCTIONS (see `handles`).
+    METHODS: ClassVar[frozenset[str]] = frozenset()
+    FUNCTIONS: ClassVar[frozenset[str]] = frozenset()
     ATTRIBUTES: ClassVar[bool] = False  # wants on_attribute for configured property names
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str | Invalid]] = []
 
     def __init__(self, config) -> None:
         self.config = config
+
+    def call_names(self) -> set[str] | frozenset[str]:
+        """Last name parts of the calls this rule may handle (what the registry indexes by)."""
+        return {n.rsplit(".", 1)[-1] for n in self.METHODS | self.FUNCTIONS}
+
+    def handles(self, call: CallInfo) -> bool:
+        """Whether on_call wants this call: a method call by its method name, a module function
+        by its qualified name (`np.unique` is not `torch.unique`)."""
+        if call.receiver is not None:
+            return call.method in self.METHODS
+        return call.qualname in self.FUNCTIONS
 
     # Hooks. `ctx` is the analyzer's FunctionContext (see analyzer.py for what it offers).
     def on_call(self, ctx, call: CallInfo) -> None:  # pragma: no cover - interface

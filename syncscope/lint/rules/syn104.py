@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from .. import provenance as P
 from ._common import add_keyword, show
-from .base import Invalid, Rule
+from .base import Fix, Invalid, Rule
 
 
 class RepeatInterleaveWithoutOutputSize(Rule):
@@ -38,8 +38,6 @@ class RepeatInterleaveWithoutOutputSize(Rule):
     def on_call(self, ctx, call):
         if "output_size" in call.kwargs:
             return
-        if call.receiver is None and call.qualname != "torch.repeat_interleave":
-            return
         if call.receiver is not None:
             source, repeats = (call.receiver, call.receiver_where), (call.args[0] if call.args else call.kwargs.get("repeats"))
         elif len(call.args) >= 2:
@@ -62,7 +60,6 @@ class RepeatInterleaveWithoutOutputSize(Rule):
         if twin is not None:
             name, _ = twin
             # the total on the host is exactly the output length; still a convention, so unsafe
-            from .base import Fix
             fix = Fix("unsafe", f"pass `output_size` computed from `{name}`",
                       lambda: (call.node, add_keyword(call.node, "output_size", f"int({name}.sum())")))
         ctx.report(

@@ -35,12 +35,7 @@ class DataDependentShape(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.receiver is None:
-            if call.qualname not in self.FUNCTIONS:
-                return
-            if call.qualname == "torch.where" and (len(call.args) + len(call.kwargs)) != 1:
-                return
-        elif call.method == "where":
+        if call.qualname == "torch.where" and (len(call.args) + len(call.kwargs)) != 1:
             return
         source = first_input(call, "input")
         if source is None or source[1] <= P.HOST:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from .. import provenance as P
-from ._common import show
+from ._common import first_input, show
 from .base import Rule
 
 
@@ -23,14 +23,12 @@ class OneHotWithoutNumClasses(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.qualname not in self.FUNCTIONS:
-            return
         num_classes = call.kwarg("num_classes")
         if num_classes is None and len(call.args) >= 2:
             num_classes = call.args[1][0]
         if num_classes is not None and ctx.analyzer.module.code_for_node(num_classes).strip() != "-1":
             return
-        source = call.args[0] if call.args else call.kwargs.get("tensor")
+        source = first_input(call, "tensor")
         if source is not None and source[1] <= P.HOST:
             return
         ctx.report(

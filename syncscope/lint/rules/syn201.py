@@ -39,7 +39,7 @@ class ItemOnDevice(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.receiver is None or call.args or not P.maybe_device(call.receiver_where):
+        if call.args or not P.maybe_device(call.receiver_where):
             return
         ctx.report(
             self, call.node,

@@ -32,7 +32,7 @@ class TolistOnDevice(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.receiver is None or call.args or not P.maybe_device(call.receiver_where):
+        if call.args or not P.maybe_device(call.receiver_where):
             return
         ctx.report(
             self, call.node,

@@ -34,7 +34,7 @@ class BlockingCopyToHost(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.receiver is None or is_non_blocking(call):
+        if is_non_blocking(call):
             return
         if call.method == "cpu":
             if not P.maybe_device(call.receiver_where):

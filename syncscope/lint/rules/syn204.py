@@ -25,8 +25,6 @@ class NumpyOnDevice(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.receiver is None:
-            return
         force = call.kwarg("force")
         forced = force is not None and not (hasattr(force, "value") and force.value == "False")
         if call.receiver_where == P.DEVICE or (forced and P.maybe_device(call.receiver_where)):

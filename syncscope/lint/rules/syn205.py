@@ -25,7 +25,7 @@ class ScalarConversionOfTensor(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.receiver is not None or call.qualname not in self.FUNCTIONS or not call.args:
+        if not call.args:
             return
         arg, where = call.args[0]
         if not P.is_tensor_like(where):

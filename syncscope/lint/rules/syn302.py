@@ -32,6 +32,9 @@ class ConfiguredSyncingCall(Rule):
     def call_names(self):
         return self.names
 
+    def handles(self, call):
+        return True  # patterns match qualified names and `Type.method` alike (globs allowed)
+
     def on_call(self, ctx, call):
         receiver_text = dotted(call.receiver) if call.receiver is not None else None
         receiver_type = ctx.types.get(receiver_text or "", "")

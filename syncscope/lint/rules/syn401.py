@@ -4,7 +4,7 @@ import libcst as cst
 
 from .. import provenance as P
 from ..devices import device_where
-from ._common import show
+from ._common import first_input, show
 from .base import Fix, Invalid, Rule
 
 
@@ -41,12 +41,10 @@ class TensorFromHostDataOnDevice(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.qualname not in self.FUNCTIONS or call.receiver is not None:
-            return
         device = call.kwarg("device")
         if device is None or device_where(device, ctx) == P.HOST:
             return
-        data = call.args[0] if call.args else call.kwargs.get("data")
+        data = first_input(call, "data")
         if data is not None and P.is_tensor_like(data[1]):
             return  # already a tensor: no host data involved
         ctx.report(

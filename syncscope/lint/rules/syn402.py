@@ -23,7 +23,7 @@ class NewTensorFromHostData(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.receiver is None or not P.maybe_device(call.receiver_where):
+        if not P.maybe_device(call.receiver_where):
             return
         data = call.args[0] if call.args else call.kwargs.get("data")
         if data is None or P.is_tensor_like(data[1]) or data[1] == P.UNKNOWN and call.receiver_where == P.UNKNOWN:

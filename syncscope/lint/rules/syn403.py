@@ -34,7 +34,7 @@ class BlockingCopyToDevice(Rule):
     ]
 
     def on_call(self, ctx, call):
-        if call.receiver is None or is_non_blocking(call):
+        if is_non_blocking(call):
             return
         if call.method == "to":
             if call.receiver_where != P.HOST or copy_target(call, ctx) != P.DEVICE:
