@@ -163,12 +163,6 @@ class FunctionContext:
             return None
         return f"{target}.{rest}" if rest else target
 
-    def where_of_name(self, name: str) -> int:
-        found = self.env.get(name)
-        if found is not None:
-            return found
-        return self.analyzer.hints.where(name.rsplit(".", 1)[-1])
-
     def is_bool(self, node: cst.BaseExpression) -> bool:
         """Does this expression look like a boolean mask?"""
         if isinstance(node, cst.Comparison):
@@ -273,7 +267,7 @@ class ModuleAnalyzer:
             cst.StarredElement: self._eval_starred,
         }
 
-    # -- statement counting: keeps us aligned with lines.statement_spans ----------------
+    # -- statement counting: keeps us aligned with lines.spans_of ----------------
     def enter(self) -> int:
         index = self.counter
         self.counter += 1

@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 from .provenance import NameHints
 
@@ -186,22 +186,16 @@ def load_config(root: str, config_file: str | None = None, overrides: dict | Non
     path = config_file or os.path.join(root, "pyproject.toml")
     table: dict = {}
     if os.path.isfile(path):
+        import tomllib  # only when there is a file to read
+
         try:
-            import tomllib
-        except ImportError:  # Python 3.10
-            try:
-                import tomli as tomllib  # type: ignore[no-redef]
-            except ImportError:
-                tomllib = None
-        if tomllib is not None:
-            try:
-                with open(path, "rb") as handle:
-                    data = tomllib.load(handle)
-            except (OSError, ValueError) as error:
-                raise ConfigError(f"{path}: {error}") from error
-            table = data.get("tool", {}).get("syncscope", {}).get("lint", {})
-            if config_file and not table:
-                table = data.get("lint", {})  # a standalone file may use a plain [lint] table
+            with open(path, "rb") as handle:
+                data = tomllib.load(handle)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"{path}: {error}") from error
+        table = data.get("tool", {}).get("syncscope", {}).get("lint", {})
+        if config_file and not table:
+            table = data.get("lint", {})  # a standalone file may use a plain [lint] table
     elif config_file:
         raise ConfigError(f"config file not found: {config_file}")
     known = {f.name for f in fields(LintConfig)}
@@ -236,7 +230,3 @@ def _check_type(name: str, value):
     elif isinstance(default, str) and not isinstance(value, str):
         raise ConfigError(f"[tool.syncscope.lint] {name.replace('_', '-')} must be a string")
     return value
-
-
-def as_dict(config: LintConfig) -> dict:
-    return {k: v for k, v in asdict(config).items()}

@@ -13,18 +13,10 @@ from __future__ import annotations
 import ast
 
 
-def statement_spans(source: str | bytes) -> list[tuple[int, int, int]] | None:
-    """(first line, last line, subtree size) of every statement in pre-order; None if `ast`
-    cannot parse what libcst could (the caller then falls back to positions from libcst)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return spans_of(tree.body)
-
-
 def spans_of(body: list[ast.stmt]) -> list[tuple[int, int, int]]:
-    """Statement spans of `body` and everything nested in it, in pre-order."""
+    """(first line, last line, subtree size) of every statement of `body` and everything nested
+    in it, in pre-order. (Where `ast` cannot parse what libcst could, worker.py falls back to
+    positions from libcst.)"""
     spans: list[tuple[int, int, int]] = []
 
     def visit_body(body: list[ast.stmt]) -> None:
