@@ -180,3 +180,19 @@ def test_policy_error_stops_the_program_at_the_line(tmp_path):
     assert "HostSyncError" in traced.stderr and 'prog.py", line 5' in traced.stderr
     assert "syncscope/" not in traced.stderr  # no syncscope frame in the traceback
     assert report["status"] == "exception"
+
+
+def test_directory_with_main_runs_as_python_runs_it(tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "__main__.py").write_text(PROBE)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    plain = subprocess.run([sys.executable, "app", "x"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    report = tmp_path / "report.json"
+    traced = subprocess.run(
+        [sys.executable, "-m", "syncscope", "run", "--device", "sim", "--no-table", "-o", str(report), "app", "x"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+    )
+    assert traced.returncode == plain.returncode == 0, traced.stderr
+    assert traced.stdout == plain.stdout
+    assert json.loads(report.read_text())["status"] == "ok"

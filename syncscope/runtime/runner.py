@@ -1,4 +1,5 @@
-"""Run a script or a module exactly as `python script.py` / `python -m module` would.
+"""Run a script or a module exactly as `python script.py` / `python -m module` would (a
+directory or zip archive with a `__main__.py` too).
 
 Same `sys.argv`, a fresh `__main__`, the same `sys.path[0]`; the program's exit status comes back
 as an `Outcome` instead of ending the process, so the caller can still write its report; a
@@ -14,6 +15,7 @@ import signal
 import sys
 import traceback
 import types
+import zipfile
 from dataclasses import dataclass
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -108,6 +110,12 @@ def run_target(target: str, args: list[str], *, module: bool = False) -> Outcome
             sys.argv = [target] + list(args)  # runpy replaces argv[0] with the module's file
             sys.path[0] = os.getcwd()
             runpy._run_module_as_main(target, alter_argv=True)  # what `python -m` itself calls
+        elif os.path.isdir(target) or zipfile.is_zipfile(target):
+            # `python dir_or_zip`: its __main__ module, found on sys.path[0] (or Python's own
+            # "can't find '__main__' module" exit)
+            sys.argv = [target] + list(args)
+            sys.path[0] = os.path.abspath(target)
+            runpy._run_module_as_main("__main__", alter_argv=False)
         else:
             sys.argv = [target] + list(args)
             sys.path[0] = os.path.dirname(os.path.abspath(target))
