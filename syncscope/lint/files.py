@@ -11,15 +11,21 @@ from ..site import relative_path
 # Text that every rule needs to see somewhere in a file before it can fire. A file without any
 # of it is not parsed (TorchFix does the same with the single word "torch").
 _TRIGGERS = [
-    rb"torch", rb"Tensor", rb"\.item\(", rb"\.tolist\(", rb"\.cpu\(", rb"\.cuda\(", rb"\.numpy\(",
-    rb"\.to\(", rb"synchroni[sz]e", rb"new_tensor", rb"repeat_interleave", rb"nonzero", rb"copy_\(",
+    r"torch", r"Tensor", r"\.item\(", r"\.tolist\(", r"\.cpu\(", r"\.cuda\(", r"\.numpy\(",
+    r"\.to\(", r"synchroni[sz]e", r"new_tensor", r"repeat_interleave", r"nonzero", r"copy_\(",
 ]
+# Inside such a file, a function is parsed only if its text mentions one of these.
+_FUNCTION_TRIGGERS = _TRIGGERS + [r"mask", r"gpu"]
+
+
+def _trigger_words(config, base: list[str]) -> str:
+    """`base` plus the last part of every configured syncing property and function."""
+    extra = [p.rsplit(".", 1)[-1] for p in config.syncing_properties + config.syncing_functions]
+    return "|".join(base + [re.escape(w) for w in extra if w and "*" not in w])
 
 
 def trigger_pattern(config) -> re.Pattern[bytes]:
-    extra = [p.rsplit(".", 1)[-1] for p in config.syncing_properties + config.syncing_functions]
-    words = _TRIGGERS + [re.escape(w.encode()) for w in extra if w and "*" not in w]
-    return re.compile(b"|".join(words))
+    return re.compile(_trigger_words(config, _TRIGGERS).encode())
 
 
 def discover(paths: list[str], config) -> list[tuple[str, str]]:
@@ -65,16 +71,8 @@ def module_name(path: str) -> tuple[str, bool]:
     return (f"{package}.{stem}" if package else stem), False
 
 
-_FUNCTION_TRIGGERS = [
-    r"torch", r"Tensor", r"\.item\(", r"\.tolist\(", r"\.cpu\(", r"\.cuda\(", r"\.numpy\(", r"\.to\(",
-    r"synchroni[sz]e", r"new_tensor", r"repeat_interleave", r"nonzero", r"copy_\(", r"mask", r"gpu",
-]
-
-
 def function_trigger(config) -> re.Pattern[str]:
     """The same idea one level down: a hot function whose text mentions none of these cannot
     produce a finding of the per-function rules, so it is not parsed. (A call into a syncing
     helper from such a function is missed by SYN601; docs/lint.md says so.)"""
-    extra = [p.rsplit(".", 1)[-1] for p in config.syncing_properties + config.syncing_functions]
-    words = _FUNCTION_TRIGGERS + [re.escape(w) for w in extra if w and "*" not in w]
-    return re.compile("|".join(words))
+    return re.compile(_trigger_words(config, _FUNCTION_TRIGGERS))
