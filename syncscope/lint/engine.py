@@ -16,8 +16,9 @@ from .cache import Cache, content_hash
 from .config import LintConfig
 from .crossfile import helper_findings, host_fed_params
 from .files import discover, module_name, trigger_pattern
+from .provenance import HOST, PY
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
-from .worker import RawResult, analyze_bytes, analyze_file, init_worker
+from .worker import RawResult, analyze_bytes, analyze_file, decode, init_worker
 
 
 PROGRESS_MIN_FILES = 50  # fewer files than this finish before a bar is worth drawing
@@ -138,7 +139,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
                    if not (raw.field_reads.get(i) and "%s.%s" % raw.field_reads[i] in host_fields)
                    and raw.param_reads.get(i) not in host_params]
         pending += [_Pending(*f) for f in extra.get(rel, ())]
-        suppressions = results[rel].suppressions
+        suppressions = raw.suppressions
         if not pending and not suppressions:
             continue
         pending = [p for p in pending if _is_diagnostic(p.code) or config.enabled(p.code, rel)]
@@ -163,7 +164,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     numbered = with_occurrences(site for site, _ in sites)
     by_key = {(s.path, s.line, s.kind, s.function): s for s in numbered}
     seen: set[tuple] = set()
-    for site, p in sorted(sites, key=lambda item: (item[0].path, item[0].line, p_col(item[1]), item[0].kind)):
+    for site, p in sorted(sites, key=lambda item: (item[0].path, item[0].line, item[1].column, item[0].kind)):
         key = (site.path, site.line, p.column, site.kind, p.message)
         if key in seen:
             continue
@@ -178,18 +179,12 @@ def _host_fields(results: dict) -> set[str]:
     """"Class.attr" that some file's class keeps on the host and no file's class keeps on the
     device: a read of it is not a sync, whichever file reads it (`input_batch.num_scheduled_tokens`
     with `num_scheduled_tokens: np.ndarray` declared in another module)."""
-    from .provenance import HOST, PY
-
     host: set[str] = set()
     other: set[str] = set()
     for result in results.values():
         for key, where in result.field_hints.items():
             (host if where in (HOST, PY) else other).add(key)
     return host - other
-
-
-def p_col(p: _Pending) -> int:
-    return p.column
 
 
 def _is_diagnostic(code: str) -> bool:
@@ -200,8 +195,6 @@ def _text(data: bytes) -> str:
     if not data:
         return ""
     try:
-        from .worker import decode
-
         return decode(data)
     except Exception:
         return data.decode("utf-8", "replace")
