@@ -129,3 +129,11 @@ def test_catalog_matches_rule_classes():
     from syncscope.lint.catalog import CATALOG
 
     assert CATALOG == {r.code: (r.name, r.summary, r.level) for r in ALL_RULES}
+
+
+def test_configured_owner_patterns_match_alike(tmp_path):
+    """`name.attr` (SYN301) and `name.method` (SYN302) patterns match the receiver's text or its
+    last part, by the one helper (rules/_common.owner_matches)."""
+    source = ("def step(self):\n    self.runner.flush()\n    return self.common_attn_metadata.seq_lens_cpu\n")
+    found = codes(lint_source(tmp_path, source, syncing_functions=["runner.flush"]))
+    assert sorted(found) == ["SYN301", "SYN302"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 import libcst as cst
 
 from ..imports import dotted
@@ -16,6 +18,15 @@ def show(node: cst.CSTNode, ctx, limit: int = 40) -> str:
         text = ctx.analyzer.module.code_for_node(node)
         text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def owner_matches(ctx, receiver: cst.BaseExpression | None, owner: str) -> bool:
+    """Does `receiver` match the owner glob of a configured `Owner.name` pattern (SYN301,
+    SYN302)? By its annotated type (`m: CommonAttentionMetadata`), by its text
+    (`common_attn_metadata`), or by the text's last part (`self.common_attn_metadata`)."""
+    text = (dotted(receiver) or "") if receiver is not None else ""
+    return (fnmatchcase(ctx.types.get(text, ""), owner) or fnmatchcase(text, owner)
+            or fnmatchcase(text.rsplit(".", 1)[-1], owner))
 
 
 def twin_fix(ctx, node: cst.BaseExpression, replace: cst.CSTNode | None = None) -> Fix | None:

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
-
 from ..imports import dotted
+from ._common import owner_matches
 from .base import Rule
 
 
@@ -34,16 +33,11 @@ class SyncingPropertyRead(Rule):
 
     def on_attribute(self, ctx, node, receiver_where):
         attr = node.attr.value
-        owner_text = dotted(node.value) or ""
-        owner_type = ctx.types.get(owner_text, "")
         for owner, name in self.patterns:
-            if name != attr:
-                continue
-            if fnmatchcase(owner_type, owner) or fnmatchcase(owner_text, owner) \
-                    or fnmatchcase(owner_text.rsplit(".", 1)[-1], owner):
+            if name == attr and owner_matches(ctx, node.value, owner):
                 ctx.report(
                     self, node,
-                    f"`{owner_text or '...'}.{attr}` is a property that copies from the device on "
+                    f"`{dotted(node.value) or '...'}.{attr}` is a property that copies from the device on "
                     "every read (a hidden sync; use a host-computed value)",
                     anchor="." + attr,
                 )

@@ -3,6 +3,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from ..imports import dotted
+from ._common import owner_matches
 from .base import Rule
 
 
@@ -36,15 +37,11 @@ class ConfiguredSyncingCall(Rule):
         return True  # patterns match qualified names and `Type.method` alike (globs allowed)
 
     def on_call(self, ctx, call):
-        receiver_text = dotted(call.receiver) if call.receiver is not None else None
-        receiver_type = ctx.types.get(receiver_text or "", "")
         for pattern in self.patterns:
             matched = call.qualname is not None and fnmatchcase(call.qualname, pattern)
             if not matched and call.method is not None and "." in pattern:
                 owner, name = pattern.rsplit(".", 1)
-                matched = name == call.method and (
-                    fnmatchcase(receiver_type, owner) or fnmatchcase(receiver_text or "", owner)
-                )
+                matched = name == call.method and owner_matches(ctx, call.receiver, owner)
             if matched:
                 ctx.report(
                     self, call.node,
