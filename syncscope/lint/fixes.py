@@ -9,6 +9,7 @@ import difflib
 import libcst as cst
 
 from .engine import analyze_for_fix
+from .worker import place
 
 
 class _Replace(cst.CSTTransformer):
@@ -27,18 +28,13 @@ def fix_file(path: str, rel: str, wanted: set[tuple[str, int]], config, unsafe: 
     result, analyzer = analyze_for_fix(path, config)
     if analyzer is None:
         return None
-    from .lines import locate
-    from .worker import _anchor_text
-
     old = analyzer.module.code
     lines = old.splitlines()
-    spans = analyzer.spans
     replacements: dict[int, cst.CSTNode] = {}
     for raw in analyzer.findings:
         if raw.fix is None or (raw.fix.applicability == "unsafe" and not unsafe):
             continue
-        start, end, _ = spans[raw.stmt]
-        line, _ = locate(lines, start, end, [_anchor_text(a, analyzer.module) for a in raw.anchors])
+        line = place(raw, analyzer.spans, lines, analyzer.module)[0]
         if (raw.code, line) not in wanted:
             continue
         target, replacement = raw.fix.build()

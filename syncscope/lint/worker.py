@@ -302,9 +302,7 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config):
 def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
     """Place the analyzer's findings and call sites on lines and add them to `result`."""
     for raw in analyzer.findings:
-        start, end, _ = spans[raw.stmt] if raw.stmt < len(spans) else (1, 1, 1)
-        anchors = [_anchor_text(a, analyzer.module) for a in raw.anchors]
-        line, column = locate(lines, start, end, anchors)
+        line, column, start, end = place(raw, spans, lines, analyzer.module)
         if raw.field is not None:
             result.field_reads[len(result.findings)] = raw.field
         if raw.param is not None:
@@ -320,6 +318,14 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
         for param, (code, stmt, message) in entry["syncs"].items():
             syncs[param] = (code, spans[stmt][0] if stmt < len(spans) else 1, message)
         result.summaries[qualname] = {"params": entry["params"], "syncs": syncs}
+
+
+def place(raw, spans, lines: list[str], module_node) -> tuple[int, int, int, int]:
+    """(line, column, statement start, statement end) of an analyzer finding: the first of its
+    anchors found in its statement's lines."""
+    start, end, _ = spans[raw.stmt] if raw.stmt < len(spans) else (1, 1, 1)
+    line, column = locate(lines, start, end, [_anchor_text(a, module_node) for a in raw.anchors])
+    return line, column, start, end
 
 
 def _anchor_text(anchor, module_node) -> str:
