@@ -216,3 +216,31 @@ def test_reports_are_ordinary_files_not_private_ones(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask
+
+
+def test_each_sync_gets_an_nvtx_mark_with_kind_and_line(monkeypatch):
+    from syncscope.runtime import nvtx_marks
+
+    class FakeNvtx:
+        def __init__(self):
+            self.marks, self.ranges = [], []
+
+        def mark(self, message, color, domain):
+            self.marks.append((message, domain))
+
+        def start_range(self, message, color, domain):
+            self.ranges.append(message)
+            return len(self.ranges)
+
+        def end_range(self, handle):
+            self.ranges.append(("end", handle))
+
+    fake = FakeNvtx()
+    monkeypatch.setattr(nvtx_marks, "_nvtx", fake)
+    rec = Recorder()
+    event = sync_here(rec)
+    ((message, domain),) = fake.marks
+    assert domain == "syncscope" and message == f"sync item {event.site.path}:{event.site.line}"
+    with nvtx_marks.blocking_range("sync item Tensor.item"):
+        pass
+    assert fake.ranges == ["sync item Tensor.item", ("end", 1)]
