@@ -200,3 +200,28 @@ def test_policy_error_exits_with_the_line(tmp_path):
     assert "HostSyncError" in proc.stderr and "prog.py:4" in proc.stderr
     assert "syncscope/runtime" not in proc.stderr  # traceback without syncscope frames
     assert report["status"] == "exception"
+
+
+def test_cuda_only_example_behaves_as_under_plain_python_and_matches_the_simulated_device(tmp_path):
+    """Same stdout and stderr as plain python on the GPU; the same (line, kind) set as the
+    simulated device reports on a CPU, less the race hazard only the simulated device can see."""
+    example = ROOT / "examples" / "cuda_only.py"
+    plain = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    report = tmp_path / "r.json"
+    traced = subprocess.run(
+        [sys.executable, "-m", "syncscope", "run", "--device", "cuda", "--no-table", "-o", str(report), str(example)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    assert plain.returncode == traced.returncode == 0, traced.stderr
+    assert traced.stdout == plain.stdout
+    assert traced.stderr == plain.stderr
+    import re
+
+    marker = re.compile(r"#\s*sync:\s*([a-z0-9_]+)\s*$")
+    marked = {
+        (number, found.group(1))
+        for number, text in enumerate(example.read_text().splitlines(), start=1)
+        if (found := marker.search(text))
+    }
+    seen = {(s["line"], s["kind"]) for s in json.loads(report.read_text())["sites"]}
+    assert seen == {m for m in marked if m[1] != "unsynced_d2h_read"}, (seen, marked)

@@ -267,6 +267,14 @@ def _basic_indexing_fast_path(shim: Callable, original: Callable) -> Callable:
     return getitem
 
 
+def _set_debug_mode_quietly(mode) -> None:
+    """torch warns that the debug mode is a prototype each time it is switched on; that warning
+    is ours, not the program's, and must not show up in its stderr."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
+        torch.cuda.set_sync_debug_mode(mode)
+
+
 class CudaDetector:
     name = "cuda"
 
@@ -286,7 +294,7 @@ class CudaDetector:
             self._originals.append((spec.owner, spec.name, own, spec.name in vars(spec.owner)))
             setattr(spec.owner, spec.name, self._make_shim(spec, getattr(spec.owner, spec.name)))
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
-        torch.cuda.set_sync_debug_mode("warn")
+        _set_debug_mode_quietly("warn")
         self.rearm()
 
     def rearm(self) -> None:
@@ -298,7 +306,7 @@ class CudaDetector:
             warnings.showwarning = self._showwarning
 
     def uninstall(self) -> None:
-        torch.cuda.set_sync_debug_mode(self._previous_debug_mode)
+        _set_debug_mode_quietly(self._previous_debug_mode)
         for owner, name, original, had_own in reversed(self._originals):
             if had_own:
                 setattr(owner, name, original)
