@@ -73,34 +73,28 @@ class HostGuardView(_SimBase):
         return f"HostGuardView({self._elem!r})"
 
 
-def wrap(elem: torch.Tensor, device: torch.device | None = None) -> SimulatedCudaTensor:
+def _wrapper_around(cls: type, elem: torch.Tensor, device: torch.device, requires_grad: bool):
+    """A `cls` wrapper with `elem`'s geometry, reporting `device`, holding `elem`."""
     out = _make_wrapper(
-        SimulatedCudaTensor,
+        cls,
         elem.size(),
         strides=elem.stride(),
         storage_offset=elem.storage_offset(),
         dtype=elem.dtype,
         layout=elem.layout,
-        device=device or state.DEVICE,
-        requires_grad=elem.requires_grad,
+        device=device,
+        requires_grad=requires_grad,
     )
     out._elem = elem
     return out
+
+
+def wrap(elem: torch.Tensor, device: torch.device | None = None) -> SimulatedCudaTensor:
+    return _wrapper_around(SimulatedCudaTensor, elem, device or state.DEVICE, elem.requires_grad)
 
 
 def wrap_view(elem: torch.Tensor) -> HostGuardView:
-    out = _make_wrapper(
-        HostGuardView,
-        elem.size(),
-        strides=elem.stride(),
-        storage_offset=elem.storage_offset(),
-        dtype=elem.dtype,
-        layout=elem.layout,
-        device=_CPU,
-        requires_grad=False,
-    )
-    out._elem = elem
-    return out
+    return _wrapper_around(HostGuardView, elem, _CPU, False)
 
 
 def wrap_as(cls: type, elem: torch.Tensor, device: torch.device | None = None):
