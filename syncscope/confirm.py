@@ -46,6 +46,7 @@ DEFAULT_RULE_KINDS: Mapping[str, frozenset[str] | None] = {
     "SYN502": frozenset({"stream_sync"}),
     "SYN503": frozenset({"event_sync"}),
     "SYN601": None,
+    "SYN602": None,
 }
 # A sync torch reported from C++ without naming it could be any of them.
 ANY_RULE_KINDS = frozenset({"other"})

@@ -92,8 +92,20 @@ TYPE_PY_HINTS = frozenset(
     "Mapping Callable Any None Optional Union Literal Iterator Generator type".split()
 )
 # Decorators of functions that are not host code run every step: Triton/JIT/CuTe kernels
-# (device code: `@triton.jit`, `@cute.kernel`) and memoized functions (run once per argument).
-COLD_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton", "cache", "kernel")
+# (device code: `@triton.jit`, `@cute.kernel`), never walked, and memoized functions and cached
+# properties (run once per argument), walked for their callers' sake only (see `report`).
+KERNEL_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton", "kernel")
+MEMO_DECORATOR_WORDS = ("cache",)
+
+
+def decorator_kind(name: str) -> str | None:
+    """"kernel", "memo" or None for a decorator's dotted name."""
+    name = name.lower()
+    if any(word in name for word in KERNEL_DECORATOR_WORDS):
+        return "kernel"
+    if any(word in name for word in MEMO_DECORATOR_WORDS):
+        return "memo"
+    return None
 
 
 @dataclass
@@ -109,20 +121,8 @@ class RawFinding:
     # if another file's class says that attribute lives on the host (see engine.py)
     field: tuple[str, str] | None = None
     # (qualified function, parameter) when the flagged value is that parameter: the run drops
-    # the finding if every call in the linted tree passes host data for it (see crossfile.py)
+    # the finding if every call in the linted tree passes host data for it (see wholeprogram.py)
     param: tuple[str, str] | None = None
-
-
-@dataclass
-class CallSite:
-    """A call into code of the linted tree, kept for the cross-file (SYN6xx) pass."""
-
-    function: str
-    stmt: int
-    anchor: str
-    callee: str
-    shift: int  # 1 when `self.m(x)` passes `self` implicitly
-    args: list[tuple[int | None, str | None, int, str]]  # (position, keyword, where, text)
 
 
 @dataclass
@@ -140,6 +140,9 @@ class FunctionContext:
     params: list[str] = field(default_factory=list)
     reassigned: set[str] = field(default_factory=set)
     copies: dict[str, str] = field(default_factory=dict)  # name -> name it is a host/device copy of
+    # name -> the parameter it was computed from (`lens = cu_seqlens[1:] - cu_seqlens[:-1]`):
+    # a sync on it happens only where a caller passes a device value for that parameter
+    derived: dict[str, str] = field(default_factory=dict)
     aliases: dict[str, str] | None = None
     stmt: int = 0
     once_depth: int = 0  # inside `if x is None: x = ...`: runs once, not in the hot path
@@ -203,10 +206,25 @@ class FunctionContext:
                 return twin, proven
         return None
 
+    def param_of(self, node: cst.BaseExpression | None) -> str | None:
+        """The parameter a value is computed from, if it is only that parameter's data."""
+        node = _root_value(node)
+        if isinstance(node, cst.BinaryOperation):
+            return self.param_of(node.left) or self.param_of(node.right)
+        if not isinstance(node, cst.Name):
+            return None
+        name = node.value
+        if name in self.params and name not in self.reassigned:
+            return name
+        return self.derived.get(name)
+
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None) -> None:
-        if self.passive or self.once_depth:
+        if self.passive:
             return
+        # inside `if x is None: x = ...` or a memoized function: not reported here, but still a
+        # sync for whoever calls this function (wholeprogram.py)
+        latent = bool(self.once_depth)
         anchors: list[Any] = [node]
         if anchor:
             anchors.append(anchor)
@@ -217,12 +235,10 @@ class FunctionContext:
             owner_class = self.classes[-1] if owner == "self" and self.classes else self.types.get(owner)
             if owner_class:
                 field_read = (owner_class, subject.attr.value)
-        param = None
-        if isinstance(subject, cst.Name) and subject.value in self.params and subject.value not in self.reassigned:
-            self.analyzer.record_summary(self, subject.value, rule.code, message)
-            param = (self.analyzer.qualify(self.qualname), subject.value)
-        self.analyzer.findings.append(RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix,
-                                                 rule.level, field_read, param))
+        source = self.param_of(subject)
+        param = (_qualify(self.analyzer.module_name, self.qualname), source) if source is not None else None
+        found = RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level, field_read, param)
+        (self.analyzer.latent if latent else self.analyzer.findings).append(found)
 
 
 class ModuleAnalyzer:
@@ -239,9 +255,9 @@ class ModuleAnalyzer:
         # (class, attribute) -> where, from `self.x = ...` assignments anywhere in the class
         self.class_hints: dict[tuple[str, str], int] = {}
         self.findings: list[RawFinding] = []
-        self.calls: list[CallSite] = []
-        # qualified function -> {"params": [...], "syncs": {param: (code, stmt, message)}}
-        self.summaries: dict[str, dict] = {}
+        # syncs not reported where they are (lazy-init branches, memoized functions) but
+        # counted for the callers of their function (wholeprogram.py)
+        self.latent: list[RawFinding] = []
         self.counter = 0
         self._eval_dispatch = {
             cst.Name: self._eval_name,
@@ -284,28 +300,22 @@ class ModuleAnalyzer:
         for stmt in self.module.body:
             self.visit_stmt(stmt, top)
 
-    def run_function(self, node: cst.FunctionDef, classes: list[str]) -> None:
+    def run_function(self, node: cst.FunctionDef, classes: list[str], memoized: bool = False) -> None:
         """Walk one function parsed on its own (see worker.py): `classes` are the classes that
-        enclose it in the real module."""
+        enclose it in the real module; `memoized` when its decorators (cut off by the parse
+        of the function alone) memoize it."""
         outer = FunctionContext(self, ".".join(classes) or "<module>", list(classes), passive=True,
                                 kind="class" if classes else "module")
-        self.visit_function(node, outer)
+        self.visit_function(node, outer, memoized)
 
     def is_cold(self, node: cst.FunctionDef, classes: list[str] = ()) -> bool:
         if self.config.all_functions:
             return False
         if self.config.cold_function(node.name.value) or any(self.config.cold_class(c) for c in classes):
             return True
-        for decorator in node.decorators:
-            expr = decorator.decorator
-            if isinstance(expr, cst.Call):
-                expr = expr.func
-            name = (dotted(expr) or "").lower()
-            if any(word in name for word in COLD_DECORATOR_WORDS):
-                return True  # a Triton/JIT kernel body is device code, not host code
-        return False
+        return any(_decorator_kind(d) == "kernel" for d in node.decorators)  # device code
 
-    def visit_function(self, node: cst.FunctionDef, outer: FunctionContext) -> None:
+    def visit_function(self, node: cst.FunctionDef, outer: FunctionContext, memoized: bool = False) -> None:
         index = self.enter()
         name = node.name.value
         if outer.kind == "module":
@@ -323,7 +333,7 @@ class ModuleAnalyzer:
             ctx.bools = set(outer.bools)
             ctx.types = dict(outer.types)
         self._bind_params(node.params, ctx, host_function=self.hints.where(name) == P.HOST)
-        if _fills_cache(node):
+        if memoized or _fills_cache(node) or any(_decorator_kind(d) == "memo" for d in node.decorators):
             ctx.once_depth = 1  # a memoizing function: its work runs once per key
         ctx.stmt = index
         self.visit_block(node.body, ctx)
@@ -528,8 +538,13 @@ class ModuleAnalyzer:
         # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
         if self.hints.where(name.rsplit(".", 1)[-1]) == P.HOST and where != P.PY:
             where = P.HOST
+        source = ctx.param_of(value) if value is not None and where != P.PY else None
         ctx.env[name] = where
         ctx.reassigned.add(name)
+        if source is not None and source != name:
+            ctx.derived[name] = source
+        else:
+            ctx.derived.pop(name, None)
         ctx.copies.pop(name, None)
         for other, source in list(ctx.copies.items()):
             if source == name:
@@ -799,7 +814,6 @@ class ModuleAnalyzer:
         method: str | None = None
         receiver: cst.BaseExpression | None = None
         receiver_where: int | None = None
-        shift = 0
         if isinstance(func, cst.Name):
             name = func.value
             if name in ctx.env:
@@ -818,7 +832,6 @@ class ModuleAnalyzer:
                 receiver_where = self.eval(receiver, ctx)
                 if isinstance(receiver, cst.Name) and receiver.value == "self" and ctx.classes:
                     qualname = ".".join(filter(None, [self.module_name, *ctx.classes, method]))
-                    shift = 1
         else:
             self.eval(func, ctx)
 
@@ -847,20 +860,7 @@ class ModuleAnalyzer:
                 for rule in rules:
                     if rule.handles(info):
                         rule.on_call(ctx, info)
-        if qualname is not None and not ctx.passive and (shift or receiver is None):
-            self._maybe_record_call(ctx, info, qualname, shift, last or "")
         return self._call_result(info, ctx)
-
-    def _maybe_record_call(self, ctx: FunctionContext, info: CallInfo, qualname: str, shift: int, last: str) -> None:
-        if qualname in BUILTIN_NAMES or qualname.startswith(("torch.", "numpy.", "math.", "triton.")):
-            return
-        if not self.config.cross_file:
-            return
-        # every call is kept, host arguments too: SYN601 looks at the device ones, and a helper
-        # that every caller feeds host data is not flagged (crossfile.host_fed_params)
-        args = [(i, None, w, dotted(a) or "") for i, (a, w) in enumerate(info.args)]
-        args += [(None, k, w, dotted(a) or "") for k, (a, w) in info.kwargs.items()]
-        self.calls.append(CallSite(ctx.qualname, ctx.stmt, last + "(", qualname, shift, args))
 
     def _call_result(self, info: CallInfo, ctx: FunctionContext) -> int:
         qualname, method = info.qualname, info.method
@@ -930,14 +930,16 @@ class ModuleAnalyzer:
             return P.PY if all(w == P.PY for w in wheres) else P.combine(*wheres)
         return P.UNKNOWN
 
-    # -- cross-file summaries ------------------------------------------------------------
-    def qualify(self, qualname: str) -> str:
-        return f"{self.module_name}.{qualname}" if self.module_name else qualname
 
-    def record_summary(self, ctx: FunctionContext, param: str, code: str, message: str) -> None:
-        qualname = self.qualify(ctx.qualname)
-        entry = self.summaries.setdefault(qualname, {"params": list(ctx.params), "syncs": {}})
-        entry["syncs"].setdefault(param, (code, ctx.stmt, message))
+def _decorator_kind(decorator: cst.Decorator) -> str | None:
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    return decorator_kind(dotted(expr) or "")
+
+
+def _qualify(module: str, qualname: str) -> str:
+    return f"{module}.{qualname}" if module else qualname
 
 
 def _merge_branches(ctx: FunctionContext, other_env: dict[str, int], other_bools: set[str]) -> None:

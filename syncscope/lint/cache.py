@@ -14,7 +14,7 @@ import os
 import pickle
 import tempfile
 
-CACHE_FORMAT = 8  # bump when RawResult changes shape
+CACHE_FORMAT = 9  # bump when RawResult changes shape
 
 
 def code_stamp() -> str:

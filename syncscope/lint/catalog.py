@@ -28,6 +28,7 @@ CATALOG: dict[str, tuple[str, str, str]] = {
     'SYN502': ('stream-synchronize', '`stream.synchronize()`', 'error'),
     'SYN503': ('event-synchronize', '`event.synchronize()`', 'error'),
     'SYN601': ('helper-syncs-on-argument', 'A call into a helper that syncs on the argument passed', 'error'),
+    'SYN602': ('call-reaches-sync', 'A call or property read whose callee syncs, at any depth', 'error'),
 }
 
 # Diagnostics that are not rules: a file could not be linted, or a suppression is stale.

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from ..site import Site, with_occurrences
 from .cache import Cache, content_hash
 from .config import LintConfig
-from .crossfile import helper_findings, host_fed_params
 from .files import discover, module_name, trigger_pattern
 from .provenance import HOST, PY
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
+from .wholeprogram import solve
 from .worker import RawResult, analyze_bytes, analyze_file, decode, init_worker
 
 
@@ -36,6 +36,9 @@ class Finding:
     column: int
     fix: str | None  # "safe", "unsafe" or None
     fingerprint: str
+    # SYN601/SYN602: the calls from this site down to the line that syncs, each step
+    # (path, line, function, note); the last one is the root
+    chain: tuple = ()
 
     @property
     def rule_id(self) -> str:
@@ -63,6 +66,7 @@ class _Pending:
     message: str
     fix: str | None
     level: str
+    chain: tuple = ()
 
 
 @dataclass
@@ -85,7 +89,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     triggers = trigger_pattern(config)
     results: dict[str, RawResult] = {}
     texts: dict[str, bytes] = {}
-    todo: list[tuple] = []  # (absolute, rel, module, is_package, digest, stamp)
+    todo: list[tuple] = []  # (absolute, rel, module, is_package, digest, stamp, facts only)
     for absolute, rel in files:
         run.abs_paths[rel] = absolute
         try:
@@ -108,7 +112,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             results[rel] = cached
             cache.put(rel, digest, cached, stamp)  # touched but unchanged: remember the new stamp
             run.cached += 1
-        elif config.host_only(rel) or not triggers.search(data):
+        elif config.host_only(rel):
             results[rel] = RawResult()
             if may_have_suppressions(data):  # for the unused-suppression warning
                 results[rel].suppressions = parse_suppressions(_text(data))
@@ -117,10 +121,13 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             run.skipped += 1
         else:
             module, is_package = module_name(absolute)
-            todo.append((absolute, rel, module, is_package, digest, stamp))
-    run.parsed = len(todo)
+            # no torch code: no rule can fire, but calls may pass through it (facts only)
+            facts_only = not triggers.search(data)
+            run.skipped += facts_only
+            todo.append((absolute, rel, module, is_package, digest, stamp, facts_only))
+    run.parsed = len(todo) - sum(1 for t in todo if t[6])
 
-    for (absolute, rel, module, is_package, digest, stamp), result in _analyze_all(todo, config, jobs, progress):
+    for (absolute, rel, module, is_package, digest, stamp, _), result in _analyze_all(todo, config, jobs, progress):
         results[rel] = result
         if cache is not None:
             cache.put(rel, digest, result, stamp)
@@ -129,9 +136,8 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     if cache is not None:
         cache.save()
 
-    extra = helper_findings(results) if config.cross_file else {}
+    extra, host_params = solve(results) if config.cross_file else ({}, set())
     host_fields = _host_fields(results)
-    host_params = host_fed_params(results) if config.cross_file else set()
     sites: list[tuple[Site, _Pending]] = []
     for rel in sorted(results):
         raw = results[rel]
@@ -171,7 +177,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         seen.add(key)
         numbered_site = by_key.get((site.path, site.line, site.kind, site.function), site)
         run.findings.append(Finding(numbered_site, p.code, p.message, p.level, p.column, p.fix,
-                                    numbered_site.fingerprint()))
+                                    numbered_site.fingerprint(), p.chain))
     return run
 
 
@@ -209,7 +215,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
     jobs = jobs or os.cpu_count() or 1
     if len(todo) == 1 or jobs == 1:
         for task in todo:
-            yield task, analyze_file(task[0], task[2], task[3], config)
+            yield task, analyze_file(task[0], task[2], task[3], config, task[6])
             if progress is not None:
                 progress.advance(1)
         return
@@ -223,7 +229,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
     context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
     with ProcessPoolExecutor(max_workers=min(jobs, len(ordered)), mp_context=context,
                              initializer=init_worker) as pool:
-        futures = {pool.submit(analyze_file, t[0], t[2], t[3], config): t for t in ordered}
+        futures = {pool.submit(analyze_file, t[0], t[2], t[3], config, t[6]): t for t in ordered}
         for future in as_completed(futures):
             task = futures[future]
             try:

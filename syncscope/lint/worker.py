@@ -27,10 +27,14 @@ class RawResult:
 
     # (code, line, column, stmt_start, stmt_end, function, message, fix applicability, level)
     findings: list[tuple] = field(default_factory=list)
-    # qualified function -> {"params": [...], "syncs": {param: (code, line, message)}}
-    summaries: dict = field(default_factory=dict)
-    # (function, line, column, stmt_start, stmt_end, callee, shift, args)
-    calls: list[tuple] = field(default_factory=list)
+    # for the whole-program pass (wholeprogram.py): the module's dotted name and import table,
+    # per-function facts and class facts (facts.py), and the sync roots of each function:
+    # qualified function -> [(code, line, stmt_start, stmt_end, message, parameter or None)]
+    module: str | None = None
+    exports: dict = field(default_factory=dict)
+    functions: dict = field(default_factory=dict)
+    classes: dict = field(default_factory=dict)
+    roots: dict = field(default_factory=dict)
     suppressions: dict = field(default_factory=dict)  # line -> [Suppression], see suppress.py
     # "Class.attr" -> where, for attributes this file's classes keep on the host (classinfo.py)
     field_hints: dict = field(default_factory=dict)
@@ -85,13 +89,48 @@ def decode(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def analyze_file(path: str, module: str, is_package: bool, config) -> RawResult:
+def analyze_file(path: str, module: str, is_package: bool, config, facts_only: bool = False) -> RawResult:
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
         return RawResult(findings=[("SYN001", 1, 1, 1, 1, "<module>", f"cannot read file: {error.strerror}", None, "error")])
+    if facts_only:
+        return facts_of_bytes(data, module, is_package, config)
     return analyze_bytes(data, module, is_package, config)
+
+
+def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawResult:
+    """A file no rule can flag (no torch code): only what the whole-program pass needs to see
+    calls through it. Never raises; a file that does not parse simply contributes nothing."""
+    result = RawResult()
+    try:
+        tree = ast.parse(decode(data))
+        _add_facts(result, tree, module, is_package, config, frozenset())
+    except Exception:
+        pass
+    if may_have_suppressions(data):
+        try:
+            result.suppressions = parse_suppressions(decode(data))
+        except (UnicodeDecodeError, SyntaxError, LookupError):
+            pass
+    return result
+
+
+def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers) -> None:
+    from .facts import file_facts
+    from .imports import aliases_from_ast
+
+    aliases = aliases_from_ast(tree, module, is_package)
+
+    def is_cold(name: str, classes: list[str]) -> bool:
+        if config.all_functions:
+            return False
+        return bool(config.cold_function(name) or name in cold_helpers or any(config.cold_class(c) for c in classes))
+
+    result.module = module
+    result.exports = aliases
+    result.functions, result.classes = file_facts(tree, module, aliases, config.name_hints, is_cold)
 
 
 def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool = False):
@@ -187,14 +226,14 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
     result = RawResult()
     units = list(_functions(tree.body, [], config))
     graph: dict[str, tuple[bool, frozenset[str]]] = {}
-    for fn, _, cold in units:
+    for fn, _, cold, _memo in units:
         segment = lines[fn.lineno - 1: fn.end_lineno]
         calls = _called_names("".join(segment[1:]) if len(segment) > 1 else segment[0].split(":", 1)[-1])
         was_cold, known = graph.get(fn.name, (True, frozenset()))
         graph[fn.name] = (was_cold and cold, known | calls)
     cold_helpers = cold_private_helpers(graph)
-    for fn, classes, cold in units:
-        if cold or fn.name in cold_helpers:
+    for fn, classes, cold, memo in units:
+        if (cold and not memo) or fn.name in cold_helpers:
             continue
         segment = lines[fn.lineno - 1: fn.end_lineno]
         source = "".join(segment)
@@ -214,25 +253,29 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         analyzer = ModuleAnalyzer(mini, spans, config, registry, module, is_package)
         analyzer.aliases = aliases
         analyzer.class_hints = hints
-        analyzer.run_function(mini.body[0], classes)
+        analyzer.run_function(mini.body[0], classes, memoized=memo)
         if analyzer.counter != len(spans):
             raise _FallBack()
         _collect(analyzer, spans, plain_lines, result)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
+    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers))
     return result
 
 
 def _functions(body, classes: list[str], config):
-    """(ast function, enclosing class names, cold) for every top-level function and method.
-    Cold ones are named like code that runs once, or are Triton/JIT kernels or memoized.
-    Nested functions are part of their parent."""
+    """(ast function, enclosing class names, cold, memoized) for every top-level function and
+    method. Cold ones are named like code that runs once, or are Triton/JIT kernels or memoized;
+    a memoized one (`@lru_cache`, `@cached_property`) is still walked for its callers' sake
+    (its syncs are theirs, wholeprogram.py). Nested functions are part of their parent."""
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node, classes, bool(config.cold_function(node.name) or _kernel(node))
+            kind = _decorated_kind(node)
+            memo = kind == "memo" and not config.cold_function(node.name)
+            yield node, classes, bool(config.cold_function(node.name) or kind), memo
         elif isinstance(node, ast.ClassDef):
             if config.cold_class(node.name) and not config.all_functions:
-                for inner, inner_classes, _ in _functions(node.body, classes + [node.name], config):
-                    yield inner, inner_classes, True
+                for inner, inner_classes, _, _ in _functions(node.body, classes + [node.name], config):
+                    yield inner, inner_classes, True, False
             else:
                 yield from _functions(node.body, classes + [node.name], config)
         elif isinstance(node, (ast.If, ast.With, ast.For, ast.While, ast.Try)) or type(node).__name__ == "TryStar":
@@ -255,8 +298,10 @@ def _called_names(source: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def _kernel(node) -> bool:
-    from .analyzer import COLD_DECORATOR_WORDS
+def _decorated_kind(node) -> str | None:
+    """"kernel" for Triton/JIT kernels (device code), "memo" for memoized functions and cached
+    properties (their body runs once per key), None otherwise."""
+    from .analyzer import decorator_kind
 
     for decorator in node.decorator_list:
         if isinstance(decorator, ast.Call):
@@ -267,10 +312,10 @@ def _kernel(node) -> bool:
             decorator = decorator.value
         if isinstance(decorator, ast.Name):
             parts.append(decorator.id)
-        name = ".".join(reversed(parts)).lower()
-        if any(word in name for word in COLD_DECORATOR_WORDS):
-            return True
-    return False
+        kind = decorator_kind(".".join(reversed(parts)))
+        if kind is not None:
+            return kind
+    return None
 
 
 def _analyze(module_node, text: str, module: str, is_package: bool, config):
@@ -283,7 +328,7 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config):
         tree = ast.parse(text)
         spans, hints = spans_of(tree.body), class_hints(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        spans, hints = None, {}
+        tree, spans, hints = None, None, {}
     analyzer = ModuleAnalyzer(module_node, spans or [], config, registry, module, is_package)
     analyzer.class_hints = hints
     analyzer.run()
@@ -296,6 +341,8 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config):
     result = RawResult()
     _collect(analyzer, spans, text.splitlines(), result)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
+    if tree is not None:
+        _add_facts(result, tree, module, is_package, config, frozenset())
     return result, analyzer
 
 
@@ -309,15 +356,18 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
             result.param_reads[len(result.findings)] = raw.param
         result.findings.append((raw.code, line, column, start, end, raw.function, raw.message,
                                 raw.fix.applicability if raw.fix else None, raw.level))
-    for call in analyzer.calls:
-        start, end, _ = spans[call.stmt] if call.stmt < len(spans) else (1, 1, 1)
-        line, column = locate(lines, start, end, [call.anchor])
-        result.calls.append((call.function, line, column, start, end, call.callee, call.shift, call.args))
-    for qualname, entry in analyzer.summaries.items():
-        syncs = {}
-        for param, (code, stmt, message) in entry["syncs"].items():
-            syncs[param] = (code, spans[stmt][0] if stmt < len(spans) else 1, message)
-        result.summaries[qualname] = {"params": entry["params"], "syncs": syncs}
+        _add_root(result, raw, analyzer.module_name, line, start, end)
+    for raw in analyzer.latent:
+        line, _, start, end = place(raw, spans, lines, analyzer.module)
+        _add_root(result, raw, analyzer.module_name, line, start, end)
+
+
+def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: int) -> None:
+    """A sync of the function's own body, for the whole-program pass: unconditional, or on a
+    parameter (the finding's value is computed from it)."""
+    function = f"{module}.{raw.function}" if module else raw.function
+    param = raw.param[1] if raw.param else None
+    result.roots.setdefault(function, []).append((raw.code, line, start, end, raw.message, param))
 
 
 def place(raw, spans, lines: list[str], module_node) -> tuple[int, int, int, int]:

@@ -27,6 +27,7 @@ from .syn501 import DeviceSynchronize
 from .syn502 import StreamSynchronize
 from .syn503 import EventSynchronize
 from .syn601 import HelperSyncsOnArgument
+from .syn602 import CallReachesSync
 
 ALL_RULES: list[type[Rule]] = [
     DeviceMaskIndex, HostMaskWrite, DeviceMaskTensorWrite, RepeatInterleaveWithoutOutputSize,
@@ -37,7 +38,7 @@ ALL_RULES: list[type[Rule]] = [
     TensorFromHostDataOnDevice, NewTensorFromHostData, BlockingCopyToDevice, ScalarStoreAtIndex,
     HostDataSliceStore,
     DeviceSynchronize, StreamSynchronize, EventSynchronize,
-    HelperSyncsOnArgument,
+    HelperSyncsOnArgument, CallReachesSync,
 ]
 RULES_BY_CODE: dict[str, type[Rule]] = {rule.code: rule for rule in ALL_RULES}
 

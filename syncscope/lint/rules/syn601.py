@@ -4,12 +4,13 @@ from .base import Rule
 
 
 class HelperSyncsOnArgument(Rule):
-    """A call that passes a device value into a function of the linted tree whose own body syncs
-    on that parameter (one level deep, across files): the sync is real at the call site even
-    though nothing there looks like one. Reported at the call site with the chain.
+    """A call that passes a device value into a function of the linted tree that syncs on that
+    parameter, or on a value computed from it, at any depth and across files: the sync is real
+    at the call site even though nothing there looks like one. Reported at the call site with
+    the chain.
 
-    Unlike the other rules this one runs after every file was analyzed (see engine.py), from the
-    per-function summaries the analyzer records."""
+    Unlike the other rules this one runs after every file was analyzed, from the per-function
+    summaries (wholeprogram.py)."""
 
     code = "SYN601"
     name = "helper-syncs-on-argument"

@@ -1,0 +1,570 @@
+"""Per-function facts for the whole-program pass (wholeprogram.py), read from Python's `ast`.
+
+The rules' walk (analyzer.py) only parses hot functions that mention something a rule looks for,
+and only it knows where a sync is. This walk is the cheap other half: every function of every
+file, hot or cold, trigger words or not, recording what the whole-program pass needs to connect
+them: which functions, methods and properties each one calls (with where each argument lives),
+and what it returns. It never looks for syncs itself.
+
+A value is a `Fact`: where it lives (provenance.py), or "derived from parameter p" (slices,
+arithmetic and tensor methods keep the parameter's device), or "the result of call #i" (resolved
+once the callee's summary is known). The walk is straight-line: the last assignment wins.
+
+Everything recorded is plain tuples and dicts: it is pickled into the lint cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+
+from . import provenance as P
+
+# A call's target, as far as one file can tell (resolved against the whole tree later):
+FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
+METHOD = "m"  # ("m", receiver, name): `self.m()`, `cls.m()`, `obj.m()` with obj's class known
+PROP = "p"  # ("p", receiver or None, attr): an attribute read that may be a property
+# A receiver is (class qualified name, attribute hops, called through the class itself):
+# `self.runner.step()` in class A is ("mod.A", ("runner",), False) with method "step"; hops are
+# resolved through class field types.
+SUPER = "__super__"
+
+PY_ATTRS = frozenset(
+    "shape dtype device ndim is_cuda is_cpu is_sparse layout requires_grad itemsize nbytes is_leaf "
+    "is_quantized is_meta names T mT data real imag grad".split()
+)
+PY_METHODS = frozenset(
+    "size dim numel element_size nelement is_contiguous data_ptr stride storage_offset get_device "
+    "is_pinned is_floating_point is_complex item tolist __len__ startswith endswith join format split "
+    "strip lower upper keys items values get append extend pop".split()
+)
+HOST_METHODS = frozenset("cpu numpy".split())
+PY_BUILTINS = frozenset(
+    "len range isinstance issubclass hasattr getattr callable id hash str repr format bytes int float "
+    "bool complex dict set frozenset tuple list sorted reversed enumerate zip type chr ord bin hex oct "
+    "divmod round abs print min max sum any all iter next map filter super object".split()
+)
+TORCH_FACTORIES = frozenset(
+    "tensor as_tensor zeros ones empty full arange linspace logspace eye rand randn randint randperm "
+    "empty_strided frombuffer asarray".split()
+)
+KERNEL_WORDS = ("jit", "autotune", "heuristics", "triton", "kernel")
+
+Fact = tuple  # (where, parameter or None, call index or None)
+_PY: Fact = (P.PY, None, None)
+_HOST: Fact = (P.HOST, None, None)
+_DEVICE: Fact = (P.DEVICE, None, None)
+_UNKNOWN: Fact = (P.UNKNOWN, None, None)
+
+
+def _combine(facts: list[Fact]) -> Fact:
+    """An operation on these values: a known device operand makes the result device; else it
+    follows a parameter (its device decides), else the most device-like operand."""
+    if any(f[0] == P.DEVICE for f in facts):
+        return _DEVICE
+    for fact in facts:
+        if fact[1] is not None or fact[2] is not None:
+            return fact
+    return (P.combine(*[f[0] for f in facts]), None, None) if facts else _PY
+
+
+def dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _decorator_names(node) -> list[str]:
+    out = []
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call):
+            decorator = decorator.func
+        out.append((dotted(decorator) or "").lower())
+    return out
+
+
+class FileFacts:
+    """Walks one module. `functions`: qualified name -> facts dict; `classes`: qualified name ->
+    {"bases", "props", "fields", "line"}; `exports`: the module's import table (for re-exports)."""
+
+    def __init__(self, module: str, aliases: dict[str, str], hints: P.NameHints, is_cold) -> None:
+        self.module = module
+        self.aliases = aliases
+        self.hints = hints
+        self.is_cold = is_cold  # (function name, enclosing classes) -> runs once, not per step
+        self.functions: dict[str, dict] = {}
+        self.classes: dict[str, dict] = {}
+        self.defined: set[str] = set()  # module-level names defined here (functions, classes)
+
+    # -- names -------------------------------------------------------------------------
+    def qualify(self, local: str) -> str:
+        return f"{self.module}.{local}" if self.module else local
+
+    def resolve_name(self, name: str, scope: dict[str, str] | None = None) -> str | None:
+        """A dotted name as written -> its qualified name (imports, local definitions)."""
+        root, _, rest = name.partition(".")
+        if scope and root in scope:
+            target = scope[root]
+        elif root in self.aliases:
+            target = self.aliases[root]
+        elif root in self.defined:
+            target = self.qualify(root)
+        else:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def class_of_annotation(self, node, scope=None) -> str | None:
+        """`Foo`, `mod.Foo`, `Optional[Foo]`, `Foo | None`, `"Foo"` -> qualified class name."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return self.class_of_annotation(node.left, scope) or self.class_of_annotation(node.right, scope)
+        if isinstance(node, ast.Subscript):
+            head = (dotted(node.value) or "").rsplit(".", 1)[-1]
+            if head in ("Optional", "Union", "Annotated"):
+                inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                for element in inner:
+                    found = self.class_of_annotation(element, scope)
+                    if found:
+                        return found
+            return None
+        name = dotted(node)
+        if not name or name.rsplit(".", 1)[-1] in ("Tensor", "None", "Any"):
+            return None
+        return self.resolve_name(name, scope)
+
+    # -- module and classes --------------------------------------------------------------
+    def run(self, tree: ast.Module) -> None:
+        for node in _flat(tree.body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.defined.add(node.name)
+        self.walk_body(tree.body, [], None, {})
+
+    def walk_body(self, body, classes: list[str], outer: "_Scope | None", local_defs: dict[str, str]) -> None:
+        """Definitions in a module, class or (for nested ones) function body."""
+        for node in _flat(body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.function(node, classes, outer)
+            elif isinstance(node, ast.ClassDef):
+                self.class_def(node, classes, outer, local_defs)
+
+    def class_def(self, node: ast.ClassDef, classes: list[str], outer, local_defs) -> None:
+        names = classes + [node.name]
+        qualname = self.qualify(".".join(names))
+        scope = outer.local_defs if outer else None
+        bases = [self.resolve_name(dotted(b), scope) for b in node.bases if dotted(b)]
+        info = {"bases": [b for b in bases if b], "props": {}, "fields": {}, "line": node.lineno}
+        self.classes[qualname] = info
+        for item in _flat(node.body):
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                field_class = self.class_of_annotation(item.annotation, scope)
+                if field_class:
+                    info["fields"][item.target.id] = field_class
+            elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                decorators = _decorator_names(item)
+                if any(d.endswith("property") for d in decorators):  # property, cached_property
+                    info["props"][item.name] = f"{qualname}.{item.name}"
+        self.walk_body(node.body, names, None, local_defs)  # methods: their own scopes
+
+    # -- functions ---------------------------------------------------------------------
+    def function(self, node, classes: list[str], outer: "_Scope | None") -> None:
+        decorators = _decorator_names(node)
+        if any(word in d for d in decorators for word in KERNEL_WORDS):
+            return  # a Triton/JIT kernel: device code, it cannot sync the host
+        if outer is not None and outer.kind == "function":
+            local = f"{outer.local}.{node.name}"
+        else:
+            local = ".".join(classes + [node.name])
+        qualname = self.qualify(local)
+        args = node.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        keyword_only = [a.arg for a in args.kwonlyargs]
+        scope = _Scope(self, qualname, local, classes, outer)
+        cls_name = self.qualify(".".join(classes)) if classes else None
+        for index, arg in enumerate(args.posonlyargs + args.args + args.kwonlyargs):
+            if index == 0 and classes and arg.arg in ("self", "cls"):
+                scope.types[arg.arg] = cls_name
+                scope.env[arg.arg] = _UNKNOWN
+                continue
+            where = self.hints.where(arg.arg)
+            if arg.annotation is not None:
+                ann_where = _annotation_where(arg.annotation)
+                if ann_where is not None:
+                    where = ann_where if where != P.HOST else P.HOST
+                else:
+                    found = self.class_of_annotation(arg.annotation, scope.local_defs)
+                    if found:
+                        scope.types[arg.arg] = found
+            # a parameter is "whatever the caller passes", unless its name or type says
+            scope.env[arg.arg] = (where, None, None) if where in (P.HOST, P.PY) else (where, arg.arg, None)
+        facts = {
+            "line": node.lineno,
+            "params": positional,
+            "kwonly": keyword_only,
+            # memoized functions and cached properties run their body too (once per key), so
+            # their syncs count for their callers; but they are not where a finding is reported
+            "hot": (outer is None or outer.facts.get("hot", True)) and not self.is_cold(node.name, classes)
+            and not any("cache" in d for d in decorators),
+            "calls": [],
+            "returns": [],
+            "property": any(d.endswith("property") for d in decorators),
+        }
+        scope.facts = facts
+        self.functions[qualname] = facts
+        # nested definitions are visible by name before the statements that call them
+        for inner in _flat(node.body):
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                scope.local_defs[inner.name] = self.qualify(f"{local}.{inner.name}")
+            elif isinstance(inner, ast.ClassDef):
+                scope.local_defs[inner.name] = self.qualify(".".join(classes + [inner.name]))
+        scope.block(node.body)
+
+
+def _flat(body):
+    """Statements of a body, looking into `if`/`try`/`with` blocks (conditional definitions)."""
+    for node in body:
+        if isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
+            yield from _flat(node.body)
+            yield from _flat(getattr(node, "orelse", []))
+            for handler in getattr(node, "handlers", []):
+                yield from _flat(handler.body)
+            yield from _flat(getattr(node, "finalbody", []))
+        else:
+            yield node
+
+
+def _annotation_where(node) -> int | None:
+    name = dotted(node.value if isinstance(node, ast.Subscript) else node) or ""
+    last = name.rsplit(".", 1)[-1]
+    if isinstance(node, ast.BinOp) or (isinstance(node, ast.Subscript) and last in ("Optional", "Union")):
+        parts = [node.left, node.right] if isinstance(node, ast.BinOp) else \
+            (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
+        found = [w for w in (_annotation_where(p) for p in parts) if w is not None and w != P.PY]
+        return max(found) if found else None
+    if last in ("Tensor", "Parameter"):
+        return P.TENSOR
+    if last in ("ndarray", "NDArray"):
+        return P.HOST
+    if last in ("int", "float", "bool", "str", "bytes", "list", "List", "tuple", "Tuple", "dict", "Dict",
+                "set", "Set", "Sequence", "Iterable", "Mapping", "Callable"):
+        return P.PY
+    return None
+
+
+class _Scope:
+    """One function being walked."""
+
+    def __init__(self, file: FileFacts, qualname: str, local: str, classes: list[str], outer) -> None:
+        self.file = file
+        self.qualname = qualname
+        self.local = local
+        self.classes = classes
+        self.outer = outer
+        self.kind = "function"
+        self.env: dict[str, Fact] = dict(outer.env) if outer else {}
+        self.types: dict[str, str] = dict(outer.types) if outer else {}
+        self.local_defs: dict[str, str] = dict(outer.local_defs) if outer else {}
+        self.facts: dict = {}
+        self.stmt = (0, 0)
+        self.seen_props: set = set()
+
+    # -- statements --------------------------------------------------------------------
+    def block(self, body) -> None:
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.file.function(stmt, self.classes, self)
+            return
+        if isinstance(stmt, ast.ClassDef):
+            self.file.class_def(stmt, self.classes, self, self.local_defs)
+            return
+        self.stmt = (stmt.lineno, getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno)
+        if isinstance(stmt, ast.Assign):
+            fact = self.eval(stmt.value)
+            for target in stmt.targets:
+                self.bind(target, fact, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            fact = self.eval(stmt.value) if stmt.value is not None else _UNKNOWN
+            if isinstance(stmt.target, ast.Name):
+                found = self.file.class_of_annotation(stmt.annotation, self.local_defs)
+                if found:
+                    self.types[stmt.target.id] = found
+                where = _annotation_where(stmt.annotation)
+                if where is not None and stmt.value is None:
+                    fact = (where, None, None)
+            elif isinstance(stmt.target, ast.Attribute) and dotted(stmt.target.value) == "self" and self.classes:
+                found = self.file.class_of_annotation(stmt.annotation, self.local_defs)
+                if found:  # `self.runner: Runner = ...` types the field for every method
+                    self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
+                                                 {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(
+                        stmt.target.attr, found)
+            self.bind(stmt.target, fact, stmt.value)
+        elif isinstance(stmt, ast.AugAssign):
+            fact = _combine([self.eval(stmt.target), self.eval(stmt.value)])
+            self.bind(stmt.target, fact, None)
+        elif isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                fact = self.eval(stmt.value)
+                if len(self.facts["returns"]) < 8:
+                    self.facts["returns"].append(fact)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.eval(stmt.iter)
+            self.bind(stmt.target, _UNKNOWN, None)
+            self.block(stmt.body)
+            self.block(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self.eval(item.context_expr)
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, _UNKNOWN, None)
+            self.block(stmt.body)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            self.eval(stmt.test)
+            self.block(stmt.body)
+            self.block(stmt.orelse)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.block(stmt.body)
+            for handler in stmt.handlers:
+                self.block(handler.body)
+            self.block(stmt.orelse)
+            self.block(stmt.finalbody)
+        elif isinstance(stmt, ast.Match):
+            self.eval(stmt.subject)
+            for case in stmt.cases:
+                self.block(case.body)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:  # a local import binds a module or function here
+                if alias.name != "*":
+                    local = alias.asname or alias.name.split(".")[0]
+                    self.env.pop(local, None)
+                    if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+                        self.local_defs[local] = f"{stmt.module}.{alias.name}"
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.eval(child)
+
+    def bind(self, target, fact: Fact, value) -> None:
+        if isinstance(target, ast.Name):
+            name = target.id
+            if self.file.hints.where(name) == P.HOST and fact[0] != P.PY:
+                fact = _HOST  # a name's own convention wins: `x_cpu = ...` is a host mirror
+            self.env[name] = fact
+            self.local_defs.pop(name, None)
+            if isinstance(value, ast.Call):  # `runner = Runner(...)`: its class types the name
+                made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
+                if made and made.rsplit(".", 1)[-1][:1].isupper():
+                    self.types[name] = made
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self.bind(element, _UNKNOWN if fact[2] is None else fact, None)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, fact, None)
+        elif isinstance(target, ast.Attribute):
+            self.eval(target.value)
+            name = dotted(target)
+            if name:
+                self.env[name] = fact
+        elif isinstance(target, ast.Subscript):
+            self.eval(target.value)
+            self.eval(target.slice)
+
+    # -- expressions -------------------------------------------------------------------
+    def receiver(self, node) -> tuple | None:
+        """(class, hops) of an object expression, when its class can be told."""
+        hops: list[str] = []
+        while isinstance(node, ast.Attribute):
+            hops.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and self.classes:
+            return self.file.qualify(".".join(self.classes)), (SUPER, *reversed(hops)), False
+        if not isinstance(node, ast.Name):
+            return None
+        owner = self.types.get(node.id)
+        if owner is None and not hops:
+            # `Class.method(...)` / `Class.static(...)` called through the class itself
+            resolved = self.file.resolve_name(node.id, self.local_defs)
+            if resolved and node.id[:1].isupper():
+                return resolved, (), True
+        if owner is None:
+            return None
+        return owner, tuple(reversed(hops)), False
+
+    def eval(self, node) -> Fact:
+        if node is None:
+            return _PY
+        if isinstance(node, ast.Constant):
+            return _PY
+        if isinstance(node, ast.Name):
+            found = self.env.get(node.id)
+            if found is not None:
+                return found
+            if node.id in self.file.aliases or node.id in self.local_defs or node.id in self.file.defined:
+                return _PY
+            return (self.file.hints.where(node.id), None, None)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Subscript):
+            self.eval(node.slice)
+            return self.eval(node.value)
+        if isinstance(node, ast.BinOp):
+            return _combine([self.eval(node.left), self.eval(node.right)])
+        if isinstance(node, ast.UnaryOp):
+            fact = self.eval(node.operand)
+            return _PY if isinstance(node.op, ast.Not) else fact
+        if isinstance(node, ast.Compare):
+            facts = [self.eval(node.left)] + [self.eval(c) for c in node.comparators]
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                return _PY
+            return _combine(facts)
+        if isinstance(node, ast.BoolOp):
+            return _combine([self.eval(v) for v in node.values])
+        if isinstance(node, ast.IfExp):
+            self.eval(node.test)
+            return _combine([self.eval(node.body), self.eval(node.orelse)])
+        if isinstance(node, ast.NamedExpr):
+            fact = self.eval(node.value)
+            self.bind(node.target, fact, node.value)
+            return fact
+        if isinstance(node, (ast.Lambda,)):
+            return _UNKNOWN
+        for child in ast.iter_child_nodes(node):  # comprehensions, containers, f-strings...
+            if isinstance(child, ast.expr):
+                self.eval(child)
+            elif isinstance(child, ast.comprehension):
+                self.eval(child.iter)
+                for test in child.ifs:
+                    self.eval(test)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.JoinedStr, ast.ListComp,
+                             ast.SetComp, ast.DictComp)):
+            return _PY
+        return _UNKNOWN
+
+    def attribute(self, node: ast.Attribute) -> Fact:
+        name = dotted(node)
+        if name is not None:
+            found = self.env.get(name)
+            if found is not None:
+                return found
+            root = name.split(".", 1)[0]
+            if root not in self.env and root not in self.types and \
+                    (root in self.file.aliases or root in self.file.defined or root in self.local_defs):
+                return _PY  # a module attribute: `torch.float16`
+        receiver = self.eval(node.value)
+        attr = node.attr
+        if attr in PY_ATTRS or attr.startswith("__"):
+            return receiver if attr in ("T", "mT", "data", "real", "imag") else _PY
+        owner = self.receiver(node.value)
+        key = (owner, attr)
+        if key not in self.seen_props:  # one read per function is enough to connect it
+            self.seen_props.add(key)
+            self.record((PROP, owner, attr), [], node, attr)
+            # an attribute that is no property of the tree lives where its name says
+            return (self.file.hints.where(attr), None, len(self.facts["calls"]) - 1)
+        return (self.file.hints.where(attr), None, None)
+
+    def call(self, node: ast.Call) -> Fact:
+        func = node.func
+        args = [(i, None, self.eval(a)) for i, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
+        args += [(None, k.arg, self.eval(k.value)) for k in node.keywords if k.arg is not None]
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                self.eval(a.value)
+        if isinstance(func, ast.Attribute):
+            method = func.attr
+            full = dotted(func)
+            root = full.split(".", 1)[0] if full else None
+            if full and root not in self.env and root not in self.types and \
+                    (root in self.file.aliases or root in self.local_defs or root in self.file.defined) \
+                    and not (root in self.file.defined and root[:1].isupper()):
+                return self.function_call(self.file.resolve_name(full, self.local_defs), args, node)
+            receiver = self.eval(func.value)
+            if method in HOST_METHODS:
+                return _HOST
+            if method in PY_METHODS:
+                return _PY
+            if method == "cuda":
+                return _DEVICE
+            if method == "to":
+                return self._to_target(node, receiver)
+            owner = self.receiver(func.value)
+            if owner is not None:
+                self.record((METHOD, owner, method), args, node, method)
+                return (P.UNKNOWN, None, len(self.facts["calls"]) - 1)
+            # a tensor method (`x.sum()`, `x.view(-1)`) keeps its receiver's device
+            return receiver if receiver[0] != P.PY else _UNKNOWN
+        if isinstance(func, ast.Name):
+            if func.id in self.env:
+                return _UNKNOWN  # a local holding a callable
+            if func.id in self.local_defs:
+                return self.function_call(self.local_defs[func.id], args, node)
+            if func.id in PY_BUILTINS and func.id not in self.file.defined:
+                if func.id in ("min", "max", "sum") and args:
+                    return _combine([a[2] for a in args])
+                return _PY
+            return self.function_call(self.file.resolve_name(func.id, self.local_defs), args, node)
+        self.eval(func)
+        return _UNKNOWN
+
+    def _to_target(self, node: ast.Call, receiver: Fact) -> Fact:
+        for value in list(node.args) + [k.value for k in node.keywords if k.arg == "device"]:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return _HOST if value.value.startswith("cpu") else _DEVICE
+            text = (dotted(value) or "").lower()
+            if "cpu" in text.split("_") or text.endswith("cpu"):
+                return _HOST
+            if text and not text.startswith("torch.") and "dtype" not in text:
+                return _DEVICE
+        return receiver
+
+    def function_call(self, qualname: str | None, args, node: ast.Call) -> Fact:
+        if qualname is None:
+            return _UNKNOWN
+        if qualname.startswith("torch."):
+            short = qualname.rsplit(".", 1)[-1]
+            if short in TORCH_FACTORIES:
+                device = next((k for k in node.keywords if k.arg == "device"), None)
+                if device is None:
+                    return _HOST
+                if isinstance(device.value, ast.Constant) and str(device.value.value).startswith("cpu"):
+                    return _HOST
+                return _DEVICE
+            if short[:1].isupper() or qualname.startswith(("torch.cuda.", "torch.distributed.")):
+                return _PY
+            return _combine([a[2] for a in args]) if args else _UNKNOWN
+        if qualname.startswith(("numpy.", "np.")):
+            return _HOST
+        if qualname.startswith(("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.",
+                                "os.", "logging.", "time.")):
+            return _PY
+        last = qualname.rsplit(".", 1)[-1]
+        if last[:1].isupper():
+            # a class: calling it runs its __init__ (once per object, not a step's work)
+            return _UNKNOWN
+        self.record((FUNC, qualname), args, node, last)
+        return (P.UNKNOWN, None, len(self.facts["calls"]) - 1)
+
+    def record(self, ref: tuple, args, node, text: str) -> None:
+        """A call (or attribute read) to resolve against the tree: (line, column, statement
+        start, statement end, target, arguments, name as written)."""
+        packed = tuple((position, keyword, fact) for position, keyword, fact in args)
+        self.facts["calls"].append((node.lineno, node.col_offset + 1, self.stmt[0], self.stmt[1],
+                                    ref, packed, sys.intern(text)))
+
+
+def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.NameHints, is_cold):
+    walker = FileFacts(module, aliases, hints, is_cold)
+    walker.run(tree)
+    return walker.functions, walker.classes

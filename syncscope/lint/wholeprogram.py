@@ -1,0 +1,391 @@
+"""The whole-program pass: per-function sync summaries over the linted tree, and the findings
+they give at call sites (SYN601, SYN602).
+
+Runs after every file was analyzed (or served from the cache), on plain data: each file's
+function facts (facts.py: calls, arguments, returns, classes) and its sync roots (the rules'
+findings, analyzer.py). Nothing is parsed here.
+
+A function's summary says:
+* `sync`: it syncs whatever it is given: a root finding not tied to a parameter, or a call to a
+  function that syncs, or a call passing a device value to a parameter its callee syncs on;
+  kept with the chain of calls down to the root line;
+* `cond[p]`: it syncs if parameter `p` is on the device (the root is on `p`, or on a value
+  computed from `p` by slicing, arithmetic or tensor methods, at any depth of calls);
+* `ret`: where its result lives (host, device, Python), or "where parameter p lives".
+Summaries are computed to a fixpoint over the call graph (worklist; recursion and cycles
+converge because a summary only ever gains facts, and a chain is kept only when it is shorter).
+
+Findings, at call sites in hot code (functions that run every step, facts.py):
+* SYN602: the callee (function, method, property getter) syncs whatever it is given;
+* SYN601: the call passes a device value to a parameter the callee syncs on.
+"""
+
+from __future__ import annotations
+
+from . import provenance as P
+from .facts import FUNC, METHOD, PROP, SUPER
+
+MAX_CHAIN = 12  # deeper chains are kept at this length (the root is always the last step)
+MAX_ALIAS_HOPS = 6
+
+
+class Program:
+    """The tree's functions and classes, indexed, with call targets resolved."""
+
+    def __init__(self, results: dict) -> None:
+        self.functions: dict[str, dict] = {}
+        self.path_of: dict[str, str] = {}
+        self.classes: dict[str, dict] = {}
+        self.modules: dict[str, dict[str, str]] = {}
+        self.roots: dict[str, list[tuple]] = {}
+        for path, result in results.items():
+            if result.module is not None:
+                self.modules.setdefault(result.module, result.exports)
+            for qualname, facts in result.functions.items():
+                if qualname not in self.functions:
+                    self.functions[qualname] = facts
+                    self.path_of[qualname] = path
+            for qualname, info in result.classes.items():
+                self.classes.setdefault(qualname, info)
+            accepted = _accepted_lines(result.suppressions)
+            for qualname, roots in result.roots.items():
+                kept = [r for r in roots if not _is_accepted(accepted, r)]
+                if kept:
+                    self.roots.setdefault(qualname, []).extend((path,) + r for r in kept)
+        self.props_by_name: dict[str, set[str]] = {}
+        for info in self.classes.values():
+            for attr, getter in info["props"].items():
+                self.props_by_name.setdefault(attr, set()).add(getter)
+        self._mro_memo: dict[str, list[str]] = {}
+
+    # -- name resolution ---------------------------------------------------------------
+    def chase(self, qualname: str | None, want_class: bool = False, hops: int = 0) -> str | None:
+        """A qualified name as imported -> where it is defined in the tree, following
+        re-exports (`from .impl import f` in a package's __init__)."""
+        if qualname is None or hops > MAX_ALIAS_HOPS:
+            return None
+        table = self.classes if want_class else self.functions
+        if qualname in table:
+            return qualname
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            aliases = self.modules.get(module)
+            if aliases is None:
+                continue
+            target = aliases.get(parts[cut])
+            if target is None or target == qualname:
+                return None
+            return self.chase(".".join([target] + parts[cut + 1:]), want_class, hops + 1)
+        return None
+
+    def mro(self, cls: str) -> list[str]:
+        found = self._mro_memo.get(cls)
+        if found is not None:
+            return found
+        order, pending, seen = [], [cls], set()
+        while pending and len(order) < 32:
+            current = pending.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            order.append(current)
+            info = self.classes.get(current)
+            if info:
+                pending.extend(b for b in (self.chase(base, True) for base in info["bases"]) if b)
+        self._mro_memo[cls] = order
+        return order
+
+    def field_class(self, cls: str, attr: str) -> str | None:
+        for klass in self.mro(cls):
+            info = self.classes.get(klass)
+            if info and attr in info["fields"]:
+                return self.chase(info["fields"][attr], True)
+        return None
+
+    def class_of(self, receiver: tuple) -> tuple[str | None, bool]:
+        """(class, skip the class itself: `super()`) of a receiver (class, hops, via class)."""
+        cls, hops, _ = receiver
+        cls = self.chase(cls, True)
+        skip_self = False
+        for hop in hops:
+            if cls is None:
+                return None, False
+            if hop == SUPER:
+                skip_self = True
+                continue
+            cls = self.field_class(cls, hop)
+            skip_self = False
+        return cls, skip_self
+
+    def member(self, receiver: tuple, name: str, properties: bool) -> str | None:
+        cls, skip_self = self.class_of(receiver)
+        if cls is None:
+            return None
+        for klass in self.mro(cls)[1 if skip_self else 0:]:
+            info = self.classes.get(klass)
+            if properties:
+                if info and name in info["props"]:
+                    return info["props"][name]
+            elif f"{klass}.{name}" in self.functions:
+                return f"{klass}.{name}"
+        return None
+
+    def resolve(self, ref: tuple) -> str | None:
+        kind = ref[0]
+        if kind == FUNC:
+            return self.chase(ref[1])
+        if kind == METHOD:
+            return self.member(ref[1], ref[2], properties=False)
+        if kind == PROP:
+            if ref[1] is not None:
+                found = self.member(ref[1], ref[2], properties=True)
+                if found is not None or self.class_of(ref[1])[0] is not None:
+                    return found  # a known class without that property: a plain attribute
+            getters = self.props_by_name.get(ref[2])
+            if getters and len(getters) == 1:  # the only property of that name in the tree
+                return next(iter(getters))
+        return None
+
+    def shift(self, ref: tuple, target: str) -> int:
+        """How many leading parameters the call passes implicitly (`self`, `cls`)."""
+        params = self.functions[target]["params"]
+        first = params[0] if params else None
+        if ref[0] == METHOD:
+            via_class = ref[1][2]
+            if first == "self":
+                return 0 if via_class else 1
+            return 1 if first == "cls" else 0
+        if ref[0] == FUNC:
+            return 1 if first == "cls" else 0
+        return len(params)  # a property read passes only `self`
+
+
+class Summary:
+    __slots__ = ("sync", "cond", "ret")
+
+    def __init__(self) -> None:
+        self.sync: tuple | None = None  # chain: ((path, line, function, note), ..., root step)
+        self.cond: dict[str, tuple] = {}
+        self.ret: tuple = (P.PY, None)  # (where, parameter it follows or None)
+
+    def key(self) -> tuple:
+        return (self.sync is not None, len(self.sync or ()), tuple(sorted((p, len(c)) for p, c in self.cond.items())),
+                self.ret)
+
+
+def _better(old: tuple | None, new: tuple) -> bool:
+    return old is None or len(new) < len(old)
+
+
+class Solver:
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.edges: dict[str, list[tuple]] = {}  # caller -> [(call record, target, shift)]
+        callers: dict[str, set[str]] = {}
+        for qualname, facts in program.functions.items():
+            out = []
+            for call in facts["calls"]:
+                target = program.resolve(call[4])
+                if target is None or target not in program.functions:
+                    continue
+                out.append((call, target, program.shift(call[4], target)))
+                callers.setdefault(target, set()).add(qualname)
+            self.edges[qualname] = out
+        self.callers = callers
+        self.summaries: dict[str, Summary] = {q: Summary() for q in program.functions}
+
+    def run(self) -> None:
+        pending = list(self.program.functions)
+        queued = set(pending)
+        rounds = 0
+        limit = 50 * max(1, len(pending))
+        while pending and rounds < limit:
+            rounds += 1
+            qualname = pending.pop()
+            queued.discard(qualname)
+            before = self.summaries[qualname].key()
+            self.summaries[qualname] = self.compute(qualname)
+            if self.summaries[qualname].key() != before:
+                for caller in self.callers.get(qualname, ()):
+                    if caller not in queued:
+                        queued.add(caller)
+                        pending.append(caller)
+
+    # -- one function ------------------------------------------------------------------
+    def compute(self, qualname: str) -> Summary:
+        program = self.program
+        facts = program.functions[qualname]
+        path = program.path_of[qualname]
+        summary = Summary()
+        for root_path, code, line, _start, _end, message, param in program.roots.get(qualname, ()):
+            step = ((root_path, line, qualname, f"{code} {_short(message)}"),)
+            if param is None:
+                if _better(summary.sync, step):
+                    summary.sync = step
+            elif _better(summary.cond.get(param), step):
+                summary.cond[param] = step
+        for call, target, shift in self.edges.get(qualname, ()):
+            callee = self.summaries[target]
+            here = (path, call[0], qualname, f"calls `{call[6]}`")
+            if callee.sync is not None:
+                chain = _join(here, callee.sync)
+                if _better(summary.sync, chain):
+                    summary.sync = chain
+            for param, sub in callee.cond.items():
+                where, follows = self.argument(qualname, call, target, shift, param)
+                if follows is not None and not P.is_tensor_like(where):
+                    chain = _join(here, sub)
+                    if _better(summary.cond.get(follows), chain):
+                        summary.cond[follows] = chain
+                elif P.maybe_device(where):
+                    chain = _join(here, sub)
+                    if _better(summary.sync, chain):
+                        summary.sync = chain
+        summary.ret = self.returns(qualname, facts)
+        return summary
+
+    def argument(self, caller: str, call: tuple, target: str, shift: int, param: str) -> tuple:
+        """(where, caller parameter it follows) of the value a call passes for `param`."""
+        params = self.program.functions[target]["params"]
+        for position, keyword, fact in call[5]:
+            if keyword == param or (position is not None and position + shift < len(params)
+                                    and params[position + shift] == param):
+                return self.value(caller, fact)
+        return (P.PY, None)  # not passed: its default, a Python value
+
+    def value(self, caller: str, fact: tuple, depth: int = 0) -> tuple:
+        where, param, call_index = fact
+        if param is not None:
+            return (where, param)
+        if call_index is None or depth > 8:
+            return (where, None)
+        calls = self.program.functions[caller]["calls"]
+        if call_index >= len(calls):
+            return (where, None)
+        call = calls[call_index]
+        target = self.program.resolve(call[4])
+        if target is None or target not in self.summaries:
+            return (where, None)
+        ret_where, ret_param = self.summaries[target].ret
+        if ret_param is None:
+            return (ret_where, None)
+        shift = self.program.shift(call[4], target)
+        params = self.program.functions[target]["params"]
+        for position, keyword, arg in call[5]:
+            if keyword == ret_param or (position is not None and position + shift < len(params)
+                                        and params[position + shift] == ret_param):
+                return self.value(caller, arg, depth + 1)
+        return (P.UNKNOWN, None)
+
+    def returns(self, qualname: str, facts: dict) -> tuple:
+        if facts.get("property") is False and not facts["returns"]:
+            return (P.PY, None)
+        wheres = []
+        for fact in facts["returns"]:
+            where, param = self.value(qualname, fact)
+            if param is not None:
+                return (P.UNKNOWN, param)
+            wheres.append(where)
+        return (P.combine(*wheres), None) if wheres else (P.PY, None)
+
+    # -- findings ----------------------------------------------------------------------
+    def findings(self) -> dict[str, list[tuple]]:
+        """Raw findings per path: the engine's tuple shape plus the chain."""
+        found: dict[str, list[tuple]] = {}
+        for qualname, facts in self.program.functions.items():
+            if not facts["hot"]:
+                continue
+            path = self.program.path_of[qualname]
+            function = qualname[len(_module_prefix(qualname, self.program)):]
+            for call, target, shift in self.edges.get(qualname, ()):
+                callee = self.summaries[target]
+                here = (path, call[0], qualname, f"calls `{call[6]}`")
+                code, chain = None, None
+                if callee.sync is not None:
+                    code, chain = "SYN602", _join(here, callee.sync)
+                else:
+                    entry = qualname not in self.callers  # nothing in the tree calls it
+                    for param, sub in sorted(callee.cond.items(), key=lambda item: len(item[1])):
+                        where, follows = self.argument(qualname, call, target, shift, param)
+                        # a value from this function's own parameter: flagged here only if its
+                        # type says tensor, or no caller in the tree can be flagged instead
+                        if (follows is None or entry or P.is_tensor_like(where)) and P.maybe_device(where):
+                            code, chain = "SYN601", _join(here, sub)
+                            break
+                if code is None:
+                    continue
+                found.setdefault(path, []).append((
+                    code, call[0], call[1], call[2], call[3], function or "<module>",
+                    _message(code, call, target, chain), None, "error", chain,
+                ))
+        return found
+
+    def host_fed(self) -> set[tuple[str, str]]:
+        """(function, parameter) that every call in the tree passes host data or a Python value
+        for: a finding on such a parameter inside the helper is not a sync in practice."""
+        seen: dict[tuple[str, str], bool] = {}
+        for caller, edges in self.edges.items():
+            for call, target, shift in edges:
+                if call[4][0] == PROP:
+                    continue
+                for param in self.program.functions[target]["params"][shift:]:
+                    where, follows = self.argument(caller, call, target, shift, param)
+                    host = follows is None and where in (P.PY, P.HOST)
+                    seen[(target, param)] = seen.get((target, param), True) and host
+        return {key for key, host in seen.items() if host}
+
+
+def _module_prefix(qualname: str, program: Program) -> str:
+    parts = qualname.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        if ".".join(parts[:cut]) in program.modules:
+            return ".".join(parts[:cut]) + "."
+    return ""
+
+
+def _join(step: tuple, chain: tuple) -> tuple:
+    joined = (step,) + chain
+    if len(joined) > MAX_CHAIN:
+        joined = joined[: MAX_CHAIN - 1] + joined[-1:]
+    return joined
+
+
+def _short(message: str) -> str:
+    return message.split(";")[0].split(" (")[0]
+
+
+def _message(code: str, call: tuple, target: str, chain: tuple) -> str:
+    name = call[6]
+    root_path, root_line, _, note = chain[-1]
+    what = "reads property" if call[4][0] == PROP else "calls"
+    depth = len(chain) - 1
+    via = " -> ".join(step[2].rsplit(".", 1)[-1] + "()" for step in chain[1:])
+    if code == "SYN602":
+        head = f"{what} `{name}`, which syncs"
+    else:
+        head = f"{what} `{name}` with a device value it syncs on"
+    calls = "1 call" if depth == 1 else f"{depth} calls"
+    return f"{head} {calls} down: {root_path}:{root_line} {note} (via {via})"
+
+
+def _accepted_lines(suppressions: dict) -> dict[int, list]:
+    """Suppressions with a reason: a root they cover is accepted for every caller too."""
+    return {line: [s for s in items if getattr(s, "reason", "")] for line, items in (suppressions or {}).items()}
+
+
+def _is_accepted(accepted: dict, root: tuple) -> bool:
+    code, line, start, end = root[0], root[1], root[2], root[3]
+    for at in {line, start, end}:
+        for suppression in accepted.get(at, ()):
+            if suppression.covers(code):
+                return True
+    return False
+
+
+def solve(results: dict) -> tuple[dict[str, list[tuple]], set[tuple[str, str]]]:
+    """(extra findings per path, host-fed parameters) for the whole linted tree."""
+    program = Program(results)
+    solver = Solver(program)
+    solver.run()
+    return solver.findings(), solver.host_fed()
