@@ -2,7 +2,8 @@
 
 A finding is confirmed when a runtime site of a compatible kind has the finding's line in its
 stack: the innermost frame for a direct sync (`.item()` on that line), an outer frame for a sync
-inside a helper the line calls (SYN601 reports the call site). Confirmed findings rank first, by
+inside a helper the line calls (SYN601/SYN602 report the call site), or the root line of a
+whole-program finding's chain. Confirmed findings rank first, by
 the time the host was blocked there, then by events: they are real and measured, fix them first.
 Runtime sites that no finding points at are the linter's blind spots.
 
@@ -90,6 +91,16 @@ def _site_of(finding: Any) -> Site:
     raise TypeError(f"cannot tell where finding {finding!r} is: give a Site, an object with .site, or a lint JSON dict")
 
 
+def _chain_root(finding: Any) -> tuple[str, int] | None:
+    """(path, line) where a SYN601/SYN602 finding's chain of calls ends, if it has one."""
+    chain = finding.get("chain") if isinstance(finding, dict) else getattr(finding, "chain", None)
+    if not chain:
+        return None
+    last = chain[-1]
+    path, line = (last["path"], last["line"]) if isinstance(last, dict) else (last[0], last[1])
+    return _norm(str(path)), int(line)
+
+
 def _norm(path: str) -> str:
     return os.path.normpath(path).replace(os.sep, "/")
 
@@ -136,9 +147,15 @@ def confirm(
     confirmed, unconfirmed, caught = [], [], set()
     for finding in findings:
         site = _site_of(finding)
+        candidates = list(by_line.get((_norm(site.path), site.line), []))
+        root = _chain_root(finding)
+        if root is not None:
+            # a whole-program finding (SYN601/SYN602): the runtime sync at the chain's root
+            # line confirms it even where the run kept no stack through the call site
+            candidates += [(depth, stats) for depth, stats in by_line.get(root, []) if depth == 0]
         matches = [
             stats
-            for depth, stats in sorted(by_line.get((_norm(site.path), site.line), []), key=lambda m: m[0])
+            for depth, stats in sorted(candidates, key=lambda m: m[0])
             if _compatible(site.kind, stats.kind, rule_kinds)
         ]
         if matches:

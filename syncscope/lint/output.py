@@ -34,9 +34,30 @@ def write_concise(findings, stream: IO[str]) -> None:
         stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}\n")
 
 
+def chain_root(finding) -> str | None:
+    """`path:line` of the sync a SYN601/SYN602 chain ends at (what groups its call sites)."""
+    chain = getattr(finding, "chain", ())
+    return f"{chain[-1][0]}:{chain[-1][1]}" if chain else None
+
+
+def chain_steps(finding) -> list[dict]:
+    return [{"path": p, "line": line, "function": function, "note": note}
+            for p, line, function, note in getattr(finding, "chain", ())]
+
+
 def write_text(findings, texts: dict[str, list[str]], stream: IO[str]) -> None:
-    """Ruff-style: the location line, then the source line with a caret under the column."""
+    """Ruff-style: the location line, then the source line with a caret under the column. A
+    chain's root is spelled out once: the first call site that reaches it gets the whole chain,
+    the others one line naming it, and a closing list groups every call site by root."""
+    roots: dict[str, list] = {}
     for f in findings:
+        root = chain_root(f)
+        if root is not None:
+            roots.setdefault(root, []).append(f)
+            if len(roots[root]) > 1:
+                stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} reaches the sync at {root} "
+                             f"(chain shown above)\n")
+                continue
         stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}\n")
         lines = texts.get(f.site.path)
         if not lines or not 0 < f.site.line <= len(lines):
@@ -52,6 +73,14 @@ def write_text(findings, texts: dict[str, list[str]], stream: IO[str]) -> None:
                 caret = " " * max(0, f.column - 1) + "^"
                 stream.write(f"{pad} | {caret} {f.code}\n")
         stream.write(f"{pad} |\n\n")
+    shared = {root: sites for root, sites in roots.items() if len(sites) > 1}
+    if shared:
+        stream.write("Syncs reached from several call sites:\n")
+        for root, sites in sorted(shared.items(), key=lambda item: -len(item[1])):
+            stream.write(f"  {root} ({sites[0].chain[-1][3]}): {len(sites)} call sites\n")
+            for f in sites:
+                stream.write(f"    {f.site.path}:{f.site.line} in {f.site.function}\n")
+        stream.write("\n")
 
 
 def write_json(findings, stream: IO[str]) -> None:
@@ -68,6 +97,7 @@ def write_json(findings, stream: IO[str]) -> None:
             "source": f.site.source,
             "fingerprint": f.fingerprint,
             "fix": {"applicability": f.fix} if f.fix else None,
+            **({"chain": chain_steps(f), "root": chain_root(f)} if getattr(f, "chain", ()) else {}),
         }
         for f in findings
     ]

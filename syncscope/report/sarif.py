@@ -80,11 +80,29 @@ def _result(record, rule_index: int) -> dict:
     }
     if site.function and site.function != "<module>":
         location["logicalLocations"] = [{"fullyQualifiedName": site.function, "kind": "function"}]
-    return {
+    result = {
         "ruleId": record.rule_id,
         "ruleIndex": rule_index,
         "level": _LEVELS.get(record.level, "warning"),
         "message": {"text": record.message},
         "locations": [location],
         "partialFingerprints": {FINGERPRINT_KEY: record.fingerprint},
+    }
+    chain = getattr(record, "chain", ())
+    if chain:  # whole-program findings: the calls down to the sync, as GitHub draws them
+        steps = [_step_location(path, line, function, note, index)
+                 for index, (path, line, function, note) in enumerate(chain, start=1)]
+        result["relatedLocations"] = steps[1:]
+        result["codeFlows"] = [{"threadFlows": [{"locations": [
+            {"location": {k: v for k, v in step.items() if k != "id"}, "nestingLevel": depth}
+            for depth, step in enumerate(steps)]}]}]
+    return result
+
+
+def _step_location(path: str, line: int, function: str, note: str, index: int) -> dict:
+    return {
+        "id": index,
+        "physicalLocation": {"artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"},
+                             "region": {"startLine": max(1, int(line))}},
+        "message": {"text": f"{function}: {note}"},
     }

@@ -1,0 +1,363 @@
+"""Whole-program sync summaries (syncscope/lint/wholeprogram.py): a sync hidden behind a helper, a
+property or a decorator is found where the hot path calls it. Each case is a small package
+written for the test: helper in one module, property in another, caller in a third."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from syncscope.lint.engine import lint_paths
+from syncscope.lint.output import write_json, write_text
+from syncscope.report.sarif import to_sarif
+
+from lint_helpers import make_config
+
+
+def lint_package(tmp_path, files: dict[str, str], **overrides):
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    for name, source in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent != root and not (path.parent / "__init__.py").exists():
+            (path.parent / "__init__.py").write_text("")
+        path.write_text(textwrap.dedent(source))
+    return lint_paths([str(root)], make_config(tmp_path, **overrides), use_cache=False, jobs=1)
+
+
+def chained(run, code=None):
+    """(path, line, code) of each whole-program finding."""
+    return sorted((f.site.path, f.site.line, f.code) for f in run.findings
+                  if f.code in ("SYN601", "SYN602") and (code is None or f.code == code))
+
+
+HELPERS = """
+    import functools
+    import torch
+
+    def chunk_indices(cu_seqlens, chunk_size):
+        lens = cu_seqlens[1:] - cu_seqlens[:-1]
+        return [n // chunk_size for n in lens.tolist()]
+
+    @functools.lru_cache(maxsize=None)
+    def cached_total(n):
+        return torch.arange(n, device="cuda").sum().item()
+
+    def wait(event):
+        event.synchronize()
+
+    def slice_lens(cu_seqlens):
+        return cu_seqlens[1:] - cu_seqlens[:-1]
+
+    def to_host(x):
+        return x.cpu()
+"""
+
+
+def test_helper_called_with_host_data_in_one_place_and_device_data_in_another(tmp_path):
+    run = lint_package(tmp_path, {
+        "ops/helpers.py": HELPERS,
+        "backend.py": """
+            import torch
+            from pkg.ops.helpers import chunk_indices as make_chunks
+
+            def build(cu_seqlens: torch.Tensor, cu_seqlens_cpu: torch.Tensor):
+                host = make_chunks(cu_seqlens_cpu, 64)
+                dev = make_chunks(cu_seqlens, 64)
+                return host, dev
+        """,
+    })
+    assert chained(run) == [("pkg/backend.py", 7, "SYN601")]
+    finding = next(f for f in run.findings if f.code == "SYN601")
+    assert finding.chain[-1][:2] == ("pkg/ops/helpers.py", 7)
+    assert "SYN202" in finding.message
+
+
+def test_helper_only_ever_called_with_host_data_is_not_flagged(tmp_path):
+    run = lint_package(tmp_path, {
+        "ops/helpers.py": HELPERS,
+        "backend.py": """
+            import torch
+            from pkg.ops import helpers
+
+            def build(cu_seqlens_cpu: torch.Tensor):
+                return helpers.chunk_indices(cu_seqlens_cpu, 64)
+        """,
+    })
+    assert chained(run) == []
+    # ... and the helper's own `.tolist()` on a value computed from that parameter is dropped
+    assert [f for f in run.findings if f.site.function == "chunk_indices"] == []
+
+
+def test_property_built_on_another_property_across_modules(tmp_path):
+    run = lint_package(tmp_path, {
+        "meta.py": """
+            import torch
+            from dataclasses import dataclass
+
+            @dataclass
+            class CommonMeta:
+                seq_lens: torch.Tensor
+                _seq_lens_cpu: torch.Tensor | None = None
+
+                @property
+                def seq_lens_cpu(self):
+                    if self._seq_lens_cpu is None:
+                        self._seq_lens_cpu = self.seq_lens.to("cpu")
+                    return self._seq_lens_cpu
+
+                @property
+                def max_seq_len(self):
+                    return int(self.seq_lens_cpu.max())
+        """,
+        "builder.py": """
+            from pkg.meta import CommonMeta
+
+            class Builder:
+                def build(self, common: CommonMeta):
+                    longest = common.max_seq_len
+                    return longest
+        """,
+    })
+    found = [f for f in run.findings if f.code == "SYN602" and f.site.path == "pkg/builder.py"]
+    assert [(f.site.line, f.site.function) for f in found] == [(6, "Builder.build")]
+    # the chain: build -> max_seq_len -> seq_lens_cpu, whose lazy copy is the root
+    assert [step[2].rsplit(".", 1)[-1] for step in found[0].chain] == ["build", "max_seq_len", "seq_lens_cpu"]
+    assert found[0].chain[-1][:2] == ("pkg/meta.py", 13)
+    # the lazy-init copy itself is not a per-step finding where it is written
+    assert not [f for f in run.findings if f.site.path == "pkg/meta.py" and f.site.line == 13]
+
+
+def test_cached_property_and_decorated_cached_helper(tmp_path):
+    run = lint_package(tmp_path, {
+        "ops/helpers.py": HELPERS,
+        "state.py": """
+            import functools
+            import torch
+            from pkg.ops.helpers import cached_total
+
+            class State:
+                @functools.cached_property
+                def total(self):
+                    return self.counts.sum().item()
+
+                @torch.no_grad()
+                def step(self):
+                    a = self.total
+                    b = cached_total(8)
+                    return a + b
+        """,
+    })
+    assert chained(run) == [("pkg/state.py", 13, "SYN602"), ("pkg/state.py", 14, "SYN602")]
+
+
+def test_method_reached_through_a_base_class_and_a_typed_field(tmp_path):
+    run = lint_package(tmp_path, {
+        "ops/helpers.py": HELPERS,
+        "base.py": """
+            from pkg.ops.helpers import wait
+
+            class RunnerBase:
+                def _sync_copy(self, event):
+                    wait(event)
+        """,
+        "runner.py": """
+            from dataclasses import dataclass
+            from pkg.base import RunnerBase
+
+            class Runner(RunnerBase):
+                def step(self, event):
+                    self._sync_copy(event)
+
+            @dataclass
+            class Engine:
+                runner: Runner
+
+                def loop(self, event):
+                    self.runner.step(event)
+
+                @classmethod
+                def make(cls, event):
+                    return cls.helper(event)
+
+                @classmethod
+                def helper(cls, event):
+                    Runner._sync_copy(None, event)
+        """,
+    })
+    assert chained(run) == [
+        ("pkg/base.py", 6, "SYN602"),
+        ("pkg/runner.py", 7, "SYN602"),
+        ("pkg/runner.py", 14, "SYN602"),
+        ("pkg/runner.py", 18, "SYN602"),
+        ("pkg/runner.py", 22, "SYN602"),
+    ]
+    loop = next(f for f in run.findings if (f.site.path, f.site.line) == ("pkg/runner.py", 14))
+    assert len(loop.chain) == 4  # loop -> step -> _sync_copy -> wait (the root)
+
+
+def test_recursion_and_mutual_recursion_converge(tmp_path):
+    run = lint_package(tmp_path, {
+        "walk.py": """
+            import torch
+
+            def even(x, n):
+                if n == 0:
+                    return x.tolist()
+                return odd(x, n - 1)
+
+            def odd(x, n):
+                return even(x, n - 1)
+
+            def forever(x):
+                return forever(x)
+
+            def step(t: torch.Tensor):
+                forever(t)
+                return odd(t, 3)
+        """,
+    })
+    assert chained(run) == [("pkg/walk.py", 17, "SYN601")]
+
+
+def test_sync_three_calls_deep_with_return_summaries(tmp_path):
+    run = lint_package(tmp_path, {
+        "ops/helpers.py": HELPERS,
+        "mid.py": """
+            from pkg.ops import helpers
+
+            def lens_of(cu):
+                return helpers.slice_lens(cu)
+
+            def plan(cu):
+                lens = lens_of(cu)
+                return level3(lens)
+
+            def level3(lens):
+                return helpers.chunk_indices(lens, 8)
+        """,
+        "top.py": """
+            import torch
+            from pkg.mid import plan, lens_of
+            from pkg.ops.helpers import to_host
+
+            def forward(cu_seqlens: torch.Tensor, cu_seqlens_cpu: torch.Tensor):
+                a = plan(cu_seqlens)
+                b = plan(cu_seqlens_cpu)
+                c = lens_of(cu_seqlens).tolist()
+                d = to_host(lens_of(cu_seqlens)).tolist()
+                return a, b, c, d
+        """,
+    })
+    whole = chained(run, "SYN601")
+    assert whole == [("pkg/top.py", 7, "SYN601")]
+    finding = next(f for f in run.findings if f.code == "SYN601")
+    assert [s[2].rsplit(".", 1)[-1] for s in finding.chain] == ["forward", "plan", "level3", "chunk_indices"]
+    # `lens_of(x)` keeps x's device; `to_host(...)` returns host data: only the first `.tolist()` syncs
+    direct = [(f.site.line, f.code) for f in run.findings if f.site.path == "pkg/top.py" and f.code == "SYN202"]
+    assert direct == [(9, "SYN202")]
+
+
+def test_nested_functions_and_classes_defined_inside_functions(tmp_path):
+    run = lint_package(tmp_path, {
+        "nested.py": """
+            import torch
+
+            def outer(x: torch.Tensor):
+                def inner(y):
+                    return y.item()
+
+                class Local:
+                    def go(self, z):
+                        return inner(z)
+
+                return Local().go(x) + inner(x)
+        """,
+    })
+    assert ("pkg/nested.py", 12, "SYN601") in chained(run)
+
+
+def test_suppressing_the_root_with_a_reason_accepts_the_chain_everywhere(tmp_path):
+    files = {
+        "ops/sync.py": """
+            def wait(event):
+                event.synchronize()  # syncscope: ignore[SYN503] the copy must be complete here
+        """,
+        "a.py": """
+            from pkg.ops.sync import wait
+
+            def step_a(event):
+                wait(event)
+
+            def step_b(event):
+                wait(event)  # noqa: SYN602
+        """,
+    }
+    run = lint_package(tmp_path, files)
+    assert chained(run) == []
+
+
+def test_call_site_suppression_marks_only_that_call(tmp_path):
+    run = lint_package(tmp_path, {
+        "ops/helpers.py": HELPERS,
+        "a.py": """
+            from pkg.ops.helpers import wait
+
+            def step_a(event):
+                wait(event)
+
+            def step_b(event):
+                wait(event)  # noqa: SYN602
+        """,
+    })
+    assert chained(run) == [("pkg/a.py", 5, "SYN602")]
+
+
+def test_cold_callers_are_not_reported_and_one_root_groups_its_call_sites(tmp_path):
+    callers = "\n".join(f"def step_{i}(event):\n    wait(event)\n" for i in range(40))
+    run = lint_package(tmp_path, {
+        "ops/helpers.py": HELPERS,
+        "many.py": "from pkg.ops.helpers import wait\n\ndef load_weights(event):\n    wait(event)\n\n" + callers,
+    })
+    found = [f for f in run.findings if f.code == "SYN602"]
+    assert len(found) == 40 and all(f.site.function.startswith("step_") for f in found)
+    import io
+
+    out = io.StringIO()
+    write_text(run.findings, run.texts, out)
+    text = out.getvalue()
+    # the root is spelled out once; the other 39 call sites point at it and are grouped
+    assert text.count("pkg/ops/helpers.py:14 SYN503") == 1  # the whole chain, once
+    assert text.count("reaches the sync at pkg/ops/helpers.py:14") == 39
+    assert "pkg/ops/helpers.py:14 (SYN503" in text and ": 40 call sites" in text
+
+
+def test_chain_in_json_and_sarif(tmp_path):
+    import io
+
+    run = lint_package(tmp_path, {
+        "ops/helpers.py": HELPERS,
+        "a.py": "from pkg.ops.helpers import wait\n\ndef step(event):\n    wait(event)\n",
+    })
+    out = io.StringIO()
+    write_json(run.findings, out)
+    record = next(r for r in json.loads(out.getvalue()) if r["code"] == "SYN602")
+    assert [(s["path"], s["line"]) for s in record["chain"]] == [("pkg/a.py", 4), ("pkg/ops/helpers.py", 14)]
+    assert record["root"] == "pkg/ops/helpers.py:14"
+    sarif = to_sarif([f for f in run.findings if f.code == "SYN602"])
+    result = sarif["runs"][0]["results"][0]
+    assert result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 14
+    flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
+    assert [step["location"]["physicalLocation"]["artifactLocation"]["uri"] for step in flow] == \
+        ["pkg/a.py", "pkg/ops/helpers.py"]
+
+
+def test_cycles_in_imports_and_calls_do_not_crash(tmp_path):
+    run = lint_package(tmp_path, {
+        "a.py": "import torch\nfrom pkg.b import g\nfrom pkg.b import *\ndef f(x):\n    return g(x)\n",
+        "b.py": "import torch\nfrom pkg.a import f\ndef g(x):\n    return f(x).item()\n",
+        "__init__.py": "from pkg.a import f as g\nfrom pkg.b import g as f\n",
+    })
+    assert not run.internal_errors
