@@ -42,7 +42,11 @@ HELPERS = """
         return [n // chunk_size for n in lens.tolist()]
 
     @functools.lru_cache(maxsize=None)
-    def cached_total(n):
+    def cached_total(mask: torch.Tensor):
+        return torch.arange(8, device="cuda").sum().item()
+
+    @functools.lru_cache(maxsize=None)
+    def cached_table(n: int):
         return torch.arange(n, device="cuda").sum().item()
 
     def wait(event):
@@ -144,12 +148,14 @@ def test_cached_property_and_decorated_cached_helper(tmp_path):
                     return self.counts.sum().item()
 
                 @torch.no_grad()
-                def step(self):
+                def step(self, mask):
                     a = self.total
-                    b = cached_total(8)
-                    return a + b
+                    b = cached_total(mask)
+                    c = cached_table(8)
+                    return a + b + c
         """,
     })
+    # a memo keyed by a tensor runs every step; one keyed by a configuration value runs once
     assert chained(run) == [("pkg/state.py", 13, "SYN602"), ("pkg/state.py", 14, "SYN602")]
 
 
@@ -329,9 +335,9 @@ def test_cold_callers_are_not_reported_and_one_root_groups_its_call_sites(tmp_pa
     write_text(run.findings, run.texts, out)
     text = out.getvalue()
     # the root is spelled out once; the other 39 call sites point at it and are grouped
-    assert text.count("pkg/ops/helpers.py:14 SYN503") == 1  # the whole chain, once
-    assert text.count("reaches the sync at pkg/ops/helpers.py:14") == 39
-    assert "pkg/ops/helpers.py:14 (SYN503" in text and ": 40 call sites" in text
+    assert text.count("pkg/ops/helpers.py:18 SYN503") == 1  # the whole chain, once
+    assert text.count("reaches the sync at pkg/ops/helpers.py:18") == 39
+    assert "pkg/ops/helpers.py:18 (SYN503" in text and ": 40 call sites" in text
 
 
 def test_chain_in_json_and_sarif(tmp_path):
@@ -344,11 +350,11 @@ def test_chain_in_json_and_sarif(tmp_path):
     out = io.StringIO()
     write_json(run.findings, out)
     record = next(r for r in json.loads(out.getvalue()) if r["code"] == "SYN602")
-    assert [(s["path"], s["line"]) for s in record["chain"]] == [("pkg/a.py", 4), ("pkg/ops/helpers.py", 14)]
-    assert record["root"] == "pkg/ops/helpers.py:14"
+    assert [(s["path"], s["line"]) for s in record["chain"]] == [("pkg/a.py", 4), ("pkg/ops/helpers.py", 18)]
+    assert record["root"] == "pkg/ops/helpers.py:18"
     sarif = to_sarif([f for f in run.findings if f.code == "SYN602"])
     result = sarif["runs"][0]["results"][0]
-    assert result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 14
+    assert result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 18
     flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
     assert [step["location"]["physicalLocation"]["artifactLocation"]["uri"] for step in flow] == \
         ["pkg/a.py", "pkg/ops/helpers.py"]

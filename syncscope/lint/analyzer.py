@@ -145,7 +145,11 @@ class FunctionContext:
     derived: dict[str, str] = field(default_factory=dict)
     aliases: dict[str, str] | None = None
     stmt: int = 0
-    once_depth: int = 0  # inside `if x is None: x = ...`: runs once, not in the hot path
+    # inside `if self.x is None: self.x = ...` or a memoized function keyed by a tensor: runs
+    # once per object or key, so not reported here, but a sync for its callers (`latent`)
+    once_depth: int = 0
+    # inside `if key not in CACHE:` / a memoized function of configuration values: runs once
+    cold_depth: int = 0
 
     # -- questions rules ask -------------------------------------------------------------
     @property
@@ -220,7 +224,7 @@ class FunctionContext:
 
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None) -> None:
-        if self.passive:
+        if self.passive or self.cold_depth:
             return
         # inside `if x is None: x = ...` or a memoized function: not reported here, but still a
         # sync for whoever calls this function (wholeprogram.py)
@@ -300,13 +304,12 @@ class ModuleAnalyzer:
         for stmt in self.module.body:
             self.visit_stmt(stmt, top)
 
-    def run_function(self, node: cst.FunctionDef, classes: list[str], memoized: bool = False) -> None:
+    def run_function(self, node: cst.FunctionDef, classes: list[str]) -> None:
         """Walk one function parsed on its own (see worker.py): `classes` are the classes that
-        enclose it in the real module; `memoized` when its decorators (cut off by the parse
-        of the function alone) memoize it."""
+        enclose it in the real module."""
         outer = FunctionContext(self, ".".join(classes) or "<module>", list(classes), passive=True,
                                 kind="class" if classes else "module")
-        self.visit_function(node, outer, memoized)
+        self.visit_function(node, outer)
 
     def is_cold(self, node: cst.FunctionDef, classes: list[str] = ()) -> bool:
         if self.config.all_functions:
@@ -315,7 +318,7 @@ class ModuleAnalyzer:
             return True
         return any(_decorator_kind(d) == "kernel" for d in node.decorators)  # device code
 
-    def visit_function(self, node: cst.FunctionDef, outer: FunctionContext, memoized: bool = False) -> None:
+    def visit_function(self, node: cst.FunctionDef, outer: FunctionContext) -> None:
         index = self.enter()
         name = node.name.value
         if outer.kind == "module":
@@ -332,9 +335,20 @@ class ModuleAnalyzer:
             ctx.env = dict(outer.env)
             ctx.bools = set(outer.bools)
             ctx.types = dict(outer.types)
-        self._bind_params(node.params, ctx, host_function=self.hints.where(name) == P.HOST)
-        if memoized or _fills_cache(node) or any(_decorator_kind(d) == "memo" for d in node.decorators):
-            ctx.once_depth = 1  # a memoizing function: its work runs once per key
+        # `_mask_cpu(...)` works on host data; `async_tensor_h2d(data, ...)` is handed host data
+        host_function = self.hints.where(name) == P.HOST or "h2d" in name.lower()
+        self._bind_params(node.params, ctx, host_function=host_function)
+        memo = [d for d in node.decorators if _decorator_kind(d) == "memo"]
+        if memo or _fills_cache(node):
+            # a memoizing function runs its work once per key: once per object for a cached
+            # property, once per step when a tensor is part of the key (its callers still sync
+            # then: latent), else once per configuration (cold: dropped)
+            per_object = any((dotted(d.decorator) or "").endswith("cached_property") for d in memo)
+            keyed_by_tensor = any(ctx.env.get(p, P.PY) >= P.TENSOR for p in ctx.params)
+            if per_object or keyed_by_tensor:
+                ctx.once_depth = 1
+            else:
+                ctx.cold_depth = 1
         ctx.stmt = index
         self.visit_block(node.body, ctx)
 
@@ -407,11 +421,15 @@ class ModuleAnalyzer:
         if isinstance(stmt, cst.If):
             if active:
                 self.condition(stmt.test, ctx, "if")
-            once = active and _is_lazy_init(stmt)
+            lazy = _lazy_init_target(stmt) if active else None
+            once = lazy is not None and lazy.startswith("self.")
+            cold = lazy is not None and not once
             before_env, before_bools = (dict(ctx.env), set(ctx.bools)) if active else (None, None)
             ctx.once_depth += once
+            ctx.cold_depth += cold
             self.visit_block(stmt.body, ctx)
             ctx.once_depth -= once
+            ctx.cold_depth -= cold
             if active:  # walk the other branch from the same starting point, then merge
                 taken_env, taken_bools = ctx.env, ctx.bools
                 ctx.env, ctx.bools = dict(before_env), set(before_bools)
@@ -969,12 +987,13 @@ def _fills_cache(node: cst.FunctionDef) -> bool:
     return False
 
 
-def _is_lazy_init(stmt: cst.If) -> bool:
+def _lazy_init_target(stmt: cst.If) -> str | None:
     """`if x is None: ... x = ...` (or `if key not in cache: ... cache[key] = ...`): a branch that
-    fills a cache, so what it does runs once rather than every step."""
+    fills a cache, so what it does runs once rather than every step. Returns what it fills
+    (`self._seq_lens_cpu`: once per object; `_CACHE`: once per key), else None."""
     test = stmt.test
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
+        return None
     op = test.comparisons[0].operator
     if isinstance(op, cst.Is) and isinstance(test.comparisons[0].comparator, cst.Name) \
             and test.comparisons[0].comparator.value == "None":
@@ -982,9 +1001,9 @@ def _is_lazy_init(stmt: cst.If) -> bool:
     elif isinstance(op, cst.NotIn):
         wanted = dotted(test.comparisons[0].comparator)
     else:
-        return False
+        return None
     if wanted is None or not isinstance(stmt.body, cst.IndentedBlock):
-        return False
+        return None
     for line in stmt.body.body:
         if not isinstance(line, cst.SimpleStatementLine):
             continue
@@ -998,8 +1017,8 @@ def _is_lazy_init(stmt: cst.If) -> bool:
                 if isinstance(target, cst.Subscript):
                     target = target.value
                 if dotted(target) == wanted:
-                    return True
-    return False
+                    return wanted
+    return None
 
 
 def _root_value(node):

@@ -235,7 +235,9 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
     for fn, classes, cold, memo in units:
         if (cold and not memo) or fn.name in cold_helpers:
             continue
-        segment = lines[fn.lineno - 1: fn.end_lineno]
+        # from the first decorator: the walk needs to see a memoizing one
+        first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+        segment = lines[first - 1: fn.end_lineno]
         source = "".join(segment)
         if not trigger.search(source):
             continue
@@ -253,7 +255,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         analyzer = ModuleAnalyzer(mini, spans, config, registry, module, is_package)
         analyzer.aliases = aliases
         analyzer.class_hints = hints
-        analyzer.run_function(mini.body[0], classes, memoized=memo)
+        analyzer.run_function(mini.body[0], classes)
         if analyzer.counter != len(spans):
             raise _FallBack()
         _collect(analyzer, spans, plain_lines, result)
