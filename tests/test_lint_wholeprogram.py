@@ -57,6 +57,9 @@ HELPERS = """
 
     def to_host(x):
         return x.cpu()
+
+    def fetch(x):
+        return x.cpu()
 """
 
 
@@ -247,21 +250,26 @@ def test_sync_three_calls_deep_with_return_summaries(tmp_path):
         "top.py": """
             import torch
             from pkg.mid import plan, lens_of
-            from pkg.ops.helpers import to_host
+            from pkg.ops.helpers import to_host, fetch
 
             def forward(cu_seqlens: torch.Tensor, cu_seqlens_cpu: torch.Tensor):
                 a = plan(cu_seqlens)
                 b = plan(cu_seqlens_cpu)
                 c = lens_of(cu_seqlens).tolist()
                 d = to_host(lens_of(cu_seqlens)).tolist()
-                return a, b, c, d
+                e = fetch(cu_seqlens).tolist()
+                host_lens = lens_of(cu_seqlens_cpu)
+                f = host_lens.tolist()
+                return a, b, c, d, e, f
         """,
     })
     whole = chained(run, "SYN601")
-    assert whole == [("pkg/top.py", 7, "SYN601")]
-    finding = next(f for f in run.findings if f.code == "SYN601")
+    # fetch() itself copies its device argument to the host: that call is the sync
+    assert whole == [("pkg/top.py", 7, "SYN601"), ("pkg/top.py", 11, "SYN601")]
+    finding = next(f for f in run.findings if f.code == "SYN601" and f.site.line == 7)
     assert [s[2].rsplit(".", 1)[-1] for s in finding.chain] == ["forward", "plan", "level3", "chunk_indices"]
-    # `lens_of(x)` keeps x's device; `to_host(...)` returns host data: only the first `.tolist()` syncs
+    # `lens_of(x)` keeps x's device; `to_host(...)` and `fetch(...)` return host data (the second
+    # one is known only from its return summary, not its name): only the first `.tolist()` syncs
     direct = [(f.site.line, f.code) for f in run.findings if f.site.path == "pkg/top.py" and f.code == "SYN202"]
     assert direct == [(9, "SYN202")]
 

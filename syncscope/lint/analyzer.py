@@ -123,6 +123,9 @@ class RawFinding:
     # (qualified function, parameter) when the flagged value is that parameter: the run drops
     # the finding if every call in the linted tree passes host data for it (see wholeprogram.py)
     param: tuple[str, str] | None = None
+    # the name of the call in this function whose result the flagged value is computed from
+    # (`lens = helper(cu); lens.tolist()`): the run decides with the callee's return summary
+    origin: str | None = None
 
 
 @dataclass
@@ -143,6 +146,8 @@ class FunctionContext:
     # name -> the parameter it was computed from (`lens = cu_seqlens[1:] - cu_seqlens[:-1]`):
     # a sync on it happens only where a caller passes a device value for that parameter
     derived: dict[str, str] = field(default_factory=dict)
+    # name -> the function whose result it holds (`lens = helper(cu)` -> "helper")
+    origins: dict[str, str] = field(default_factory=dict)
     aliases: dict[str, str] | None = None
     stmt: int = 0
     # inside `if self.x is None: self.x = ...` or a memoized function keyed by a tensor: runs
@@ -222,6 +227,33 @@ class FunctionContext:
             return name
         return self.derived.get(name)
 
+    def origin_of(self, node: cst.BaseExpression | None) -> str | None:
+        """The function (of the linted tree, maybe) whose result a value is computed from:
+        `helper(x)[1:].sum()` and `self.plan(x)` come from `helper` and `plan`."""
+        while True:
+            if isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and not isinstance(node.func.value, cst.Name):
+                node = node.func.value  # a method of a computed value: `helper(x).sum()`
+            else:
+                break
+        if isinstance(node, cst.Name):
+            return self.origins.get(node.value)
+        if not isinstance(node, cst.Call):
+            return None
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            if func.value.value in self.alias_table() or func.value.value not in ("self", "cls"):
+                qualified = self.resolve(func)
+                if qualified is None or qualified.startswith(("torch.", "numpy.", "math.")):
+                    return None  # a tensor method, or a library function
+            return func.attr.value
+        if isinstance(func, cst.Name) and func.value not in BUILTIN_NAMES:
+            qualified = self.alias_table().get(func.value, "")
+            return None if qualified.startswith(("torch.", "numpy.", "math.")) else func.value
+        return None
+
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None) -> None:
         if self.passive or self.cold_depth:
@@ -232,6 +264,7 @@ class FunctionContext:
         anchors: list[Any] = [node]
         if anchor:
             anchors.append(anchor)
+        origin = self.origin_of(subject)
         subject = _root_value(subject)
         field_read = None
         if isinstance(subject, cst.Attribute) and isinstance(subject.value, cst.Name):
@@ -241,7 +274,8 @@ class FunctionContext:
                 field_read = (owner_class, subject.attr.value)
         source = self.param_of(subject)
         param = (_qualify(self.analyzer.module_name, self.qualname), source) if source is not None else None
-        found = RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level, field_read, param)
+        found = RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level, field_read, param,
+                           origin)
         (self.analyzer.latent if latent else self.analyzer.findings).append(found)
 
 
@@ -563,6 +597,11 @@ class ModuleAnalyzer:
             ctx.derived[name] = source
         else:
             ctx.derived.pop(name, None)
+        origin = ctx.origin_of(value) if value is not None and where != P.PY else None
+        if origin is not None:
+            ctx.origins[name] = origin
+        else:
+            ctx.origins.pop(name, None)
         ctx.copies.pop(name, None)
         for other, source in list(ctx.copies.items()):
             if source == name:
@@ -1004,9 +1043,7 @@ def _lazy_init_target(stmt: cst.If) -> str | None:
         return None
     if wanted is None or not isinstance(stmt.body, cst.IndentedBlock):
         return None
-    for line in stmt.body.body:
-        if not isinstance(line, cst.SimpleStatementLine):
-            continue
+    for line in _simple_lines(stmt.body.body):
         for small in line.body:
             targets = []
             if isinstance(small, cst.Assign):
@@ -1016,9 +1053,21 @@ def _lazy_init_target(stmt: cst.If) -> str | None:
             for target in targets:
                 if isinstance(target, cst.Subscript):
                     target = target.value
+                    base = dotted(target) or ""
+                    if "cache" in base.lower() and not base.startswith("self."):
+                        return base  # `v = CACHE.get(k); if v is None: CACHE[k] = ...`
                 if dotted(target) == wanted:
                     return wanted
     return None
+
+
+def _simple_lines(body):
+    """Simple statement lines of a block, also inside nested `with`/`if`/`try` blocks."""
+    for line in body:
+        if isinstance(line, cst.SimpleStatementLine):
+            yield line
+        elif isinstance(line, (cst.With, cst.If, cst.Try)) and isinstance(line.body, cst.IndentedBlock):
+            yield from _simple_lines(line.body.body)
 
 
 def _root_value(node):

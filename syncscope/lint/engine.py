@@ -136,14 +136,14 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     if cache is not None:
         cache.save()
 
-    extra, host_params = solve(results) if config.cross_file else ({}, set())
+    extra, host_params, host_origins = solve(results) if config.cross_file else ({}, set(), set())
     host_fields = _host_fields(results)
     sites: list[tuple[Site, _Pending]] = []
     for rel in sorted(results):
         raw = results[rel]
         pending = [_Pending(*f) for i, f in enumerate(raw.findings)
                    if not (raw.field_reads.get(i) and "%s.%s" % raw.field_reads[i] in host_fields)
-                   and raw.param_reads.get(i) not in host_params]
+                   and raw.param_reads.get(i) not in host_params and (rel, i) not in host_origins]
         pending += [_Pending(*f) for f in extra.get(rel, ())]
         suppressions = raw.suppressions
         if not pending and not suppressions:

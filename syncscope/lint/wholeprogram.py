@@ -218,7 +218,13 @@ class Solver:
         facts = program.functions[qualname]
         path = program.path_of[qualname]
         summary = Summary()
-        for root_path, code, line, _start, _end, message, param in program.roots.get(qualname, ()):
+        for root_path, code, line, _start, _end, message, param, origin in program.roots.get(qualname, ()):
+            if param is None and origin is not None:
+                # the value comes from a call: its callee's return summary decides
+                where, follows = self.origin_value(qualname, origin, line)
+                if follows is None and where in (P.PY, P.HOST):
+                    continue
+                param = follows
             step = ((root_path, line, qualname, f"{code} {_short(message)}"),)
             if param is None:
                 if _better(summary.sync, step):
@@ -277,6 +283,33 @@ class Solver:
                                         and params[position + shift] == ret_param):
                 return self.value(caller, arg, depth + 1)
         return (P.UNKNOWN, None)
+
+    def origin_value(self, qualname: str, name: str, line: int) -> tuple:
+        """(where, parameter it follows) of the result of the last call named `name` at or
+        above `line` in the function (the call a flagged value was computed from)."""
+        calls = self.program.functions[qualname]["calls"] if qualname in self.program.functions else []
+        best = None
+        for index, call in enumerate(calls):
+            if call[6] == name and call[0] <= line and (best is None or call[0] >= calls[best][0]):
+                best = index
+        if best is None:
+            return (P.UNKNOWN, None)
+        return self.value(qualname, (P.UNKNOWN, None, best))
+
+    def host_origins(self, results: dict) -> set[tuple[str, int]]:
+        """(path, finding index) of the rules' findings on a value a tree function returned on
+        the host (`to_host(x).tolist()`): not a sync, whatever the value's name suggested."""
+        dropped = set()
+        for path, result in results.items():
+            for index, name in result.origin_reads.items():
+                if index in result.param_reads:
+                    continue
+                finding = result.findings[index]
+                function = f"{result.module}.{finding[5]}" if result.module else finding[5]
+                where, follows = self.origin_value(function, name, finding[1])
+                if follows is None and where in (P.PY, P.HOST):
+                    dropped.add((path, index))
+        return dropped
 
     def returns(self, qualname: str, facts: dict) -> tuple:
         if facts.get("property") is False and not facts["returns"]:
@@ -383,9 +416,10 @@ def _is_accepted(accepted: dict, root: tuple) -> bool:
     return False
 
 
-def solve(results: dict) -> tuple[dict[str, list[tuple]], set[tuple[str, str]]]:
-    """(extra findings per path, host-fed parameters) for the whole linted tree."""
+def solve(results: dict) -> tuple[dict[str, list[tuple]], set[tuple[str, str]], set[tuple[str, int]]]:
+    """(extra findings per path, host-fed parameters, rules' findings on host return values)
+    for the whole linted tree."""
     program = Program(results)
     solver = Solver(program)
     solver.run()
-    return solver.findings(), solver.host_fed()
+    return solver.findings(), solver.host_fed(), solver.host_origins(results)

@@ -29,7 +29,8 @@ class RawResult:
     findings: list[tuple] = field(default_factory=list)
     # for the whole-program pass (wholeprogram.py): the module's dotted name and import table,
     # per-function facts and class facts (facts.py), and the sync roots of each function:
-    # qualified function -> [(code, line, stmt_start, stmt_end, message, parameter or None)]
+    # qualified function -> [(code, line, stmt_start, stmt_end, message, parameter or None,
+    # name of the call whose result it flags or None)]
     module: str | None = None
     exports: dict = field(default_factory=dict)
     functions: dict = field(default_factory=dict)
@@ -42,6 +43,8 @@ class RawResult:
     field_reads: dict = field(default_factory=dict)
     # finding index -> (qualified function, parameter) it flags
     param_reads: dict = field(default_factory=dict)
+    # finding index -> the call (by name) whose result it flags (wholeprogram.py decides)
+    origin_reads: dict = field(default_factory=dict)
     internal_error: str | None = None
 
 
@@ -356,6 +359,8 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
             result.field_reads[len(result.findings)] = raw.field
         if raw.param is not None:
             result.param_reads[len(result.findings)] = raw.param
+        if raw.origin is not None:
+            result.origin_reads[len(result.findings)] = raw.origin
         result.findings.append((raw.code, line, column, start, end, raw.function, raw.message,
                                 raw.fix.applicability if raw.fix else None, raw.level))
         _add_root(result, raw, analyzer.module_name, line, start, end)
@@ -369,7 +374,7 @@ def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: i
     parameter (the finding's value is computed from it)."""
     function = f"{module}.{raw.function}" if module else raw.function
     param = raw.param[1] if raw.param else None
-    result.roots.setdefault(function, []).append((raw.code, line, start, end, raw.message, param))
+    result.roots.setdefault(function, []).append((raw.code, line, start, end, raw.message, param, raw.origin))
 
 
 def place(raw, spans, lines: list[str], module_node) -> tuple[int, int, int, int]:
