@@ -375,3 +375,49 @@ def test_cycles_in_imports_and_calls_do_not_crash(tmp_path):
         "__init__.py": "from pkg.a import f as g\nfrom pkg.b import g as f\n",
     })
     assert not run.internal_errors
+
+
+def test_tuple_returns_and_host_copies_of_objects(tmp_path):
+    run = lint_package(tmp_path, {
+        "dp.py": """
+            import torch
+
+            def _pad(tensor, pad):
+                if pad:
+                    return torch.tensor([int(tensor.max())] * 2, device="cpu")
+                return tensor.cpu()
+
+            def coordinate(tensor, pad):
+                if pad is None:
+                    return False, None
+                return True, _pad(tensor, pad)
+        """,
+        "out.py": """
+            import torch
+
+            class Output:
+                def to_cpu_nonblocking(self):
+                    return Output()
+
+                def tolists(self):
+                    return self.counts.cpu().tolist()
+        """,
+        "runner.py": """
+            import torch
+            from pkg.dp import coordinate
+            from pkg.out import Output
+
+            def step(tensor: torch.Tensor, rank: int, out: Output):
+                should_pad, across = coordinate(tensor, True)
+                n = int(across[rank].item())
+                host_out = out.to_cpu_nonblocking()
+                a = host_out.tolists()
+                b = out.tolists()
+                return n, a, b
+        """,
+    })
+    runner = [(f.site.line, f.code) for f in run.findings if f.site.path == "pkg/runner.py"]
+    # `across` is element 1 of a tuple whose element 1 is always a host tensor: no sync at 8;
+    # coordinate() itself syncs (`int(tensor.max())` inside _pad), reported at the call (7);
+    # `tolists()` on a host copy of the object is none; on the device object it is (11)
+    assert runner == [(7, "SYN601"), (11, "SYN602")]

@@ -216,10 +216,18 @@ class FunctionContext:
         return None
 
     def param_of(self, node: cst.BaseExpression | None) -> str | None:
-        """The parameter a value is computed from, if it is only that parameter's data."""
+        """The parameter a value is computed from, if it is only that parameter's data. A field
+        of `self` counts as the receiver's: where the object lives decides (a host copy of an
+        output object, `out_cpu.tolists()`, holds host tensors)."""
         node = _root_value(node)
         if isinstance(node, cst.BinaryOperation):
             return self.param_of(node.left) or self.param_of(node.right)
+        if isinstance(node, cst.Attribute) and self.classes and self.params and self.params[0] in ("self", "cls"):
+            base = node
+            while isinstance(base, cst.Attribute):
+                base = base.value
+            if isinstance(base, cst.Name) and base.value == self.params[0] and base.value not in self.reassigned:
+                return base.value
         if not isinstance(node, cst.Name):
             return None
         name = node.value
@@ -566,6 +574,11 @@ class ModuleAnalyzer:
         where = self.eval(value, ctx)
         for target in targets:
             self.bind(target, where, value, ctx)
+            if isinstance(target, (cst.Tuple, cst.List)):
+                origin = ctx.origin_of(value)  # `a, b = helper(x)`: element k of its result
+                for position, element in enumerate(target.elements):
+                    if origin is not None and isinstance(element.value, cst.Name):
+                        ctx.origins[element.value.value] = f"{origin}#{position}"
 
     def bind(self, target: cst.BaseExpression, where: int, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
         if isinstance(target, cst.Name):

@@ -215,6 +215,7 @@ class FileFacts:
             and not any("cache" in d for d in decorators),
             "calls": [],
             "returns": [],
+            "tuple_returns": [],  # `return a, b`: the facts of each element
             "property": any(d.endswith("property") for d in decorators),
         }
         scope.facts = facts
@@ -314,7 +315,12 @@ class _Scope:
             self.bind(stmt.target, fact, None)
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
-                fact = self.eval(stmt.value)
+                if isinstance(stmt.value, ast.Tuple) and len(self.facts["tuple_returns"]) < 8:
+                    elements = tuple(self.eval(e) for e in stmt.value.elts)
+                    self.facts["tuple_returns"].append(elements)
+                    fact = _combine(list(elements))
+                else:
+                    fact = self.eval(stmt.value)
                 if len(self.facts["returns"]) < 8:
                     self.facts["returns"].append(fact)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -366,8 +372,10 @@ class _Scope:
                 if made and made.rsplit(".", 1)[-1][:1].isupper():
                     self.types[name] = made
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for element in target.elts:
-                self.bind(element, _UNKNOWN if fact[2] is None else fact, None)
+            for position, element in enumerate(target.elts):
+                # `a, b = helper(x)`: element k of the call's result (its tuple return decides)
+                unpacked = _UNKNOWN if not isinstance(fact[2], int) else (P.UNKNOWN, None, (fact[2], position))
+                self.bind(element, unpacked, None)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, fact, None)
         elif isinstance(target, ast.Attribute):
@@ -470,7 +478,7 @@ class _Scope:
         key = (owner, attr)
         if key not in self.seen_props:  # one read per function is enough to connect it
             self.seen_props.add(key)
-            self.record((PROP, owner, attr), [], node, attr)
+            self.record((PROP, owner, attr), [(-1, None, receiver)], node, attr)
             # an attribute that is no property of the tree lives where its name says
             return (self.file.hints.where(attr), None, len(self.facts["calls"]) - 1)
         return (self.file.hints.where(attr), None, None)
@@ -500,8 +508,8 @@ class _Scope:
             if method == "to":
                 return self._to_target(node, receiver)
             owner = self.receiver(func.value)
-            if owner is not None:
-                self.record((METHOD, owner, method), args, node, method)
+            if owner is not None:  # the receiver is passed too: position -1 (`self`)
+                self.record((METHOD, owner, method), [(-1, None, receiver)] + args, node, method)
                 return (P.UNKNOWN, None, len(self.facts["calls"]) - 1)
             # a tensor method (`x.sum()`, `x.view(-1)`) keeps its receiver's device
             return receiver if receiver[0] != P.PY else _UNKNOWN

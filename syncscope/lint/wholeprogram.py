@@ -162,16 +162,17 @@ class Program:
 
 
 class Summary:
-    __slots__ = ("sync", "cond", "ret")
+    __slots__ = ("sync", "cond", "ret", "elements")
 
     def __init__(self) -> None:
         self.sync: tuple | None = None  # chain: ((path, line, function, note), ..., root step)
         self.cond: dict[str, tuple] = {}
         self.ret: tuple = (P.PY, None)  # (where, parameter it follows or None)
+        self.elements: tuple | None = None  # `return a, b`: (where, parameter) of each element
 
     def key(self) -> tuple:
         return (self.sync is not None, len(self.sync or ()), tuple(sorted((p, len(c)) for p, c in self.cond.items())),
-                self.ret)
+                self.ret, self.elements)
 
 
 def _better(old: tuple | None, new: tuple) -> bool:
@@ -249,15 +250,23 @@ class Solver:
                     if _better(summary.sync, chain):
                         summary.sync = chain
         summary.ret = self.returns(qualname, facts)
+        summary.elements = self.tuple_returns(qualname, facts)
         return summary
 
     def argument(self, caller: str, call: tuple, target: str, shift: int, param: str) -> tuple:
         """(where, caller parameter it follows) of the value a call passes for `param`."""
         params = self.program.functions[target]["params"]
+        receiver = shift == 1 and params and param == params[0]
         for position, keyword, fact in call[5]:
+            if position == -1:
+                if receiver:
+                    return self.value(caller, fact)
+                continue
             if keyword == param or (position is not None and position + shift < len(params)
                                     and params[position + shift] == param):
                 return self.value(caller, fact)
+        if receiver:
+            return (P.UNKNOWN, None)  # called through an object we know nothing of
         return (P.PY, None)  # not passed: its default, a Python value
 
     def value(self, caller: str, fact: tuple, depth: int = 0) -> tuple:
@@ -266,6 +275,9 @@ class Solver:
             return (where, param)
         if call_index is None or depth > 8:
             return (where, None)
+        element = None
+        if isinstance(call_index, tuple):  # element k of a call's (tuple) result
+            call_index, element = call_index
         calls = self.program.functions[caller]["calls"]
         if call_index >= len(calls):
             return (where, None)
@@ -273,7 +285,13 @@ class Solver:
         target = self.program.resolve(call[4])
         if target is None or target not in self.summaries:
             return (where, None)
-        ret_where, ret_param = self.summaries[target].ret
+        summary = self.summaries[target]
+        if element is not None:
+            if summary.elements is None or element >= len(summary.elements):
+                return (where, None)
+            ret_where, ret_param = summary.elements[element]
+        else:
+            ret_where, ret_param = summary.ret
         if ret_param is None:
             return (ret_where, None)
         shift = self.program.shift(call[4], target)
@@ -288,13 +306,14 @@ class Solver:
         """(where, parameter it follows) of the result of the last call named `name` at or
         above `line` in the function (the call a flagged value was computed from)."""
         calls = self.program.functions[qualname]["calls"] if qualname in self.program.functions else []
+        name, _, element = name.partition("#")
         best = None
         for index, call in enumerate(calls):
             if call[6] == name and call[0] <= line and (best is None or call[0] >= calls[best][0]):
                 best = index
         if best is None:
             return (P.UNKNOWN, None)
-        return self.value(qualname, (P.UNKNOWN, None, best))
+        return self.value(qualname, (P.UNKNOWN, None, (best, int(element)) if element else best))
 
     def host_origins(self, results: dict) -> set[tuple[str, int]]:
         """(path, finding index) of the rules' findings on a value a tree function returned on
@@ -310,6 +329,19 @@ class Solver:
                 if follows is None and where in (P.PY, P.HOST):
                     dropped.add((path, index))
         return dropped
+
+    def tuple_returns(self, qualname: str, facts: dict) -> tuple | None:
+        """Where each element of a returned tuple lives, when every `return` gives a tuple of
+        the same length (`return should_pad, num_tokens_cpu, mode`)."""
+        tuples = facts.get("tuple_returns") or []
+        if not tuples or len(tuples) != len(facts["returns"]) or len({len(t) for t in tuples}) != 1:
+            return None
+        merged = []
+        for position in range(len(tuples[0])):
+            values = [self.value(qualname, t[position]) for t in tuples]
+            follows = next((p for _, p in values if p is not None), None)
+            merged.append((P.UNKNOWN, follows) if follows else (P.combine(*[w for w, _ in values]), None))
+        return tuple(merged)
 
     def returns(self, qualname: str, facts: dict) -> tuple:
         if facts.get("property") is False and not facts["returns"]:
@@ -344,7 +376,9 @@ class Solver:
                         # a value from this function's own parameter: flagged here only if its
                         # type says tensor, or no caller in the tree can be flagged instead
                         if (follows is None or entry or P.is_tensor_like(where)) and P.maybe_device(where):
-                            code, chain = "SYN601", _join(here, sub)
+                            # syncing on the object's own fields is the callee syncing
+                            on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
+                            code, chain = ("SYN602" if on_receiver else "SYN601"), _join(here, sub)
                             break
                 if code is None:
                     continue
@@ -362,7 +396,7 @@ class Solver:
             for call, target, shift in edges:
                 if call[4][0] == PROP:
                     continue
-                for param in self.program.functions[target]["params"][shift:]:
+                for param in self.program.functions[target]["params"]:
                     where, follows = self.argument(caller, call, target, shift, param)
                     host = follows is None and where in (P.PY, P.HOST)
                     seen[(target, param)] = seen.get((target, param), True) and host
