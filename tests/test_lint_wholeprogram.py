@@ -421,3 +421,30 @@ def test_tuple_returns_and_host_copies_of_objects(tmp_path):
     # coordinate() itself syncs (`int(tensor.max())` inside _pad), reported at the call (7);
     # `tolists()` on a host copy of the object is none; on the device object it is (11)
     assert runner == [(7, "SYN601"), (11, "SYN602")]
+
+
+def test_an_attribute_a_class_fills_from_host_data_is_a_host_receiver(tmp_path):
+    run = lint_package(tmp_path, {
+        "out.py": """
+            class SamplerOutput:
+                def tolists(self):
+                    return self.counts.cpu().tolist()
+        """,
+        "async_out.py": """
+            from pkg.out import SamplerOutput
+
+            class AsyncOutput:
+                def __init__(self, output: SamplerOutput):
+                    self.mask_tensors: SamplerOutput | None = None
+                    self.mask_tensors = output.to_cpu_nonblocking()
+                    self.device_out: SamplerOutput = output
+
+                def get_output(self):
+                    a = self.mask_tensors.tolists()
+                    b = self.device_out.tolists()
+                    return a, b
+        """,
+    })
+    # `mask_tensors` is filled from a host copy (`to_cpu_nonblocking()`): its fields are on
+    # the host and `tolists()` copies nothing; `device_out` is the device object
+    assert chained(run) == [("pkg/async_out.py", 12, "SYN602")]

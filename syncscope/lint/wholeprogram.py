@@ -52,6 +52,10 @@ class Program:
                 kept = [r for r in roots if not _is_accepted(accepted, r)]
                 if kept:
                     self.roots.setdefault(qualname, []).extend((path,) + r for r in kept)
+        # "Class.attr" -> host/Python, for attributes a class fills from host data (classinfo.py)
+        self.field_hints: dict[str, int] = {}
+        for result in results.values():
+            self.field_hints.update(result.field_hints)
         self.props_by_name: dict[str, set[str]] = {}
         for info in self.classes.values():
             for attr, getter in info["props"].items():
@@ -129,6 +133,18 @@ class Program:
                     return info["props"][name]
             elif f"{klass}.{name}" in self.functions:
                 return f"{klass}.{name}"
+        return None
+
+    def field_where(self, ref: tuple) -> int | None:
+        """Where a plain attribute read (`self.out_cpu`, `batch.counts`) lives, when its
+        class fills it from host data in one of its methods."""
+        if ref[0] != PROP or ref[1] is None:
+            return None
+        cls, _ = self.class_of(ref[1])
+        for klass in self.mro(cls) if cls else ():
+            found = self.field_hints.get(f"{klass.rsplit('.', 1)[-1]}.{ref[2]}")
+            if found is not None:
+                return found
         return None
 
     def resolve(self, ref: tuple) -> str | None:
@@ -284,7 +300,8 @@ class Solver:
         call = calls[call_index]
         target = self.program.resolve(call[4])
         if target is None or target not in self.summaries:
-            return (where, None)
+            hinted = self.program.field_where(call[4])
+            return (hinted if hinted is not None else where, None)
         summary = self.summaries[target]
         if element is not None:
             if summary.elements is None or element >= len(summary.elements):

@@ -133,6 +133,10 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
     result.module = module
     result.exports = aliases
+    if not result.field_hints:
+        from .classinfo import class_hints
+
+        result.field_hints = {f"{c}.{a}": where for (c, a), where in class_hints(tree).items()}
     result.functions, result.classes = file_facts(tree, module, aliases, config.name_hints, is_cold)
 
 
