@@ -275,7 +275,7 @@ class _Scope:
         self.local_defs: dict[str, str] = dict(outer.local_defs) if outer else {}
         self.facts: dict = {}
         self.stmt = (0, 0)
-        self.seen_props: set = set()
+        self.seen_props: dict = {}  # (receiver, attr) -> the fact of its first read
 
     # -- statements --------------------------------------------------------------------
     def block(self, body) -> None:
@@ -475,13 +475,13 @@ class _Scope:
         if attr in PY_ATTRS or attr.startswith("__"):
             return receiver if attr in ("T", "mT", "data", "real", "imag") else _PY
         owner = self.receiver(node.value)
-        key = (owner, attr)
-        if key not in self.seen_props:  # one read per function is enough to connect it
-            self.seen_props.add(key)
+        key = (owner, attr) if owner is not None else (dotted(node.value), attr)
+        found = self.seen_props.get(key)
+        if found is None:  # one read per function is enough to connect it
             self.record((PROP, owner, attr), [(-1, None, receiver)], node, attr)
             # an attribute that is no property of the tree lives where its name says
-            return (self.file.hints.where(attr), None, len(self.facts["calls"]) - 1)
-        return (self.file.hints.where(attr), None, None)
+            found = self.seen_props[key] = (self.file.hints.where(attr), None, len(self.facts["calls"]) - 1)
+        return found
 
     def call(self, node: ast.Call) -> Fact:
         func = node.func
