@@ -308,14 +308,11 @@ def bench_slot_mapping(dev: Device, smoke: bool) -> dict:
     assert torch.equal(host_path().cpu(), triton_path().cpu())
     reps = 5 if smoke else 500
     out = {"num_tokens": n, "reps": reps}
-    launcher = kernels._launch_compute_slot_mapping
-    fast = launcher.enabled
-    cases = [("numpy_copy", host_path, fast), ("triton", triton_path, fast), ("triton_plain_launch", triton_path, False)]
+    cases = [("numpy_copy", host_path), ("triton", triton_path)]
     gc.collect()
     gc.disable()
     try:
-        for name, fn, enabled in cases:
-            launcher.enabled = enabled
+        for name, fn in cases:
             for _ in range(10):
                 fn()
             dev.synchronize()
@@ -331,9 +328,7 @@ def bench_slot_mapping(dev: Device, smoke: bool) -> dict:
             out[f"{name}_host_us"] = round(statistics.median(host), 1)
             out[f"{name}_until_done_us"] = round(statistics.median(total), 1)
     finally:
-        launcher.enabled = fast
         gc.enable()
-    out["triton_fast_launch"] = fast  # False: interpreter (CPU) or an unsupported Triton
     out["host_speedup"] = round(out["numpy_copy_host_us"] / out["triton_host_us"], 2)
     out["until_done_speedup"] = round(out["numpy_copy_until_done_us"] / out["triton_until_done_us"], 2)
     out["ok"] = out["host_speedup"] >= 10
@@ -378,7 +373,7 @@ def main(argv=None) -> dict:
     print(
         f"slot mapping, {s['num_tokens']} tokens: numpy+copy {s['numpy_copy_host_us']} us host "
         f"({s['numpy_copy_until_done_us']} until done), triton {s['triton_host_us']} us host "
-        f"({s['triton_until_done_us']} until done; plain kernel[grid] launch {s['triton_plain_launch_host_us']} us host): "
+        f"({s['triton_until_done_us']} until done): "
         f"{s['host_speedup']}x host, {s['until_done_speedup']}x until done"
     )
     print(f"elapsed {result['elapsed_s']} s")
