@@ -99,7 +99,7 @@ def test_class_definitions_are_hooked_only_while_a_scope_waits_and_undo_restores
     original_build_class = builtins.__build_class__
     declared = regions.scoping.declared
     matcher = class_scopes.deferred_target("__main__:Later.run", None)
-    undo = class_scopes.scope_when_defined("__main__:Later.run", matcher)
+    undo = class_scopes.scope_when_defined("__main__:Later.run", matcher, regions.scope_attribute)
     try:
         assert builtins.__build_class__ is not original_build_class
         namespace = {"__name__": "__main__"}

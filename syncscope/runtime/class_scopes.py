@@ -75,17 +75,16 @@ class _PendingScope:
     matcher: ModuleMatcher
     class_path: str  # the class's __qualname__, e.g. "Outer.Inner"
     method: str
+    wrap: Callable[[type, str, str], Callable[[], None]]  # regions.scope_attribute: wraps, returns the undo
     undo: list[Callable[[], None]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def scope_class(self, cls: type) -> None:
-        from syncscope.runtime.regions import scope_attribute
-
         if not hasattr(cls, self.method):
             self.problems.append(f"class {self.class_path} has no attribute {self.method!r}")
             return
         try:
-            self.undo.append(scope_attribute(cls, self.method, self.spec))
+            self.undo.append(self.wrap(cls, self.method, self.spec))
         except ValueError as exc:  # a static or class method: reported at the end, not raised in the program
             self.problems.append(str(exc).partition(": ")[2])
 
@@ -131,13 +130,15 @@ def _existing_class(module_globals: dict, class_path: str) -> type | None:
     return owner if isinstance(owner, type) else None
 
 
-def scope_when_defined(spec: str, matcher: ModuleMatcher) -> Callable[[], None]:
+def scope_when_defined(
+    spec: str, matcher: ModuleMatcher, wrap: Callable[[type, str, str], Callable[[], None]]
+) -> Callable[[], None]:
     """Scope `Class.method` of the matched module now if the class exists, and on every later
-    definition. Returns the undo, which also warns when nothing was scoped."""
-    from syncscope.runtime import regions
-
+    definition, with `wrap(cls, method, spec)` (`regions.scope_attribute`, passed in so that this
+    module does not import regions, which imports it). Returns the undo, which also warns when
+    nothing was scoped."""
     class_path, _, method = spec.rpartition(":")[2].rpartition(".")
-    pending = _PendingScope(spec, matcher, class_path, method)
+    pending = _PendingScope(spec, matcher, class_path, method, wrap)
     for module in list(sys.modules.values()):
         module_globals = getattr(module, "__dict__", None)
         if isinstance(module_globals, dict) and matcher.matches(module_globals):
@@ -145,7 +146,6 @@ def scope_when_defined(spec: str, matcher: ModuleMatcher) -> Callable[[], None]:
             if cls is not None:
                 pending.scope_class(cls)
     _register(pending)
-    regions.scoping.declared = True
 
     def undo() -> None:
         _unregister(pending)

@@ -166,7 +166,11 @@ def apply_scopes(specs, module_forward: bool, main_module: str | None = None) ->
     try:
         for spec in specs:
             deferred = class_scopes.deferred_target(spec, main_module)
-            undo.append(class_scopes.scope_when_defined(spec, deferred) if deferred else scope_callable(spec))
+            if deferred is None:
+                undo.append(scope_callable(spec))
+            else:
+                undo.append(class_scopes.scope_when_defined(spec, deferred, scope_attribute))
+                scoping.declared = True
         if module_forward:
             undo.append(scope_module_forwards())
     except BaseException:
