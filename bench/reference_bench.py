@@ -40,6 +40,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from gpu_sleep import queue_sleep, sleep_cycles_per_ms  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -71,22 +72,13 @@ class Device:
         """Clock cycles of torch.cuda._sleep per millisecond, measured with CUDA events."""
         if not self.is_cuda:
             return 0.0
-        torch.cuda._sleep(1_000_000)  # warm-up
-        rates = []
-        for _ in range(5):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            torch.cuda._sleep(10_000_000)
-            end.record()
-            end.synchronize()
-            rates.append(10_000_000 / start.elapsed_time(end))
-        self.cycles_per_ms = statistics.median(rates)
+        self.cycles_per_ms = sleep_cycles_per_ms()
         return self.cycles_per_ms
 
     def queue(self, ms: float) -> None:
         """Put `ms` of work on the stream without waiting for it."""
         if self.is_cuda:
-            torch.cuda._sleep(int(self.cycles_per_ms * ms))
+            queue_sleep(ms, self.cycles_per_ms)
 
 
 # ------------------------------------------------------------------------------------ scenarios
