@@ -32,10 +32,9 @@ from typing import Any, Callable
 import torch
 
 from syncscope.runtime import nvtx_marks
+from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.recorder import Recorder
-
-SYNC_WARNING = "called a synchronizing CUDA operation"
 _is_compiling = torch.compiler.is_compiling
 
 

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The text of torch's sync-debug warning (c10's `warn_or_error_on_sync`): the CUDA detector routes
+# warnings that start with it to the recorder, and the simulated device raises the same text.
+SYNC_WARNING = "called a synchronizing CUDA operation"
+
 
 class SyncKind:
     """The kinds of host sync. Strings, so they travel through JSON reports and baselines as is."""
