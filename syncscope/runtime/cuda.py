@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import nvtx_marks
+from syncscope.runtime import nvtx_marks, pageable
 from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.recorder import Recorder
@@ -146,6 +146,12 @@ def _predict_copy(args, kwargs) -> str | None:
     if _is_cuda_tensor(src) and dst.device.type == "cpu" and not dst.is_pinned():
         return K.CPU_COPY  # non_blocking into pageable host memory cannot be asynchronous
     return None
+
+
+def _pageable_copy_waited(spec: "ShimSpec", args: tuple, blocked_ns: int) -> bool | None:
+    # The source is the tensor copied from: `src.to(...)`, `src.cuda(...)`, `dst.copy_(src)`.
+    src = args[1] if spec.name == "copy_" else args[0]
+    return pageable.copy_waited(blocked_ns, src.numel() * src.element_size())
 
 
 def _always(kind: str) -> Callable:
@@ -363,7 +369,8 @@ class CudaDetector:
         if recorder is None:
             return
         kind = predicted or spec.classify(args, kwargs)
-        recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2))
+        waited = _pageable_copy_waited(spec, args, blocked_ns) if kind == K.H2D_PAGEABLE else None
+        recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
 
     # -- torch's sync warning ------------------------------------------------------------------
     def _showwarning(self, message, category, filename, lineno, file=None, line=None):

@@ -68,4 +68,7 @@ class HostSyncEvent:
     ts_ns: int = 0  # time.perf_counter_ns() at the end of the sync, for timelines
     related: Frame | None = None
     detector: str = ""
+    # `h2d_pageable` only: whether its measured time says the host waited (runtime/pageable.py);
+    # False makes it a potential sync that did not block this time. None: not decided.
+    waited: bool | None = None
     extra: dict = field(default_factory=dict, compare=False)
