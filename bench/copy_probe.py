@@ -17,7 +17,9 @@ import syncscope
 
 def main():
     cycles_per_ms = sleep_cycles_per_ms()
-    sizes = {"64 B": 16, "256 KiB": 64 << 10, "4 MiB": 1 << 20, "32 MiB": 8 << 20, "256 MiB": 64 << 20}
+    # float32 elements; 512 KiB-2 MiB place the size at which a pageable copy starts to wait
+    sizes = {"64 B": 16, "256 KiB": 64 << 10, "512 KiB": 128 << 10, "1 MiB": 256 << 10, "2 MiB": 512 << 10,
+             "4 MiB": 1 << 20, "32 MiB": 8 << 20, "256 MiB": 64 << 20}
     cases = {}
     for label, n in sizes.items():
         src = torch.ones(n)
@@ -39,7 +41,8 @@ def main():
         with syncscope.trap(device="cuda") as t:
             fn()
         torch.cuda.synchronize()
-        seen = [(e.kind, e.api, round((e.blocked_ns or 0) / 1e6, 2)) for e in t.events]
+        # waited: what syncscope decided from the measured time (runtime/pageable.py)
+        seen = [(e.kind, e.api, round((e.blocked_ns or 0) / 1e6, 2), f"waited={e.waited}") for e in t.events]
         print(f"{name:58s} {waited / 25e6:6.2f}  {seen}")
 
 

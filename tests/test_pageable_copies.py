@@ -183,6 +183,7 @@ def test_small_pageable_copy_behind_a_queue_is_potential_and_a_large_one_blocks(
     import syncscope
 
     small, large = torch.ones(16), torch.ones(32 << 20)  # 64 B and 128 MiB, pageable
+    small.to("cuda", non_blocking=True)  # first copy outside the trap: allocator and staging set up
     torch.cuda.synchronize()
     with syncscope.trap(device="cuda") as t:
         torch.cuda._sleep(50_000_000)  # tens of ms of GPU work queued ahead of the copies
