@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import nvtx_marks, pageable
+from syncscope.runtime import c10d_waits, nvtx_marks, pageable
 from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.recorder import Recorder
@@ -289,6 +289,7 @@ class CudaDetector:
         self._originals: list[tuple[Any, str, Any, bool]] = []
         self._previous_showwarning = None
         self._previous_debug_mode = 0
+        self._c10d: c10d_waits.C10dWaits | None = None
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
@@ -300,6 +301,9 @@ class CudaDetector:
             setattr(spec.owner, spec.name, self._make_shim(spec, getattr(spec.owner, spec.name)))
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
+        # c10d's C++ waits would print torch's sync warning to stderr (c10d_waits.py)
+        self._c10d = c10d_waits.C10dWaits(_set_debug_mode_quietly, torch.cuda.get_sync_debug_mode, self._record_barrier)
+        self._c10d.install()
         self.rearm()
 
     def rearm(self) -> None:
@@ -311,6 +315,9 @@ class CudaDetector:
             warnings.showwarning = self._showwarning
 
     def uninstall(self) -> None:
+        if self._c10d is not None:
+            self._c10d.uninstall()
+            self._c10d = None
         _set_debug_mode_quietly(self._previous_debug_mode)
         for owner, name, original, had_own in reversed(self._originals):
             if had_own:
@@ -371,6 +378,11 @@ class CudaDetector:
         kind = predicted or spec.classify(args, kwargs)
         waited = _pageable_copy_waited(spec, args, blocked_ns) if kind == K.H2D_PAGEABLE else None
         recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
+
+    def _record_barrier(self, blocked_ns: int, frame) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.record(K.STREAM_SYNC, "torch.distributed.barrier", blocked_ns=blocked_ns, detector="cuda", frame=frame)
 
     # -- torch's sync warning ------------------------------------------------------------------
     def _showwarning(self, message, category, filename, lineno, file=None, line=None):
