@@ -62,7 +62,7 @@ def test_the_cuda_detector_sizes_the_source_tensor_of_each_copy_api():
     eight_ms = int(8.4 * MS)
     assert cuda._pageable_copy_waited(specs["Tensor.to"], (big, "cuda"), eight_ms) is True
     assert cuda._pageable_copy_waited(specs["Tensor.cuda"], (small,), int(0.16 * MS)) is False
-    # copy_(dst, src): the source is the second argument; a small source at 1 ms is under the bound
+    # copy_(dst, src): the source is the second argument; 1 ms is over the bound for 64 B, under it for 4 MiB
     assert cuda._pageable_copy_waited(specs["Tensor.copy_"], (dst, small), 1 * MS) is True
     assert cuda._pageable_copy_waited(specs["Tensor.copy_"], (dst, big), 1 * MS) is False
 
