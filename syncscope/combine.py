@@ -95,6 +95,7 @@ def _merge_into(target: SiteStats, s: SiteStats) -> None:
     target.count += s.count
     target.blocked_ns += s.blocked_ns
     target.measured += s.measured
+    target.did_not_block += s.did_not_block
     target.apis.extend(a for a in s.apis if a not in target.apis)
     target.regions.extend(r for r in s.regions if r not in target.regions)
     target.related = target.related or s.related

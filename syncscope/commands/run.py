@@ -56,7 +56,7 @@ def execute(
     outcome = None
     with trap(resolved, policy, allow=allow_rules, root=root) as t:
         try:
-            undo = regions.apply_scopes(scope, module_forward)
+            undo = regions.apply_scopes(scope, module_forward, main_module=target if module else None)
         except (ImportError, AttributeError, ValueError) as exc:
             _fail(f"--scope: {exc}")
         stop_following = multiprocess.follow_children(children)
@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
         device: str = typer.Option("auto", "--device", help="cuda | sim | auto (cuda when a GPU is present)"),
         policy: str = typer.Option("record", "--policy", help="record | warn | error"),
         report: str = typer.Option(DEFAULT_REPORT, "-o", "--report", help="where to write the JSON report"),
-        scope: List[str] = typer.Option([], "--scope", help="package.module:Class.method whose calls are in scope"),
+        scope: List[str] = typer.Option([], "--scope", help="package.module:Class.method (or __main__:Class.method, file.py:Class.method) whose calls are in scope"),
         module_forward: bool = typer.Option(False, "--module-forward", help="every nn.Module forward is in scope"),
         allow: List[str] = typer.Option([], "--allow", help="allow syncs at PATH[:LINE][@KIND] (still reported)"),
         table: bool = typer.Option(True, "--table/--no-table", help="print the table of sites"),

@@ -35,6 +35,7 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
         console.width = max(console.width, 200)  # logs and CI: do not squeeze columns to 80
     device = report.meta.get("device", "?")
     in_scope, allowed, out_of_scope = report.grouped()
+    potential = report.potential()
     title = f"syncscope: {sum(s.count for s in in_scope)} host syncs at {len(in_scope)} sites in scope (device: {device})"
     if device == "sim":
         title += "; blocked time not measured on the simulated device"
@@ -43,6 +44,12 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
     columns = ["site", "function", "kind", "count", "total ms", "mean ms", "region", "source"]
     for heading, group, style in (
         (title, in_scope, "bold red"),
+        (
+            "potential syncs that did not block this run (pageable non_blocking copies: they wait once "
+            "the copy or the queue is large enough; pin the source)",
+            potential,
+            "yellow",
+        ),
         ("allowed syncs", allowed, "yellow"),
         ("outside the regions in scope (kept apart)", out_of_scope, "dim"),
     ):

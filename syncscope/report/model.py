@@ -41,10 +41,20 @@ class SiteStats:
     count: int = 0
     blocked_ns: int = 0
     measured: int = 0  # how many events had a measured blocked time
+    # Events whose measured time says they did not wait (pageable non_blocking copies only,
+    # runtime/pageable.py). A site where every event did not wait is only a potential sync.
+    did_not_block: int = 0
     stack: list[dict] = field(default_factory=list)
     related: dict | None = None
     allow_reason: str | None = None
     fingerprint: str = ""
+
+    @property
+    def potential(self) -> bool:
+        """A pageable `non_blocking` copy that did not block in this run (each of its events was
+        measured and none waited): a sync once the copy or the queue grows, not one that cost
+        time here. Kept apart from the syncs that blocked, in the table and the gate."""
+        return self.count > 0 and self.did_not_block == self.count
 
     @property
     def mean_blocked_ns(self) -> int | None:
@@ -65,6 +75,8 @@ class SiteStats:
             "blocked_ns": self.blocked_ns if self.measured else None,
             "mean_blocked_ns": self.mean_blocked_ns,
             "blocked_measured": self.measured,
+            "did_not_block": self.did_not_block,
+            "potential": self.potential,
             "in_scope": self.in_scope,
             "allowed": self.allowed,
             "allow_reason": self.allow_reason,
@@ -89,6 +101,7 @@ class SiteStats:
             count=int(data["count"]),
             blocked_ns=int(data.get("blocked_ns") or 0),
             measured=int(data.get("blocked_measured", 0)),
+            did_not_block=int(data.get("did_not_block", 0)),
             stack=list(data.get("stack", [])),
             related=data.get("related"),
             allow_reason=data.get("allow_reason"),
@@ -127,6 +140,8 @@ def sites_from_events(events: Iterable[HostSyncEvent]) -> list[SiteStats]:
         if e.blocked_ns is not None:
             stats.blocked_ns += e.blocked_ns
             stats.measured += 1
+        if e.waited is False:
+            stats.did_not_block += 1
     return assign_fingerprints(list(by_key.values()))
 
 
@@ -150,11 +165,16 @@ class Report:
 
     def grouped(self) -> tuple[list[SiteStats], list[SiteStats], list[SiteStats]]:
         """The sites as every rendering shows them apart: those that count (in scope, not
-        allowed), the allowed ones, and the rest (outside the regions in scope)."""
-        in_scope = [s for s in self.sites if s.in_scope and not s.allowed]
+        allowed, and blocked), the allowed ones, and the rest (outside the regions in scope).
+        In-scope potential syncs that did not block are in none of the three: `potential()`."""
+        in_scope = [s for s in self.sites if s.in_scope and not s.allowed and not s.potential]
         allowed = [s for s in self.sites if s.allowed]
         out_of_scope = [s for s in self.sites if not s.in_scope and not s.allowed]
         return in_scope, allowed, out_of_scope
+
+    def potential(self) -> list[SiteStats]:
+        """In-scope, not allowed sites that are only potential syncs (`SiteStats.potential`)."""
+        return [s for s in self.sites if s.in_scope and not s.allowed and s.potential]
 
     def to_json(self) -> dict:
         return {
@@ -165,6 +185,7 @@ class Report:
                 "sites": len(self.sites),
                 "events": sum(s.count for s in self.sites),
                 "in_scope_events": sum(s.count for s in self.sites if s.in_scope and not s.allowed),
+                "potential_events": sum(s.count for s in self.potential()),
                 "allowed_events": sum(s.count for s in self.sites if s.allowed),
                 "out_of_scope_events": sum(s.count for s in self.sites if not s.in_scope),
                 "blocked_ns": sum(s.blocked_ns for s in self.sites),
@@ -234,6 +255,7 @@ def event_to_json(e: HostSyncEvent, site_index: int) -> dict:
         "region": e.region,
         "blocked_ns": e.blocked_ns,
         "api": e.api,
+        "waited": e.waited,
     }
 
 

@@ -31,11 +31,10 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import nvtx_marks
+from syncscope.runtime import c10d_waits, nvtx_marks, pageable
+from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.recorder import Recorder
-
-SYNC_WARNING = "called a synchronizing CUDA operation"
 _is_compiling = torch.compiler.is_compiling
 
 
@@ -147,6 +146,12 @@ def _predict_copy(args, kwargs) -> str | None:
     if _is_cuda_tensor(src) and dst.device.type == "cpu" and not dst.is_pinned():
         return K.CPU_COPY  # non_blocking into pageable host memory cannot be asynchronous
     return None
+
+
+def _pageable_copy_waited(spec: "ShimSpec", args: tuple, blocked_ns: int) -> bool | None:
+    # The source is the tensor copied from: `src.to(...)`, `src.cuda(...)`, `dst.copy_(src)`.
+    src = args[1] if spec.name == "copy_" else args[0]
+    return pageable.copy_waited(blocked_ns, src.numel() * src.element_size())
 
 
 def _always(kind: str) -> Callable:
@@ -284,6 +289,7 @@ class CudaDetector:
         self._originals: list[tuple[Any, str, Any, bool]] = []
         self._previous_showwarning = None
         self._previous_debug_mode = 0
+        self._c10d: c10d_waits.C10dWaits | None = None
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
@@ -295,6 +301,9 @@ class CudaDetector:
             setattr(spec.owner, spec.name, self._make_shim(spec, getattr(spec.owner, spec.name)))
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
+        # c10d's C++ waits would print torch's sync warning to stderr (c10d_waits.py)
+        self._c10d = c10d_waits.C10dWaits(_set_debug_mode_quietly, torch.cuda.get_sync_debug_mode, self._record_barrier)
+        self._c10d.install()
         self.rearm()
 
     def rearm(self) -> None:
@@ -306,6 +315,9 @@ class CudaDetector:
             warnings.showwarning = self._showwarning
 
     def uninstall(self) -> None:
+        if self._c10d is not None:
+            self._c10d.uninstall()
+            self._c10d = None
         _set_debug_mode_quietly(self._previous_debug_mode)
         for owner, name, original, had_own in reversed(self._originals):
             if had_own:
@@ -364,7 +376,13 @@ class CudaDetector:
         if recorder is None:
             return
         kind = predicted or spec.classify(args, kwargs)
-        recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2))
+        waited = _pageable_copy_waited(spec, args, blocked_ns) if kind == K.H2D_PAGEABLE else None
+        recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
+
+    def _record_barrier(self, blocked_ns: int, frame) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.record(K.STREAM_SYNC, "torch.distributed.barrier", blocked_ns=blocked_ns, detector="cuda", frame=frame)
 
     # -- torch's sync warning ------------------------------------------------------------------
     def _showwarning(self, message, category, filename, lineno, file=None, line=None):

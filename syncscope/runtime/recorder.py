@@ -110,6 +110,7 @@ class Recorder:
         detector: str = "",
         frame=None,
         stack: tuple[Frame, ...] | None = None,
+        waited: bool | None = None,
     ) -> HostSyncEvent | None:
         """Record one sync seen now on this thread; raise `HostSyncError` under the error policy.
         `frame` is where to start looking for the user's line (default: the caller)."""
@@ -138,6 +139,7 @@ class Recorder:
             ts_ns=time.perf_counter_ns() - self.started_ns,
             related=related,
             detector=detector,
+            waited=waited,
         )
         self.events.append(event)
         nvtx_marks.mark(event)
