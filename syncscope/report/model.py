@@ -195,6 +195,7 @@ def bubbles_summary(window, events: list[HostSyncEvent], site_index: dict[tuple,
         "gap_count": len(a.gaps),
         "syncs_in_window": len(window.marks),
         "activities": window.activities,
+        "release_lag_ns": window.release_lag_ns(),
         "overhead_ns": dict(window.overhead_ns),
         "notes": list(window.notes),
         "gaps": [

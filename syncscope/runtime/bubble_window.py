@@ -78,6 +78,17 @@ class WindowResult:
     activities: int
     overhead_ns: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The profiler's device events as it gave them: (device, start on the Unix clock, duration),
+    # and `unix_shift_ns` (Unix ns minus trap-relative ns), so a check can redo the sums its own way.
+    raw_device_events: list[tuple[int, int, int]] = field(default_factory=list)
+    unix_shift_ns: int = 0
+
+    def release_lag_ns(self) -> int | None:
+        """Median time from a device running dry to the host's release from the sync that owns
+        the gap: a few microseconds when the two clocks agree (a check on the alignment)."""
+        ends = {m.key: m.wait_end_ns for m in self.marks}
+        lags = sorted(ends[g.sync] - g.start_ns for g in self.attribution.gaps if g.cause == B.SYNC)
+        return lags[len(lags) // 2] if lags else None
 
 
 class _Profiler:
@@ -231,7 +242,7 @@ class BubbleWindow:
         t1 = time.perf_counter_ns()
         self._profiler = None
         self._state = "done"
-        activities = self._activities(events)
+        activities, raw = self._activities(events)
         start, end = self._window
         attribution = B.attribute(
             activities,
@@ -249,9 +260,11 @@ class BubbleWindow:
             activities=len(activities),
             overhead_ns=dict(self._overhead),
             notes=list(self._notes),
+            raw_device_events=raw,
+            unix_shift_ns=self._offset_ns + self.recorder.started_ns,
         )
 
-    def _activities(self, events) -> list[B.GpuActivity]:
+    def _activities(self, events) -> tuple[list[B.GpuActivity], list[tuple[int, int, int]]]:
         """Kineto's device events as activities on the recorder's clock, each with the host
         thread that launched it where the runtime call that did is in the trace."""
         import torch
@@ -270,10 +283,11 @@ class BubbleWindow:
             launch_tid = {}  # this torch reports other thread ids: match syncs by time alone
             if self._marks and device_events:
                 self._notes.append("launching threads not in the trace: syncs matched to gaps by time only")
-        out = []
+        out, raw = [], []
         for e in device_events:
+            raw.append((e.device_index(), e.start_ns(), e.duration_ns()))
             start = e.start_ns() - shift
             end = start + e.duration_ns()
             if end > start:
                 out.append(B.GpuActivity(e.device_index(), e.device_resource_id(), start, end, launch_tid.get(e.correlation_id())))
-        return out
+        return out, raw
