@@ -88,6 +88,32 @@ def planted(sync: bool, steps: int, warmup: int = 3) -> dict:
     return out
 
 
+def runtime_event_sample() -> dict:
+    """Which fields of the profiler's runtime-call events name the launching host thread (the
+    window matches a sync's thread to the launch that ends a gap where they do)."""
+    import threading
+
+    from syncscope.runtime.bubble_window import _Profiler
+
+    x = torch.randn(64, 64, device="cuda")
+    p = _Profiler()
+    p.start()
+    for _ in range(3):
+        x = x @ x
+    events = p.stop()
+    torch.cuda.synchronize()
+    cpu = [e for e in events if e.device_type() != torch.autograd.DeviceType.CUDA][:6]
+    return {
+        "native_id": threading.get_native_id(),
+        "ident": threading.get_ident(),
+        "events": [
+            {"name": e.name(), "device_index": e.device_index(), "device_resource_id": e.device_resource_id(),
+             "start_thread_id": e.start_thread_id(), "end_thread_id": e.end_thread_id(), "correlation_id": e.correlation_id()}
+            for e in cpu
+        ],
+    }
+
+
 def load_serve_loop():
     spec = importlib.util.spec_from_file_location("serve_loop_bubbles", ROOT / "examples" / "serve_loop.py")
     module = importlib.util.module_from_spec(spec)
@@ -165,6 +191,8 @@ def main() -> None:
         "planted": [planted(True, 20), planted(False, 20)],
         "serve_loop": [],
     }
+    result["runtime_event_sample"] = runtime_event_sample()
+    print("runtime events", json.dumps(result["runtime_event_sample"]), flush=True)
     for p in result["planted"]:
         print("planted", json.dumps(p), flush=True)
     loop = load_serve_loop()

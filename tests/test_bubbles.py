@@ -54,6 +54,19 @@ def test_a_gap_without_a_waiting_sync_is_launch_bound():
     assert causes(result) == [(0, 1000, 3000, LAUNCH_BOUND, None)]
 
 
+def test_gaps_between_kernels_queued_before_the_release_are_not_the_syncs():
+    # .item() waits from 5 us to 40 us; the matmul, the sum and the copy it waits for were queued
+    # before it, with short gaps between them on the device. Only the gap after the copy, which
+    # ends with a kernel launched after the release, is the sync's bubble.
+    acts = [act(0, 10), act(12, 15), act(17, 19), act(2100, 2200)]
+    result = attribute(acts, [sync("item", 5, 40)], (0, us(2200)))
+    assert causes(result) == [
+        (0, 10, 12, LAUNCH_BOUND, None),
+        (0, 15, 17, LAUNCH_BOUND, None),
+        (0, 19, 2100, SYNC, "item"),
+    ]
+
+
 def test_the_wait_must_cover_the_start_within_the_tolerance():
     acts = [act(0, 1000), act(2000, 2500)]
     released_early = attribute(acts, [sync("s", 500, 970)], (0, us(2500)))  # 30 us before the drain

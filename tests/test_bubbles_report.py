@@ -4,6 +4,7 @@ from a synthetic timeline with the same pure function the GPU path uses."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import subprocess
@@ -19,6 +20,7 @@ from syncscope.runtime.bubble_window import WindowResult
 from syncscope.runtime.bubbles import GpuActivity, SyncMark, attribute
 from syncscope.runtime.events import Frame
 from syncscope.runtime.recorder import Recorder
+from test_reporters import check_chrome_trace
 
 
 def us(x: float) -> int:
@@ -40,6 +42,8 @@ def _report(pid_suffix: str = "") -> dict:
     acts.append(GpuActivity(0, 7, us(t), us(t + 6000)))
     rec.record("tolist", "Tensor.tolist", blocked_ns=us(5000), stack=(tolist,))
     marks.append(SyncMark(len(rec.events) - 1, us(t + 1000), us(t + 6000), us(t + 6010)))
+    # The events' own times (host clock, trap-relative) on the same timeline: each at its release.
+    rec.events[:] = [dataclasses.replace(e, ts_ns=m.wait_end_ns) for e, m in zip(rec.events, marks)]
     attribution = attribute(acts, marks, (0, us(t + 6000)))
     window = WindowResult(attribution, "program", 0, 0, marks, len(acts), {"open_ns": 1, "close_ns": 2, "analysis_ns": 3})
     meta = {"device": "cuda", "pid": 4242, "host": "h" + pid_suffix, "created": "2026-11-23T00:00:00" + pid_suffix}
@@ -85,6 +89,7 @@ def test_perfetto_shows_each_gap_on_the_gpu_track_labelled_with_its_site(tmp_pat
     result = CliRunner().invoke(app, ["export", str(path), "--format", "perfetto"])
     assert result.exit_code == 0, result.output
     trace = json.loads(result.stdout)
+    check_chrome_trace(trace)  # what Perfetto's importer needs, gap tracks included
     gaps = [e for e in trace["traceEvents"] if e.get("cat", "").startswith("gpu_idle")]
     bubbles = [e for e in gaps if e["args"]["cause"] == "sync"]
     assert [e["name"] for e in bubbles] == ["bubble after item step.py:10"] * 3

@@ -271,18 +271,21 @@ class BubbleWindow:
 
         cuda = torch.autograd.DeviceType.CUDA
         shift = self._offset_ns + self.recorder.started_ns  # Unix ns -> trap-relative ns
-        launch_tid: dict[int, int] = {}
+        # Which field of a runtime-call event holds the OS thread id differs between torch
+        # versions: take the first whose values are threads that synced in the window.
+        fields = ("device_resource_id", "device_index", "start_thread_id")
+        candidates: dict[str, dict[int, int]] = {name: {} for name in fields}
         device_events = []
         for e in events:
             if e.device_type() == cuda:
                 device_events.append(e)
             elif e.correlation_id() and e.name().startswith("cuda"):
-                launch_tid[e.correlation_id()] = e.device_resource_id()
+                for name in fields:
+                    candidates[name][e.correlation_id()] = getattr(e, name)()
         our_tids = {m.tid for m in self._marks}
-        if not our_tids & set(launch_tid.values()):
-            launch_tid = {}  # this torch reports other thread ids: match syncs by time alone
-            if self._marks and device_events:
-                self._notes.append("launching threads not in the trace: syncs matched to gaps by time only")
+        launch_tid = next((c for c in candidates.values() if our_tids & set(c.values())), {})
+        if not launch_tid and self._marks and device_events:
+            self._notes.append("launching threads not in the trace: syncs matched to gaps by time only")
         out, raw = [], []
         for e in device_events:
             raw.append((e.device_index(), e.start_ns(), e.duration_ns()))

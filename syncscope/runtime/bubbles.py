@@ -8,7 +8,9 @@ in nanoseconds on one clock. Output: every idle gap of every device, each with i
 Why a gap opened (checked in this order):
 - `window_edge`: it touches the window's start or end; what came before or after is unknown.
 - `sync`: a host thread was waiting in a sync when the device ran dry (the wait covers the gap's
-  start), and that thread is the one that launched the work ending the gap (when known). The
+  start), the work ending the gap started after that wait was over (so the host launched it
+  after its release; the short gaps between kernels that were already queued while the host
+  waited are not the sync's), and that thread is the one that launched it (when known). The
   device then sat idle until the host had done whatever it does after the sync and launched
   again: the bubble belongs to the sync's site.
 - `region_edge`: the host left the regions in scope during the gap (the end of a step): not the
@@ -158,12 +160,15 @@ class _SyncIndex:
         last = bisect.bisect_right(self.starts, hi_ns)
         return self.syncs[first:last]
 
-    def covering(self, at_ns: int, tid: int | None, tolerance_ns: int) -> SyncMark | None:
-        """The sync whose wait covers `at_ns` (the device running dry), on thread `tid` where
-        known; of several, the one released last (the host could launch again only after it)."""
+    def covering(self, at_ns: int, until_ns: int, tid: int | None, tolerance_ns: int) -> SyncMark | None:
+        """The sync whose wait covers `at_ns` (the device running dry) and was over before
+        `until_ns` (the next work started), on thread `tid` where known; of several, the one
+        released last (the host could launch again only after it)."""
         best = None
         for s in self._near(at_ns - tolerance_ns, at_ns + tolerance_ns):
             if s.wait_start_ns > at_ns + tolerance_ns or s.wait_end_ns < at_ns - tolerance_ns:
+                continue
+            if s.wait_end_ns >= until_ns:  # the next work was queued before the host was released
                 continue
             if tid is not None and s.tid is not None and s.tid != tid:
                 continue
@@ -219,7 +224,7 @@ def attribute(
             if g0 == start_ns or g1 == end_ns:
                 result.gaps.append(Gap(device, g0, g1, WINDOW_EDGE, own_ns=own))
                 continue
-            sync = index.covering(g0, launcher.get((device, g1)), tolerance_ns)
+            sync = index.covering(g0, g1, launcher.get((device, g1)), tolerance_ns)
             if sync is not None:
                 result.gaps.append(Gap(device, g0, g1, SYNC, sync=sync.key, own_ns=own))
             elif not _inside_one_region(region_list, g0, g1):
