@@ -38,10 +38,17 @@ def ms(ns) -> float:
     return round(ns / 1e6, 4)
 
 
-def planted(sync: bool, steps: int, warmup: int = 3) -> dict:
+def spin(ns: int) -> None:
+    end = time.perf_counter_ns() + ns
+    while time.perf_counter_ns() < end:
+        pass
+
+
+def planted(sync: bool, steps: int, warmup: int = 3, how: str = "spin") -> dict:
+    """`how`: the 2 ms host delay as a spin on the clock (exact) or `time.sleep` (overshoots)."""
     x = torch.randn(512, 512, device="cuda")
     torch.relu(x @ x).sum().item()
-    slept, blocked = [], []
+    slept = []
     with syncscope.trap(device="cuda", bubbles=True, bubble_steps=steps, bubble_warmup=warmup) as t:
         for _ in range(warmup + steps):
             with syncscope.region("step"):
@@ -49,8 +56,8 @@ def planted(sync: bool, steps: int, warmup: int = 3) -> dict:
                 s = y.sum()
                 if sync:
                     s.item()
-                t0 = time.perf_counter_ns()
-                time.sleep(0.002)
+                t0 = time.perf_counter_ns()  # the sync has returned: syncscope's bookkeeping is done
+                spin(2_000_000) if how == "spin" else time.sleep(0.002)
                 slept.append(time.perf_counter_ns() - t0)
                 torch.relu(y)
     torch.cuda.synchronize()
@@ -67,8 +74,9 @@ def planted(sync: bool, steps: int, warmup: int = 3) -> dict:
             lags.append((m.wait_end_ns - before[-1]) / 1e3)
     out = {
         "sync": sync,
+        "delay": how,
         "steps": w.steps,
-        "slept_mean_ms": ms(statistics.mean(slept[warmup:])),
+        "host_delay_mean_ms": ms(statistics.mean(slept[warmup:])),
         "idle_ms": {k: ms(v) for k, v in idle.items()},
         "syncscope_own_ms": ms(w.attribution.syncscope_ns),
         "release_lag_us": None if w.release_lag_ns() is None else w.release_lag_ns() / 1e3,
@@ -83,6 +91,10 @@ def planted(sync: bool, steps: int, warmup: int = 3) -> dict:
             site=f"{site.path}:{site.line}",
             bubble_count=site.bubble_count,
             bubble_mean_ms=ms(site.mean_bubble_ns or 0),
+            # What the bubble holds beyond the program's own host time after the sync: the
+            # launch latency (syncscope's bookkeeping is before t0 and cut out of the gap).
+            bubble_minus_host_delay_ms=ms((site.mean_bubble_ns or 0) - statistics.mean(slept[warmup:])),
+            syncscope_own_per_sync_ms=ms(w.attribution.syncscope_ns / site.bubble_count) if site.bubble_count else None,
             blocked_mean_ms=ms(site.blocked_ns / site.count),
         )
     return out
@@ -188,7 +200,7 @@ def main() -> None:
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "python": sys.version.split()[0],
-        "planted": [planted(True, 20), planted(False, 20)],
+        "planted": [planted(True, 20), planted(False, 20), planted(True, 20, how="sleep")],
         "serve_loop": [],
     }
     result["runtime_event_sample"] = runtime_event_sample()
