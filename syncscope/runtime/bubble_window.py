@@ -177,12 +177,14 @@ class BubbleWindow:
         with self._lock:
             base = self.recorder.started_ns
             if self._state == "open":
-                key = len(self.recorder.events) - 1
-                if key < 0 or self.recorder.events[key] is not event:
-                    key = next(i for i in range(len(self.recorder.events) - 1, -1, -1) if self.recorder.events[i] is event)
-                self._marks.append(
-                    B.SyncMark(key, wait_start_ns - base, wait_end_ns - base, done_ns - base, threading.get_native_id())
-                )
+                events = self.recorder.events
+                key = len(events) - 1
+                if key < 0 or events[key] is not event:  # another thread recorded in between
+                    key = next((i for i in range(len(events) - 1, -1, -1) if events[i] is event), None)
+                if key is not None:
+                    self._marks.append(
+                        B.SyncMark(key, wait_start_ns - base, wait_end_ns - base, done_ns - base, threading.get_native_id())
+                    )
                 if self.mode == "program" and self._now() - self._window[0] > self.seconds * 1e9:
                     self._window[1] = self._now()
                     self._state = "closing"
