@@ -26,6 +26,10 @@ def execute(
     module_forward: bool,
     allow: list[str],
     show_table: bool,
+    bubbles: bool = False,
+    bubble_steps: int = 20,
+    bubble_warmup: int = 3,
+    bubble_seconds: float = 10.0,
 ) -> None:
     import os
     import sys
@@ -44,6 +48,15 @@ def execute(
         resolved = resolve_device(device)
     except (config.ConfigError, DeviceUnavailable, ValueError) as exc:
         _fail(str(exc))
+    if bubbles:  # issue 11: GPU idle time per sync site (runtime/bubble_window.py)
+        from syncscope.runtime.bubble_window import BubblesUnavailable, check_available
+
+        if bubble_steps < 1 or bubble_warmup < 0 or bubble_seconds <= 0:
+            _fail("--bubble-steps must be >= 1, --bubble-warmup >= 0 and --bubble-seconds > 0")
+        try:
+            check_available(resolved)
+        except BubblesUnavailable as exc:
+            _fail(str(exc))
     # Child processes and torchrun ranks (issue 6, syncscope/multiprocess.py): each rank gets a
     # report name of its own, and multiprocessing children write reports of their own.
     from syncscope import multiprocess
@@ -54,7 +67,8 @@ def execute(
     report_path = multiprocess.process_report_path(os.path.abspath(report_path))
 
     outcome = None
-    with trap(resolved, policy, allow=allow_rules, root=root) as t:
+    bubble_options = dict(bubbles=bubbles, bubble_steps=bubble_steps, bubble_warmup=bubble_warmup, bubble_seconds=bubble_seconds)
+    with trap(resolved, policy, allow=allow_rules, root=root, **bubble_options) as t:
         try:
             undo = regions.apply_scopes(scope, module_forward, main_module=target if module else None)
         except (ImportError, AttributeError, ValueError) as exc:
@@ -74,8 +88,10 @@ def execute(
             if outcome is not None:
                 meta.update(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
             meta["report_path"] = report_path
+            if t.bubble_window is not None:
+                t.bubble_window.finish()
             t.recorder.settle_scope()
-            report = build_report(list(t.events), meta)
+            report = build_report(list(t.events), meta, bubbles=t.bubbles)
             write_json_atomic(report_path, report.to_json())
     if show_table:
         console.render(report)
@@ -99,6 +115,10 @@ def register(app: typer.Typer) -> None:
         module_forward: bool = typer.Option(False, "--module-forward", help="every nn.Module forward is in scope"),
         allow: List[str] = typer.Option([], "--allow", help="allow syncs at PATH[:LINE][@KIND] (still reported)"),
         table: bool = typer.Option(True, "--table/--no-table", help="print the table of sites"),
+        bubbles: bool = typer.Option(False, "--bubbles", help="GPU only: profile a window and attribute GPU idle time to sync sites"),
+        bubble_steps: int = typer.Option(20, "--bubble-steps", help="top-level regions to profile (after --bubble-warmup)"),
+        bubble_warmup: int = typer.Option(3, "--bubble-warmup", help="top-level regions skipped before the window"),
+        bubble_seconds: float = typer.Option(10.0, "--bubble-seconds", help="window length in a program without regions"),
     ) -> None:
         """Run a program (script.py args... or -m module args...) and report its host syncs."""
         if not target:
@@ -114,6 +134,10 @@ def register(app: typer.Typer) -> None:
             module_forward=module_forward,
             allow=list(allow),
             show_table=table,
+            bubbles=bubbles,
+            bubble_steps=bubble_steps,
+            bubble_warmup=bubble_warmup,
+            bubble_seconds=bubble_seconds,
         )
 
     @app.command("report")

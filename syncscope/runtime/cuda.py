@@ -360,7 +360,7 @@ class CudaDetector:
             finally:
                 calls.pop()
             if predicted is not None or synced[0]:
-                finish(spec, args, kwargs, predicted, clock() - start)
+                finish(spec, args, kwargs, predicted, start, clock())
             return result
 
         if spec.api == "Tensor.__getitem__":
@@ -371,13 +371,19 @@ class CudaDetector:
         shim.__wrapped__ = original
         return shim
 
-    def _finish(self, spec: ShimSpec, args: tuple, kwargs: dict, predicted: str | None, blocked_ns: int) -> None:
+    def _finish(self, spec: ShimSpec, args: tuple, kwargs: dict, predicted: str | None, start: int, end: int) -> None:
         recorder = self._recorder
         if recorder is None:
             return
         kind = predicted or spec.classify(args, kwargs)
+        blocked_ns = end - start
         waited = _pageable_copy_waited(spec, args, blocked_ns) if kind == K.H2D_PAGEABLE else None
-        recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
+        event = recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
+        on_sync = recorder.on_sync
+        if on_sync is not None and event is not None:
+            # The bubble window: the wait, and when this bookkeeping (which the device idles
+            # through after a sync) was done, so it is not counted into the sync's bubble.
+            on_sync(event, start, end, time.perf_counter_ns())
 
     def _record_barrier(self, blocked_ns: int, frame) -> None:
         recorder = self._recorder

@@ -31,6 +31,15 @@ class _Scoping:
 
 scoping = _Scoping()
 
+# Told when a thread enters or leaves a top-level region (one step): the bubble window
+# (runtime/bubble_window.py) counts steps with it. None almost always, so a region costs nothing more.
+_step_observer = None
+
+
+def set_step_observer(observer) -> None:
+    global _step_observer
+    _step_observer = observer
+
 
 def current_region() -> str | None:
     stack = _regions.get()
@@ -58,14 +67,20 @@ def region(name: str, *, policy: Policy | str | None = None) -> Iterator[None]:
     """Mark a region that matters (`with syncscope.region("decode_step"):` or as a decorator).
     Syncs inside it are in scope; `policy` overrides the trap's policy inside it."""
     scoping.declared = True
-    token = _regions.set(_regions.get() + (name,))
+    outer = _regions.get()
+    token = _regions.set(outer + (name,))
     policy_token = _policy_override.set(Policy(policy)) if policy is not None else None
+    observer = _step_observer if not outer else None
+    if observer is not None:
+        observer.step_entered()
     try:
         yield
     finally:
         if policy_token is not None:
             _policy_override.reset(policy_token)
         _regions.reset(token)
+        if observer is not None:
+            observer.step_exited()
 
 
 @contextlib.contextmanager
