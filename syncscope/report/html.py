@@ -166,6 +166,8 @@ def _site_records(loaded: LoadedReport, sources: SourceIndex, root: str | None) 
             "stack": stack,
             "related": s.related,
             "fingerprint": s.fingerprint,
+            "lint": None,  # with --lint: "confirmed" or "runtime only" (in-scope sites only)
+            "lint_codes": None,  # the rules a confirmed site confirmed
             "x": sources.excerpt_for(s.path, s.line, root),
             # the file changed since the run: the page shows the recorded line, and says so
             "stale": on_disk is not None and on_disk.strip() != s.source.strip(),
@@ -245,7 +247,7 @@ def _lint_overlay(loaded: LoadedReport, findings: list[dict], sources: SourceInd
     static_only = [finding(f, "static only") for f in result.unconfirmed]
     for item in confirmed:
         for i in item["sites"]:
-            codes = records[i].setdefault("lint_codes", [])
+            codes = records[i]["lint_codes"] = records[i]["lint_codes"] or []
             if item["code"] not in codes:
                 codes.append(item["code"])
             records[i]["lint"] = "confirmed"
@@ -365,6 +367,30 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
+# Site keys the page's script fills in itself when absent (report.js, DEFAULTS): leaving them out
+# of the embedded data halves a 5,000-site page.
+_SITE_DEFAULTS = {"blocked_ns": None, "blocked_ms": "", "mean_ms": "", "idle_ns": None, "idle_ms": "", "idle_count": None,
+                  "allow_reason": None, "apis": [], "regions": [], "ranks": "", "stack": [], "related": None, "lint": None,
+                  "lint_codes": None, "x": None, "stale": False}
+
+
+def _compact_site(record: dict) -> dict:
+    out = {k: v for k, v in record.items() if k != "fingerprint" and not (k in _SITE_DEFAULTS and v == _SITE_DEFAULTS[k])}
+    stack = out.get("stack")
+    if stack and len(stack) == 1 and (stack[0]["path"], stack[0]["line"]) == (record["path"], record["line"]):
+        del out["stack"]  # the site's own frame only
+    return out
+
+
+def _embedded(data: dict) -> dict:
+    """What the script reads: the page data less the summary (rendered as HTML), compacted."""
+    out = {k: v for k, v in data.items() if k != "summary"}
+    out["sites"] = [_compact_site(r) for r in data["sites"]]
+    if data["compare"]:
+        out["compare"] = {**data["compare"], "before_sites": [_compact_site(r) for r in data["compare"]["before_sites"]]}
+    return out
+
+
 def _script_json(data: Any) -> str:
     """JSON that cannot end its <script> element or open a comment: <, >, & and the two line
     separators JavaScript treats as newlines are written as \\u escapes."""
@@ -389,7 +415,7 @@ def render(loaded: LoadedReport, *, lint: list[dict] | None = None, lint_path: s
     css, js = _asset("report.css"), _asset("report.js")
     return env.get_template("report.html.j2").render(
         d=data, lint_path=lint_path, page_rows=PAGE_ROWS, css=css, js=js, css_hash=_csp_hash(css), js_hash=_csp_hash(js),
-        data_json=_script_json({k: v for k, v in data.items() if k != "summary"}),
+        data_json=_script_json(_embedded(data)),
     )
 
 

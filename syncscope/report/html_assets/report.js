@@ -3,9 +3,14 @@
 // markup, so a path or source line holding HTML shows as that text.
 "use strict";
 (function () {
+  performance.mark("syncscope-start");
   const D = JSON.parse(document.getElementById("syncscope-data").textContent);
   const sites = D.sites;
   const before = D.compare ? D.compare.before_sites : [];
+  // keys the page leaves out where they hold their default (syncscope/report/html.py, _SITE_DEFAULTS)
+  const DEFAULTS = { blocked_ns: null, blocked_ms: "", mean_ms: "", idle_ns: null, idle_ms: "", idle_count: null, allow_reason: null,
+    apis: [], regions: [], ranks: "", stack: [], related: null, lint: null, lint_codes: null, x: null, stale: false };
+  for (const s of sites.concat(before)) for (const k in DEFAULTS) if (!(k in s)) s[k] = DEFAULTS[k];
   const measured = sites.some(function (s) { return s.blocked_ns !== null; });
 
   function el(tag, cls, text) {
@@ -391,19 +396,27 @@
     let lo = 0, hi = lane.events.length - 1;
     const target = t0 + (x - PAD) / (width - 2 * PAD) * (t1 - t0);
     while (lo < hi) { const mid = (lo + hi) >> 1; if (T.rows[lane.events[mid]][1] < target) lo = mid + 1; else hi = mid; }
-    let best = null, bestDistance = 8;
-    for (let k = Math.max(0, lo - 2); k <= Math.min(lane.events.length - 1, lo + 2); k++) {
+    // every mark within reach of the pointer: the nearest is named, the others counted
+    let best = null, bestDistance = Infinity, near = 0;
+    const reach = 6;
+    function visit(k) {
       const d = Math.abs(xOf(T.rows[lane.events[k]][1], width) - x);
-      if (d <= bestDistance) { best = lane.events[k]; bestDistance = d; }
+      if (d > reach) return false;
+      near++;
+      if (d < bestDistance) { best = lane.events[k]; bestDistance = d; }
+      return true;
     }
-    return best === null ? null : { event: best, lane: lane };
+    for (let k = lo; k < lane.events.length && visit(k); k++);
+    for (let k = lo - 1; k >= 0 && visit(k); k--);
+    return best === null ? null : { event: best, lane: lane, near: near };
   }
   canvas.addEventListener("mousemove", function (e) {
     const hit = eventAt(e.clientX, e.clientY);
     if (!hit) { tooltip.hidden = true; return; }
     const r = T.rows[hit.event], s = sites[r[0]];
     tooltip.textContent = s.kind + " at " + s.path + ":" + s.line + " in " + s.function + "\n" + s.source + "\n" +
-      r[1].toFixed(3) + " ms" + (r[2] !== null ? ", blocked " + fmtMs(r[2]) + " ms" : "") + "; " + hit.lane.name;
+      r[1].toFixed(3) + " ms" + (r[2] !== null ? ", blocked " + fmtMs(r[2]) + " ms" : "") + "; " + hit.lane.name +
+      (hit.near > 1 ? "\n(" + (hit.near - 1) + " more event(s) under the pointer)" : "");
     const box = document.getElementById("timeline").getBoundingClientRect();
     tooltip.style.setProperty("left", Math.min(e.clientX - box.left + 12, box.width - 300) + "px");
     tooltip.style.setProperty("top", (e.clientY - box.top + 14) + "px");
@@ -417,10 +430,12 @@
   laneMode.addEventListener("change", layout);
   window.addEventListener("resize", draw);
   const legendBox = document.getElementById("timeline-legend");
-  for (const k of kinds) { const span = el("span"); const dot = el("i"); dot.style.setProperty("background", colorOf.get(k)); span.appendChild(dot); span.appendChild(document.createTextNode(k)); legendBox.appendChild(span); }
+  for (const k of kinds) { const span = el("span"); const dot = el("span", "dot"); dot.style.setProperty("background", colorOf.get(k)); span.appendChild(dot); span.appendChild(document.createTextNode(k)); legendBox.appendChild(span); }
   layout();
   if (tbody.rows.length === Math.min(page, sites.length)) renderCount(Math.min(page, sites.length)); // the page's own rows are these
   else applyFilter();
+
+  performance.mark("syncscope-ready");
 
   // Where an event's mark is drawn, in page coordinates (for tests and for linking to an event).
   window.syncscopeReport = {
