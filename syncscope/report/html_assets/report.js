@@ -83,9 +83,10 @@
         heatTd.textContent = measured ? fmtMs(cell.blocked) + " ms" : cell.count + "\u00D7";
         heatTd.title = cell.sites.map(function (s) { return s.kind + ": " + s.count + " event(s)" + (measured ? ", " + fmtMs(s.blocked_ns) + " ms" : ""); }).join("\n");
       }
-      for (const f of lintLines.get(key) || []) code.appendChild(el("span", "badge lint", f.code));
+      // badges in the gutter, where a long line cannot push them out of sight
+      for (const f of lintLines.get(key) || []) { const b = el("span", "badge lint", f.code); b.title = f.message; heatTd.appendChild(b); }
       const verdict = oracle.get(key);
-      if (verdict) code.appendChild(el("span", "badge " + verdict[2], "oracle: " + verdict[2]));
+      if (verdict) heatTd.appendChild(el("span", "badge " + verdict[2], "oracle: " + verdict[2]));
       if (n === currentLine) { row.classList.add("current"); current = row; }
       row.appendChild(el("td", "ln", n)); row.appendChild(heatTd); row.appendChild(code);
       body.appendChild(row);
@@ -199,7 +200,7 @@
     idle: function (s) { return el("td", "num", s.idle_ms); },
     file: function (s) { return el("td", "loc", s.path + ":" + s.line); },
     function: function (s) { return el("td", null, s.function); },
-    source: function (s) { const td = el("td", "src"); td.appendChild(el("code", null, s.source)); return td; },
+    source: function (s) { const td = el("td", "src"); td.title = s.source; td.appendChild(el("code", null, s.source)); return td; },
     group: function (s) { return el("td", null, s.group); },
     lint: function (s) {
       const td = el("td");
