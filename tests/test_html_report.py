@@ -190,3 +190,26 @@ def test_page_is_self_contained(tmp_path):
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', text)  # nothing fetched at view time
     assert "@import" not in text and "url(" not in text
     assert len(text.encode()) < 60_000  # small: template, CSS and JS included
+
+
+@pytest.mark.gpu
+def test_gpu_run_of_the_serving_loop_renders_with_measured_times(tmp_path):
+    """On the GPU: the naive loop's real report, its page, and the fixed loop compared with it."""
+    from html_support import syncscope
+
+    reports = {}
+    for impl in ("naive", "fixed"):
+        reports[impl] = str(tmp_path / f"{impl}.json")
+        syncscope("run", "--device", "cuda", "--no-table", "-o", reports[impl], "examples/serve_loop.py", "--impl", impl, "--steps", "16")
+    data = page(reports["naive"])
+    assert data["summary"]["device"].startswith("cuda (") and data["summary"]["measured"]
+    assert float(data["summary"]["blocked_ms"]) > 0
+    in_scope = [s for s in data["sites"] if s["group"] == "in scope"]
+    assert len(in_scope) >= 10 and all(s["blocked_ns"] is not None for s in in_scope)
+    assert all(s["x"] is not None and not s["stale"] for s in in_scope)  # the function source is on the page
+    out = tmp_path / "diff.html"
+    syncscope("report", reports["fixed"], "--html", "-o", str(out), "--compare", reports["naive"])
+    compared = embedded_data(out.read_text())["compare"]
+    assert compared["counts"]["gone"] >= 10 and compared["counts"]["new"] == 0
+    print(f"\nGPU naive: {len(in_scope)} in-scope sites, host blocked {data['summary']['blocked_ms']} ms; "
+          f"fixed vs naive: {compared['counts']}")
