@@ -228,6 +228,8 @@ def test_gpu_report_sorts_by_blocked_time(browser, tmp_path):
     assert p.page.inner_text("#summary-blocked") == "11.080 ms"
     p.page.click("#sites tbody tr >> nth=0")
     assert p.page.inner_text("#source-view tr.current td.heat") == "6.000 ms"
+    p.page.select_option("#lane-mode", "region")
+    assert p.page.eval_on_selector_all("#lane-labels div", "ds => ds.map(d => d.textContent)") == ["decode_step"]
     p.close()
 
 

@@ -192,6 +192,18 @@ def test_page_is_self_contained(tmp_path):
     assert len(text.encode()) < 60_000  # small: template, CSS and JS included
 
 
+def test_the_page_is_made_without_torch(tmp_path):
+    import subprocess
+    import sys
+
+    path = write_json(str(tmp_path / "o.json"), oracle_report(str(tmp_path)))
+    code = ("import sys; from syncscope.cli import main; sys.argv = ['syncscope', 'report', sys.argv[1], '--html', '-o', sys.argv[2]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nassert 'torch' not in sys.modules and 'libcst' not in sys.modules, 'imported'")
+    done = subprocess.run([sys.executable, "-c", code, path, str(tmp_path / "o.html")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "o.html").exists()
+
+
 @pytest.mark.gpu
 def test_gpu_run_of_the_serving_loop_renders_with_measured_times(tmp_path):
     """On the GPU: the naive loop's real report, its page, and the fixed loop compared with it."""
