@@ -8,6 +8,7 @@ import json
 import os
 import re
 from html import unescape
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -190,6 +191,12 @@ def test_page_is_self_contained(tmp_path):
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', text)  # nothing fetched at view time
     assert "@import" not in text and "url(" not in text
     assert len(text.encode()) < 60_000  # small: template, CSS and JS included
+
+
+def test_the_script_fills_in_every_key_the_page_leaves_out():
+    script = (Path(html.__file__).parent / "html_assets" / "report.js").read_text()
+    defaults = re.search(r"const DEFAULTS = \{(.*?)\};", script, re.S).group(1)
+    assert set(re.findall(r"(\w+):", defaults)) == set(html._SITE_DEFAULTS)
 
 
 def test_the_page_is_made_without_torch(tmp_path):

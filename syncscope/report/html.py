@@ -32,15 +32,14 @@ from syncscope.report.sources import SourceIndex
 PAGE_ROWS = 300  # sites table rows laid out at a time (sorting and filtering see all of them)
 MAX_TIMELINE_EVENTS = 50_000  # events drawn; the page says how many more the report holds
 
-# Optional GPU-idle ("bubble") fields that `syncscope run --bubbles` adds to a report (issue 11).
-# Read only where present, and only through these names, so they can be aligned with the writer
-# here in one place.
+# Optional GPU-idle ("bubble") fields of `syncscope run --bubbles` (issue 11, docs/report-schema.md
+# version 2). Read only where present, and only through these names, so a rename is one edit here.
 GPU_IDLE_FIELDS = {
-    "site_count": "bubble_count",  # per site: idle gaps attributed to it
-    "site_ns": "bubble_ns",  # per site: GPU idle time attributed to it
-    "window": "bubbles",  # top level: the profiled window's summary (an object)
-    "window_idle_ns": ("gpu_idle_ns", "idle_ns", "total_idle_ns"),  # in it: total GPU idle time
-    "window_attributed_ns": ("attributed_ns", "bubble_ns"),  # in it: idle time after a sync
+    "site_count": "bubble_count",  # per site: idle gaps attributed to its syncs
+    "site_ns": "bubble_ns",  # per site: their GPU idle time
+    "window": "bubbles",  # top level: the profiled window (an object)
+    "window_idle_ns": ("total_idle_ns",),  # in it: every idle gap of every device in the window
+    "window_attributed_ns": ("bubble_ns",),  # in it: the idle time caused by syncs
 }
 
 
