@@ -29,7 +29,7 @@ from typing import Any
 from syncscope.report.model import Report, ReportError, SiteStats, format_ms
 from syncscope.report.sources import SourceIndex
 
-PAGE_ROWS = 300  # sites table rows laid out at a time (sorting and filtering see all of them)
+PAGE_ROWS = 200  # sites table rows laid out at a time (sorting and filtering see all of them)
 MAX_TIMELINE_EVENTS = 50_000  # events drawn; the page says how many more the report holds
 
 # Optional GPU-idle ("bubble") fields of `syncscope run --bubbles` (issue 11, docs/report-schema.md
@@ -370,7 +370,7 @@ def _csp_hash(text: str) -> str:
 # of the embedded data halves a 5,000-site page.
 _SITE_DEFAULTS = {"blocked_ns": None, "blocked_ms": "", "mean_ms": "", "idle_ns": None, "idle_ms": "", "idle_count": None,
                   "allow_reason": None, "apis": [], "regions": [], "ranks": "", "stack": [], "related": None, "lint": None,
-                  "lint_codes": None, "x": None, "stale": False}
+                  "lint_codes": None, "x": None, "stale": False, "group": "in scope"}
 
 
 def _compact_site(record: dict) -> dict:

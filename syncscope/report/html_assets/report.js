@@ -9,7 +9,7 @@
   const before = D.compare ? D.compare.before_sites : [];
   // keys the page leaves out where they hold their default (syncscope/report/html.py, _SITE_DEFAULTS)
   const DEFAULTS = { blocked_ns: null, blocked_ms: "", mean_ms: "", idle_ns: null, idle_ms: "", idle_count: null, allow_reason: null,
-    apis: [], regions: [], ranks: "", stack: [], related: null, lint: null, lint_codes: null, x: null, stale: false };
+    apis: [], regions: [], ranks: "", stack: [], related: null, lint: null, lint_codes: null, x: null, stale: false, group: "in scope" };
   for (const s of sites.concat(before)) for (const k in DEFAULTS) if (!(k in s)) s[k] = DEFAULTS[k];
   const measured = sites.some(function (s) { return s.blocked_ns !== null; });
 
@@ -174,7 +174,7 @@
   const table = document.getElementById("sites");
   const tbody = table.tBodies[0];
   const moreButton = document.getElementById("more-sites");
-  const page = Number(table.dataset.page) || 300;
+  const page = Number(table.dataset.page) || 200;
   const columns = JSON.parse(table.dataset.columns);
   const haystack = sites.map(function (s) {
     return [s.path + ":" + s.line, s.function, s.source, s.kind, s.group, s.apis.join(" "), s.regions.join(" "), s.lint || "", (s.lint_codes || []).join(" ")].join("\n").toLowerCase();
