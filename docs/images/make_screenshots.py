@@ -38,7 +38,7 @@ def main() -> None:
     syncscope("report", "naive.json", "--html", "-o", heat_page, "--lint", "lint.json", cwd=tmp)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page = browser.new_page(viewport={"width": 1600, "height": 900})
         page.goto("file://" + compare_page)
         page.click("#compare-table tbody tr[data-state=gone] >> nth=4")
         page.locator("#compare").screenshot(path=os.path.join(HERE, "html-compare.png"))
