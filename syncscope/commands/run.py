@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 DEFAULT_REPORT = "syncscope-report.json"
+DEFAULT_HTML = "syncscope-report.html"
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -144,14 +145,25 @@ def register(app: typer.Typer) -> None:
     def report_command(
         path: str = typer.Argument(..., help="a JSON report written by syncscope run"),
         format: str = typer.Option("table", "--format", help="table | json"),
+        html: bool = typer.Option(False, "--html", help="write one self-contained HTML page (sites, source heat, timeline)"),
+        output: Optional[str] = typer.Option(None, "-o", "--output", help=f"with --html: the page to write (default {DEFAULT_HTML}; - for stdout)"),
+        lint: Optional[str] = typer.Option(None, "--lint", metavar="LINT.json", help="with --html: overlay `syncscope lint --output-format json` findings"),
+        compare: Optional[str] = typer.Option(None, "--compare", metavar="BEFORE.json", help="with --html: what changed since this earlier report"),
     ) -> None:
-        """Render a saved report again."""
+        """Render a saved report again (a table, JSON, or with --html a page to open in a browser)."""
         import json
         import sys
 
         from syncscope.report import console
         from syncscope.report.model import ReportError, load_report
 
+        if html or output or lint or compare:
+            if not html:
+                _fail("-o, --lint and --compare go with --html")
+            if format != "table":
+                _fail("--html writes a page; leave out --format")
+            write_html_page(path, output or DEFAULT_HTML, lint=lint, compare=compare)
+            return
         if format not in ("table", "json"):
             _fail(f"--format {format!r}: choose table or json")
         try:
@@ -163,3 +175,27 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write("\n")
         else:
             console.render(loaded, file=sys.stdout)
+
+
+def write_html_page(path: str, output: str, *, lint: str | None, compare: str | None) -> None:
+    """`syncscope report PATH --html`: the page, written atomically (or to stdout for `-`)."""
+    import sys
+
+    from syncscope.report import html
+    from syncscope.report.model import ReportError
+
+    try:
+        loaded = html.load(path)
+        before = html.load(compare) if compare else None
+        findings = html.load_lint(lint) if lint else None
+    except (ReportError, html.HtmlInputError) as exc:
+        _fail(str(exc))
+    page = html.render(loaded, lint=findings, lint_path=lint, before=before)
+    if output == "-":
+        sys.stdout.write(page)
+        return
+    try:
+        html.write_atomic(output, page)
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc.strerror or exc}")
+    typer.echo(f"syncscope: wrote {output} ({len(page.encode('utf-8')) // 1024} KiB, {len(loaded.report.sites)} sites)", err=True)
