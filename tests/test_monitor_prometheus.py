@@ -85,6 +85,15 @@ def prometheus(tmp_path):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     pytest.fail("prometheus did not start: " + (tmp_path / "prometheus.log").read_text()[-2000:])
                 time.sleep(0.2)
+        # The scrape manager takes its targets a few seconds after the server is ready: wait
+        # until it has tried ours once (down: nothing listens yet), so it scrapes the whole run.
+        while not any(
+            not t["lastScrape"].startswith("0001")
+            for t in json.loads(_get(f"http://127.0.0.1:{api_port}/api/v1/targets"))["data"]["activeTargets"]
+        ):
+            if time.monotonic() > deadline:
+                pytest.fail("prometheus never scraped its target")
+            time.sleep(0.2)
         yield api_port, metrics_port
     finally:
         proc.terminate()
@@ -147,3 +156,69 @@ def test_prometheus_holds_the_sampled_counts_of_every_process(prometheus, tmp_pa
     # The run was scraped while it ran, not only at the end.
     scrapes = _query(api_port, "count_over_time(up[10m])")
     assert int(float(scrapes[0]["value"][1])) >= 5
+
+
+LAST_SYNC_PROGRAM = textwrap.dedent(
+    """
+    import time
+    import torch
+    import syncscope
+
+    x = torch.ones(8, device="cuda")
+    for i in range(60):
+        with syncscope.region("step"):
+            total = int(x.sum())
+        time.sleep(0.01)
+    with syncscope.region("final"):
+        x.sum().item()  # the last statement: counted only if a scrape comes after it
+    """
+)
+
+SLICED_PROGRAM = textwrap.dedent(
+    """
+    import time
+    import torch
+
+    x = torch.ones(8, device="cuda")
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline:
+        x.sum().item()
+        time.sleep(0.005)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "program, options",
+    [(LAST_SYNC_PROGRAM, ["--sample", "1"]), (SLICED_PROGRAM, ["--sample-by", "time", "--sample", "0.5", "--slice-period", "0.2"])],
+    ids=["last-statement-sync", "time-sliced"],
+)
+def test_prometheus_holds_the_last_sync_and_time_slices(prometheus, tmp_path, program, options):
+    api_port, metrics_port = prometheus
+    (tmp_path / "prog.py").write_text(program)
+    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "syncscope", "run", "--monitor", *options, "--device", "sim",
+         "--metrics-port", str(metrics_port), "--no-table", "-o", "r.json", "prog.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    expected = _report_counts([tmp_path / "r.json"])
+    assert expected and all(n > 0 for n in expected.values())
+    deadline = time.monotonic() + 20
+    while True:
+        series = _query(api_port, "max_over_time(syncscope_host_syncs_total[10m])")
+        held = {(s["metric"]["site"], s["metric"]["kind"], s["metric"]["function"]): int(float(s["value"][1])) for s in series}
+        if held == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert held == expected
+    if "time" in options:
+        report = json.load(open(tmp_path / "r.json"))
+        sampled_s = _query(api_port, "max_over_time(syncscope_sampled_seconds_total[10m])")
+        monitored_s = _query(api_port, "max_over_time(syncscope_monitored_seconds_total[10m])")
+        fraction = float(sampled_s[0]["value"][1]) / float(monitored_s[0]["value"][1])
+        assert 0.35 < fraction < 0.65, fraction  # half of each 0.2 s period, give or take the timer
+        # About half of the program's ~2.5 s of syncs were recorded, not all and not none.
+        assert report["sampling"]["mode"] == "time" and 0.2 < sum(expected.values()) / (2.5 / 0.005) < 0.8
