@@ -156,6 +156,21 @@ def test_prometheus_holds_the_sampled_counts_of_every_process(prometheus, tmp_pa
     # The run was scraped while it ran, not only at the end.
     scrapes = _query(api_port, "count_over_time(up[10m])")
     assert int(float(scrapes[0]["value"][1])) >= 5
+    # Every query of the example dashboard is valid PromQL and finds the run's series.
+    dashboard = json.load(open(os.path.join(REPO, "examples", "grafana-dashboard.json")))
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"].replace("$__rate_interval", "10m").replace("$__range", "10m")
+            if "histogram_quantile" in expr:
+                continue  # the simulated device measures no wait: the histogram is empty
+            assert _query(api_port, expr), (panel["title"], expr)
+
+
+def test_the_example_prometheus_config_is_valid():
+    promtool = shutil.which("promtool")
+    check = subprocess.run([promtool, "check", "config", os.path.join(REPO, "examples", "prometheus.yml")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 LAST_SYNC_PROGRAM = textwrap.dedent(
