@@ -251,3 +251,43 @@ def test_a_monitored_run_that_nobody_scrapes_exits_at_once_with_its_report(tmp_p
     report = json.load(open(tmp_path / "r.json"))
     assert report["sampled"] is True and report["sampling"]["rate"] == 0.01
     assert not os.path.exists(report["sampling"]["metrics_dir"])  # the temporary directory is cleaned up
+
+
+FORK_PROGRAM = textwrap.dedent(
+    """
+    import multiprocessing as mp
+    import torch
+    import syncscope
+
+    x = torch.ones(4, device="cuda")
+
+    def steps(n):
+        for _ in range(n):
+            with syncscope.region("step"):
+                x.sum().item()
+
+    if __name__ == "__main__":
+        steps(2)
+        child = mp.get_context("fork").Process(target=steps, args=(3,))
+        child.start()
+        child.join()
+        assert child.exitcode == 0
+        steps(1)
+    """
+)
+
+
+def test_a_forked_child_reports_and_counts_only_its_own_regions(tmp_path):
+    (tmp_path / "prog.py").write_text(FORK_PROGRAM)
+    run = subprocess.run(
+        [sys.executable, "-m", "syncscope", "run", "--monitor", "--sample", "1", "--device", "sim", "--metrics-port",
+         str(_free_port()), "--no-table", "-o", "out/r.json", "prog.py"],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    parent = json.load(open(tmp_path / "out" / "r.json"))
+    (child_path,) = [p for p in (tmp_path / "out").iterdir() if p.name != "r.json"]
+    child = json.load(open(child_path))
+    assert (parent["sampling"]["regions"], parent["summary"]["in_scope_events"]) == (3, 3)
+    assert (child["sampling"]["regions"], child["summary"]["in_scope_events"]) == (3, 3)
+    assert child["sampled"] is True

@@ -15,10 +15,12 @@ it), so there the recorder drops what is not sampled.
 from __future__ import annotations
 
 import contextvars
+import os
 import random
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 from syncscope.runtime.policy import HostSyncError
@@ -57,6 +59,18 @@ class Gate:
         self._time_armed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        gate = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: gate() is not None and gate()._forked())
+
+    def _forked(self) -> None:
+        """A forked child counts its own regions (the parent's are the parent's to report), and
+        its lock and slicer thread are its own (threads do not survive a fork)."""
+        self.counts = SamplingCounts()
+        self._lock = threading.Lock()
+        self._random = random.Random().random  # not the parent's sequence of draws
+        if self._thread is not None and not self._stop.is_set():
+            self._time_armed = False
+            self.start_slicing()
 
     # -- asked by the recorder on every sync -------------------------------------------------
     def armed_here(self) -> bool:

@@ -41,7 +41,8 @@ class MonitorOptions:
     seed: int | None = None
 
     def for_child(self, directory: str) -> "MonitorOptions":
-        return MonitorOptions(**{**asdict(self), "port": None, "directory": directory})
+        # No seed: workers drawing the same sequence would sample the same steps.
+        return MonitorOptions(**{**asdict(self), "port": None, "directory": directory, "seed": None})
 
 
 def check_options(options: MonitorOptions) -> None:
