@@ -107,7 +107,10 @@ def overhead(args) -> dict:
                 wall[arm].append(w)
                 cpu[arm].append(c)
     counts = (monitor.session.gate if monitor else gate).counts
+    loop_regions, loop_sampled = counts.regions, counts.sampled
     detector = monitor.trap.detector if monitor else None
+    loop_arms = getattr(detector, "arms", None)
+    region_ns = _region_cost_ns(regions)  # the region's cost alone, per step, in isolation
     if monitor:
         events = len(monitor.trap.events)
         monitor.stop()
@@ -136,11 +139,32 @@ def overhead(args) -> dict:
         "monitor_step_ms": statistics.median(wall["monitor"]) * 1e3,
         "wall_ratio": paired(wall["plain"], wall["monitor"]),
         "cpu_ratio": paired(cpu["plain"], cpu["monitor"]),
-        "regions": counts.regions,
-        "sampled_regions": counts.sampled,
-        "detector_arms": getattr(detector, "arms", None),
+        # The same cost measured in isolation (no step around it): robust to the noise of a shared
+        # host, where the paired ratios above spread widely.
+        "region_entry_ns": region_ns,
+        "region_entry_over_plain_step": region_ns / (statistics.median(cpu["plain"]) * 1e9),
+        "regions": loop_regions,
+        "sampled_regions": loop_sampled,
+        "detector_arms": loop_arms,  # GPU: how often the detector was installed for a sampled step
         "syncs_recorded": events,  # the loop is sync-free: must be 0
     }
+
+
+def _region_cost_ns(regions, calls=200_000) -> float:
+    """Thread CPU time of one `with region("step"): pass` minus an empty loop's, per call (the
+    region's entry and exit with the monitor's draw; sampled ones included at the set rate)."""
+    def loop(in_region):
+        c0 = time.thread_time_ns()
+        if in_region:
+            for _ in range(calls):
+                with regions.region("step"):
+                    pass
+        else:
+            for _ in range(calls):
+                pass
+        return (time.thread_time_ns() - c0) / calls
+
+    return statistics.median(loop(True) - loop(False) for _ in range(5))
 
 
 # -- 2. rate -----------------------------------------------------------------------------------
@@ -298,7 +322,8 @@ def main() -> None:
         w, c = result["wall_ratio"], result["cpu_ratio"]
         print(f"monitor overhead ({result['what']}), sample {args.sample}: wall {100 * (w['median'] - 1):+.3f}% "
               f"(p10..p90 {100 * (w['p10'] - 1):+.2f}..{100 * (w['p90'] - 1):+.2f}%), thread CPU {100 * (c['median'] - 1):+.3f}% "
-              f"(p10..p90 {100 * (c['p10'] - 1):+.2f}..{100 * (c['p90'] - 1):+.2f}%); {result['sampled_regions']}/{result['regions']} steps sampled")
+              f"(p10..p90 {100 * (c['p10'] - 1):+.2f}..{100 * (c['p90'] - 1):+.2f}%); {result['sampled_regions']}/{result['regions']} steps sampled; "
+              f"region entry in isolation {result['region_entry_ns']:.0f} ns = {100 * result['region_entry_over_plain_step']:.4f}% of a plain step")
     else:
         print(f"sync rate: true {result['true_rate_per_s']:.1f}/s, Prometheus (scaled by the sampled fraction) "
               f"{result['estimated_rate_per_s']:.1f}/s ({100 * (result['estimated_over_true'] - 1):+.1f}%), "
