@@ -68,9 +68,14 @@ def overhead(args) -> dict:
     if cuda:
         monitor = syncscope.monitor(sample=args.sample, port=_free_port(), device="cuda", seed=0)
     else:
+        # The monitor's own session, metrics (in their multiprocess files) and gate; only the
+        # detector is missing, as there is no GPU to arm it for.
+        from syncscope.monitoring import session as monitor_session
         from syncscope.monitoring.sampling import Gate
 
-        gate = Gate(args.sample, seed=0)
+        cpu_session = monitor_session.start(monitor_session.MonitorOptions(sample=args.sample, port=None))
+        metrics = cpu_session.make_metrics()
+        gate = Gate(args.sample, seed=0, on_regions=metrics.on_regions)
         regions.sampler = gate
 
     def sync():
@@ -129,7 +134,7 @@ def overhead(args) -> dict:
         }
 
     return {
-        "what": "monitor" if cuda else "disarmed path only (no GPU: region + draw + gate; no detector to arm)",
+        "what": "monitor" if cuda else "no GPU: region + draw + gate + region counters; no detector to arm",
         "device": torch.cuda.get_device_name() if cuda else "cpu",
         "torch": torch.__version__,
         "sample": args.sample,

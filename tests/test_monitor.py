@@ -52,8 +52,8 @@ def gate_in_regions():
 
 
 def test_each_outermost_region_is_drawn_once_and_nested_regions_inherit(gate_in_regions):
-    decisions = []
-    gate = gate_in_regions(Gate(0.3, seed=7, on_region=decisions.append))
+    reported = []
+    gate = gate_in_regions(Gate(0.3, seed=7, on_regions=lambda n, sampled: reported.append((n, sampled))))
     armed_inside = []
     for _ in range(2000):
         with regions.region("step"):
@@ -61,9 +61,12 @@ def test_each_outermost_region_is_drawn_once_and_nested_regions_inherit(gate_in_
             with regions.region("inner"):
                 armed_inside.append((outer, gate.armed_here()))
         assert not gate.armed_here()  # armed only while the region runs
-    assert len(decisions) == 2000 and gate.counts.regions == 2000  # inner regions draw nothing
-    assert gate.counts.sampled == sum(decisions)
+    assert gate.counts.regions == 2000  # inner regions draw nothing
     assert 0.25 < gate.counts.sampled / 2000 < 0.35
+    # The metrics hear of regions at each sampled one (with the unsampled ones before it) and at stop.
+    assert len(reported) == gate.counts.sampled and all(s == 1 for _, s in reported)
+    gate.stop()
+    assert sum(n for n, _ in reported) == 2000 and sum(s for _, s in reported) == gate.counts.sampled
     assert all(outer == inner for outer, inner in armed_inside)
 
 

@@ -84,10 +84,10 @@ class SyncMetrics:
         else:
             self.blocked.labels(*labels).inc(0)  # the series exists, so a rate of 0 can be graphed
 
-    def on_region(self, sampled: bool) -> None:
-        self.regions.inc()
+    def on_regions(self, regions: int, sampled: int) -> None:
+        self.regions.inc(regions)
         if sampled:
-            self.sampled_regions.inc()
+            self.sampled_regions.inc(sampled)
 
     def on_slice(self, armed_s: float, period_s: float) -> None:
         self.monitored_seconds.inc(period_s)

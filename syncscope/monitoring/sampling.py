@@ -37,6 +37,8 @@ class SamplingCounts:
 
     regions: int = 0
     sampled: int = 0
+    monitored_s: float = 0.0  # time mode
+    sampled_s: float = 0.0
 
 
 class Gate:
@@ -44,7 +46,7 @@ class Gate:
     armed regions in the process goes from 0 to 1 and back (None on the simulated device)."""
 
     def __init__(self, sample: float, *, mode: str = "region", period_s: float = 1.0, seed: int | None = None,
-                 arm_detector=None, disarm_detector=None, on_region=None, on_slice=None):
+                 arm_detector=None, disarm_detector=None, on_regions=None, on_slice=None):
         self.sample = sample
         self.mode = mode
         self.period_s = period_s
@@ -54,7 +56,8 @@ class Gate:
         self._active = 0  # armed regions (or slices) in progress, all threads together
         self._arm_detector = arm_detector
         self._disarm_detector = disarm_detector
-        self._on_region = on_region  # metrics: called with sampled=True/False per region
+        self._on_regions = on_regions  # metrics: called with (regions, sampled regions) to add
+        self._unreported = 0  # unsampled regions not yet added to the metrics
         self._on_slice = on_slice  # metrics: called with (armed seconds, seconds) per time period
         self._time_armed = False
         self._stop = threading.Event()
@@ -66,6 +69,7 @@ class Gate:
         """A forked child counts its own regions (the parent's are the parent's to report), and
         its lock and slicer thread are its own (threads do not survive a fork)."""
         self.counts = SamplingCounts()
+        self._unreported = 0
         self._lock = threading.Lock()
         self._random = random.Random().random  # not the parent's sequence of draws
         if self._thread is not None and not self._stop.is_set():
@@ -81,14 +85,26 @@ class Gate:
         sampled = self.sample >= 1.0 or self._random() < self.sample
         with self._lock:
             self.counts.regions += 1
-            if sampled:
-                self.counts.sampled += 1
-                self._active += 1
-                if self._active == 1 and self._arm_detector is not None:
-                    self._arm_detector()
-        if self._on_region is not None:
-            self._on_region(sampled)
-        return _armed_here.set(sampled), sampled
+            if not sampled:
+                # Counted in the metrics at the next sampled region (or at stop), not now: an
+                # unsampled region costs a draw and this addition, no write to the metrics files.
+                self._unreported += 1
+                return _armed_here.set(False), False
+            self.counts.sampled += 1
+            self._active += 1
+            if self._active == 1 and self._arm_detector is not None:
+                self._arm_detector()
+            unreported, self._unreported = self._unreported, 0
+        if self._on_regions is not None:
+            self._on_regions(unreported + 1, 1)
+        return _armed_here.set(True), True
+
+    def flush(self) -> None:
+        """Hand the regions not yet counted to the metrics."""
+        with self._lock:
+            unreported, self._unreported = self._unreported, 0
+        if unreported and self._on_regions is not None:
+            self._on_regions(unreported, 0)
 
     def exit(self, entered) -> None:
         token, sampled = entered
@@ -115,8 +131,12 @@ class Gate:
             stopped = self._stop.wait(armed_s)
             self._set_time_armed(False)
             stopped = stopped or self._stop.wait(self.period_s - armed_s)
+            elapsed = time.monotonic() - started
+            with self._lock:
+                self.counts.monitored_s += elapsed
+                self.counts.sampled_s += min(armed_s, elapsed)
             if self._on_slice is not None:
-                self._on_slice(min(armed_s, time.monotonic() - started), time.monotonic() - started)
+                self._on_slice(min(armed_s, elapsed), elapsed)
             if stopped:
                 return
 
@@ -137,6 +157,7 @@ class Gate:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._set_time_armed(False)
+        self.flush()
 
 
 class SampledRecorder(Recorder):

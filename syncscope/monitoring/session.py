@@ -104,6 +104,8 @@ class MonitorSession:
                 "regions": counts.regions if counts else 0,
                 "sampled_regions": counts.sampled if counts else 0,
                 "period_s": self.options.period_s if self.options.mode == "time" else None,
+                "monitored_s": round(counts.monitored_s, 3) if counts else 0.0,
+                "sampled_s": round(counts.sampled_s, 3) if counts else 0.0,
                 "top_sites": self.options.top_sites,
                 "metrics_dir": self.directory,
             },

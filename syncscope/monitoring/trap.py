@@ -55,7 +55,7 @@ def sampled_trap(session, device: str, policy, *, allow=(), scope=(), module_for
         seed=options.seed,
         arm_detector=switched.arm if switched else None,
         disarm_detector=switched.disarm if switched else None,
-        on_region=metrics.on_region,
+        on_regions=metrics.on_regions,
         on_slice=metrics.on_slice,
     )
     recorder.gate, recorder.metrics = gate, metrics
