@@ -15,6 +15,7 @@ it), so there the recorder drops what is not sampled.
 from __future__ import annotations
 
 import contextvars
+import itertools
 import os
 import random
 import sys
@@ -50,14 +51,15 @@ class Gate:
         self.sample = sample
         self.mode = mode
         self.period_s = period_s
-        self.counts = SamplingCounts()
+        self._counts = SamplingCounts()
         self._random = random.Random(seed).random
         self._lock = threading.Lock()
         self._active = 0  # armed regions (or slices) in progress, all threads together
         self._arm_detector = arm_detector
         self._disarm_detector = disarm_detector
         self._on_regions = on_regions  # metrics: called with (regions, sampled regions) to add
-        self._unreported = 0  # unsampled regions not yet added to the metrics
+        self._entries = itertools.count(1)  # region mode: outermost regions entered
+        self._reported = 0  # of those, how many the metrics have been told of
         self._on_slice = on_slice  # metrics: called with (armed seconds, seconds) per time period
         self._time_armed = False
         self._stop = threading.Event()
@@ -68,13 +70,20 @@ class Gate:
     def _forked(self) -> None:
         """A forked child counts its own regions (the parent's are the parent's to report), and
         its lock and slicer thread are its own (threads do not survive a fork)."""
-        self.counts = SamplingCounts()
-        self._unreported = 0
+        self._counts = SamplingCounts()
+        self._entries = itertools.count(1)
+        self._reported = 0
         self._lock = threading.Lock()
         self._random = random.Random().random  # not the parent's sequence of draws
         if self._thread is not None and not self._stop.is_set():
             self._time_armed = False
             self.start_slicing()
+
+    @property
+    def counts(self) -> SamplingCounts:
+        if self.mode == "region":
+            self._counts.regions = self.regions_entered()
+        return self._counts
 
     # -- asked by the recorder on every sync -------------------------------------------------
     def armed_here(self) -> bool:
@@ -82,38 +91,42 @@ class Gate:
 
     # -- region mode: called by regions.region() at outermost entry and exit -------------------
     def enter(self):
-        sampled = self.sample >= 1.0 or self._random() < self.sample
+        """At an outermost region's entry. An unsampled region costs a counter step and a draw,
+        with no lock and nothing to undo at exit (it returns None)."""
+        index = next(self._entries)  # atomic under the GIL: the 1-based count of regions so far
+        if self.sample < 1.0 and self._random() >= self.sample:
+            return None
         with self._lock:
-            self.counts.regions += 1
-            if not sampled:
-                # Counted in the metrics at the next sampled region (or at stop), not now: an
-                # unsampled region costs a draw and this addition, no write to the metrics files.
-                self._unreported += 1
-                return _armed_here.set(False), False
-            self.counts.sampled += 1
+            self._counts.sampled += 1
             self._active += 1
             if self._active == 1 and self._arm_detector is not None:
                 self._arm_detector()
-            unreported, self._unreported = self._unreported, 0
+            # Regions up to this one not yet handed to the metrics (the unsampled ones are added
+            # here, in one write, rather than one write each).
+            unreported = max(0, index - self._reported)
+            self._reported = max(self._reported, index)
         if self._on_regions is not None:
-            self._on_regions(unreported + 1, 1)
-        return _armed_here.set(True), True
+            self._on_regions(unreported, 1)
+        return _armed_here.set(True)
+
+    def exit(self, token) -> None:
+        _armed_here.reset(token)
+        with self._lock:
+            self._active -= 1
+            if self._active == 0 and self._disarm_detector is not None:
+                self._disarm_detector()
+
+    def regions_entered(self) -> int:
+        # itertools.count has no way to read it without stepping it; its repr is `count(N)`.
+        return int(repr(self._entries)[6:-1]) - 1
 
     def flush(self) -> None:
         """Hand the regions not yet counted to the metrics."""
         with self._lock:
-            unreported, self._unreported = self._unreported, 0
+            total = self.regions_entered()
+            unreported, self._reported = max(0, total - self._reported), max(self._reported, total)
         if unreported and self._on_regions is not None:
             self._on_regions(unreported, 0)
-
-    def exit(self, entered) -> None:
-        token, sampled = entered
-        _armed_here.reset(token)
-        if sampled:
-            with self._lock:
-                self._active -= 1
-                if self._active == 0 and self._disarm_detector is not None:
-                    self._disarm_detector()
 
     # -- time mode ----------------------------------------------------------------------------
     def start_slicing(self) -> None:
@@ -133,8 +146,8 @@ class Gate:
             stopped = stopped or self._stop.wait(self.period_s - armed_s)
             elapsed = time.monotonic() - started
             with self._lock:
-                self.counts.monitored_s += elapsed
-                self.counts.sampled_s += min(armed_s, elapsed)
+                self._counts.monitored_s += elapsed
+                self._counts.sampled_s += min(armed_s, elapsed)
             if self._on_slice is not None:
                 self._on_slice(min(armed_s, elapsed), elapsed)
             if stopped:
@@ -145,8 +158,8 @@ class Gate:
             if armed == self._time_armed:
                 return
             if armed:
-                self.counts.regions += 1
-                self.counts.sampled += 1
+                self._counts.regions += 1
+                self._counts.sampled += 1
             hook = self._arm_detector if armed else self._disarm_detector
             if hook is not None:
                 hook()
