@@ -126,10 +126,13 @@ def overhead(args) -> dict:
         regions.sampler = None
         events = 0
 
+    from paired_stats import median_ratio_interval  # bench/paired_stats.py (issue 15)
+
     def paired(a, b):
         ratios = [m / p for p, m in zip(a, b)]
         return {
             "median": statistics.median(ratios),
+            "ci95": list(median_ratio_interval(a, b).to_json()["ci95"]),  # bootstrap over the rounds
             "p10": _quantile(ratios, 0.1),
             "p90": _quantile(ratios, 0.9),
             "min": min(ratios),
@@ -330,6 +333,7 @@ def main() -> None:
     if args.command == "overhead":
         w, c = result["wall_ratio"], result["cpu_ratio"]
         print(f"monitor overhead ({result['what']}), sample {args.sample}: wall {100 * (w['median'] - 1):+.3f}% "
+              f"(95% CI {100 * (w['ci95'][0] - 1):+.2f}..{100 * (w['ci95'][1] - 1):+.2f}%) "
               f"(p10..p90 {100 * (w['p10'] - 1):+.2f}..{100 * (w['p90'] - 1):+.2f}%), thread CPU {100 * (c['median'] - 1):+.3f}% "
               f"(p10..p90 {100 * (c['p10'] - 1):+.2f}..{100 * (c['p90'] - 1):+.2f}%); {result['sampled_regions']}/{result['regions']} steps sampled; "
               f"region entry in isolation {result['region_entry_ns']:.0f} ns = {100 * result['region_entry_over_plain_step']:.4f}% of a plain step "
