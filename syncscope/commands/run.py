@@ -31,6 +31,7 @@ def execute(
     bubble_steps: int = 20,
     bubble_warmup: int = 3,
     bubble_seconds: float = 10.0,
+    monitor=None,
 ) -> None:
     import os
     import sys
@@ -58,18 +59,34 @@ def execute(
             check_available(resolved)
         except BubblesUnavailable as exc:
             _fail(str(exc))
+    if monitor is not None and bubbles:
+        _fail("--monitor and --bubbles cannot be combined (the bubble window profiles every step)")
+    # Monitor mode (issue 12, syncscope/monitoring): checked and serving before the program starts.
+    session = None
+    if monitor is not None:
+        from syncscope.monitoring import session as monitor_session
+
+        try:
+            session = monitor_session.start(monitor)
+        except monitor_session.MonitorError as exc:
+            _fail(str(exc))
     # Child processes and torchrun ranks (issue 6, syncscope/multiprocess.py): each rank gets a
     # report name of its own, and multiprocessing children write reports of their own.
     from syncscope import multiprocess
 
     children = multiprocess.ChildConfig(
-        os.path.abspath(report_path), resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward
+        os.path.abspath(report_path), resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward,
+        monitor=session.child_options() if session else None,
     )
     report_path = multiprocess.process_report_path(os.path.abspath(report_path))
 
     outcome = None
     bubble_options = dict(bubbles=bubbles, bubble_steps=bubble_steps, bubble_warmup=bubble_warmup, bubble_seconds=bubble_seconds)
-    with trap(resolved, policy, allow=allow_rules, root=root, **bubble_options) as t:
+    with (
+        session.trap(resolved, policy, allow=allow_rules, root=root)
+        if session
+        else trap(resolved, policy, allow=allow_rules, root=root, **bubble_options)
+    ) as t:
         try:
             undo = regions.apply_scopes(scope, module_forward, main_module=target if module else None)
         except (ImportError, AttributeError, ValueError) as exc:
@@ -91,13 +108,24 @@ def execute(
             meta["report_path"] = report_path
             if t.bubble_window is not None:
                 t.bubble_window.finish()
+            if session is not None:
+                meta.update(session.report_meta())
             t.recorder.settle_scope()
             report = build_report(list(t.events), meta, bubbles=t.bubbles)
             write_json_atomic(report_path, report.to_json())
+    if session is not None:
+        session.finish()  # waits for the scrape that takes the last counts
     if show_table:
         console.render(report)
     sys.stderr.flush()
     runner.exit_like_python(outcome)
+
+
+def _monitor_options(sample, sample_by, slice_period, port, directory, top_sites, exit_wait):
+    from syncscope.monitoring.session import MonitorOptions
+
+    return MonitorOptions(sample=sample, port=port, directory=directory, mode=sample_by, period_s=slice_period,
+                          top_sites=top_sites, exit_wait_s=exit_wait)
 
 
 def register(app: typer.Typer) -> None:
@@ -120,6 +148,14 @@ def register(app: typer.Typer) -> None:
         bubble_steps: int = typer.Option(20, "--bubble-steps", help="top-level regions to profile (after --bubble-warmup)"),
         bubble_warmup: int = typer.Option(3, "--bubble-warmup", help="top-level regions skipped before the window"),
         bubble_seconds: float = typer.Option(10.0, "--bubble-seconds", help="window length in a program without regions"),
+        monitor: bool = typer.Option(False, "--monitor", help="sampled trapping with Prometheus metrics (docs/monitor.md)"),
+        sample: float = typer.Option(0.01, "--sample", help="--monitor: fraction of regions (or of time) trapped, in (0, 1]"),
+        sample_by: str = typer.Option("region", "--sample-by", help="--monitor: region | time (for programs without regions)"),
+        slice_period: float = typer.Option(1.0, "--slice-period", help="--monitor --sample-by time: seconds per slice"),
+        metrics_port: int = typer.Option(9400, "--metrics-port", help="--monitor: port of the /metrics endpoint"),
+        metrics_dir: Optional[str] = typer.Option(None, "--metrics-dir", help="--monitor: prometheus_client multiprocess dir"),
+        top_sites: int = typer.Option(50, "--top-sites", help="--monitor: sites with labels of their own; the rest are site=other"),
+        metrics_exit_wait: float = typer.Option(30.0, "--metrics-exit-wait", help="--monitor: seconds to wait at exit for a last scrape"),
     ) -> None:
         """Run a program (script.py args... or -m module args...) and report its host syncs."""
         if not target:
@@ -139,6 +175,9 @@ def register(app: typer.Typer) -> None:
             bubble_steps=bubble_steps,
             bubble_warmup=bubble_warmup,
             bubble_seconds=bubble_seconds,
+            monitor=_monitor_options(sample, sample_by, slice_period, metrics_port, metrics_dir, top_sites, metrics_exit_wait)
+            if monitor
+            else None,
         )
 
     @app.command("report")
