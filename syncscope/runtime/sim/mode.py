@@ -25,7 +25,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import race, state
+from syncscope.runtime.sim import graphs, race, state
+from syncscope.runtime.sim import dispatch as _dispatch_module
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
     HostGuardView,
@@ -38,6 +39,7 @@ from syncscope.runtime.sim.tensor import (
 )
 
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
+_capturing = graphs.capturing
 _GUARD_ERROR = "not linked with support for cuda devices"
 _CPU = torch.device("cpu")
 T = torch.Tensor
@@ -128,7 +130,12 @@ def _to(func, args, kwargs):
     if isinstance(self, _SimBase):
         # device -> host or device -> device: aten `_to_copy`, which dispatch.py classifies (and
         # tracks when non_blocking)
-        return _call(func, args, kwargs)
+        try:
+            return _call(func, args, kwargs)
+        except RuntimeError as exc:
+            if _GUARD_ERROR not in str(exc):
+                raise
+        return _to_same_device(func, args, kwargs)
     device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
     if device is None or device.type != "cuda":
         return _call(func, args, kwargs)
@@ -136,7 +143,26 @@ def _to(func, args, kwargs):
     _record_h2d(self, non_blocking, "Tensor.to")
     with _DisableSubclass():
         elem = self.to(dtype=dtype or self.dtype, memory_format=memory_format or torch.preserve_format, copy=True)
+    if _capturing[0]:  # a captured copy from (pinned) host memory reads it again on each replay
+        graphs.note(lambda: elem.copy_(self))
     return wrap(elem, _target_device(device))
+
+
+def _to_same_device(func, args, kwargs):
+    """`cuda_t.to("cuda")` / `.to(cuda_t)` on a device tensor: torch's binding takes a CUDA
+    DeviceGuard for the target device; the result is this tensor, or a device->device copy."""
+    self = args[0]
+    kwargs = dict(kwargs)
+    flags = [a for a in args[1:] if type(a) is bool]
+    copy = bool(kwargs.pop("copy", flags[1] if len(flags) > 1 else False))
+    positional = tuple(a for a in args[1:] if type(a) is not bool)
+    device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*positional, **kwargs)
+    options = {"copy": copy}
+    if dtype is not None:
+        options["dtype"] = dtype
+    if memory_format is not None:
+        options["memory_format"] = memory_format
+    return _call(func, (self,), options)
 
 
 def _cuda(func, args, kwargs):
@@ -149,6 +175,8 @@ def _cuda(func, args, kwargs):
     memory_format = kwargs.get("memory_format", torch.preserve_format)
     with _DisableSubclass():
         elem = self.clone(memory_format=memory_format)
+    if _capturing[0]:
+        graphs.note(lambda: elem.copy_(self))
     return wrap(elem, _target_device(0 if device is None else device))
 
 
@@ -253,6 +281,8 @@ def _factory(func, args, kwargs):
     with _DisableSubclass():
         out = func(*args, **ukwargs)
     if isinstance(out, torch.Tensor):
+        if _capturing[0]:  # a factory inside a capture fills its tensor again on each replay
+            graphs.note(lambda: out.copy_(func(*args, **ukwargs)))
         return wrap(out, device)
     return out
 
@@ -319,8 +349,11 @@ def _setitem(func, args, kwargs):
     self, index, value = args
     if type(self) is SimulatedCudaTensor and _is_basic(index):
         if type(value) is SimulatedCudaTensor:  # device -> device: never a sync
+            elem, source = self._elem, value._elem
             with _NoPythonDispatch():
-                self._elem[index] = value._elem
+                elem[index] = source
+            if _capturing[0]:
+                graphs.note(lambda: elem.__setitem__(index, source))
             return None
         if type(value) in (int, float):
             with _NoPythonDispatch():
@@ -331,6 +364,8 @@ def _setitem(func, args, kwargs):
                 state.sync(K.SCALAR_STORE, "Tensor.__setitem__")
             with _NoPythonDispatch():
                 target.fill_(value)
+            if _capturing[0]:
+                graphs.note(lambda: target.fill_(value))
             return None
     return _replayed(func, args, kwargs)
 
@@ -484,6 +519,9 @@ class SimulatedCudaMode(TorchFunctionMode):
         if not installed[0]:  # a thread that outlived the trap: step aside
             return func(*args, **(kwargs or {}))
         return handle(func, args, kwargs)
+
+
+_dispatch_module.dispatch_mode = SimulatedDispatchMode
 
 
 def _subclass_torch_function(cls, func, types, args=(), kwargs=None):
