@@ -370,6 +370,32 @@ def _setitem(func, args, kwargs):
     return _replayed(func, args, kwargs)
 
 
+def _whole_on_cpu(func, args, kwargs):
+    """Ops whose composite picks its kernel by device (`scaled_dot_product_attention` would
+    choose among CUDA's flash/efficient/math paths for a tensor that says cuda, and autograd or
+    inference mode would decompose it there): run the whole op on the CPU tensors, as plain CPU
+    runs it, so the numbers are CPU eager's. No sync: the op has none on a GPU."""
+    if not _has_sim(args) and not any(isinstance(v, _SimBase) for v in kwargs.values()):
+        return _call(func, args, kwargs)
+    uargs = tuple(a._elem if isinstance(a, _SimBase) else a for a in args)
+    ukwargs = {k: (v._elem if isinstance(v, _SimBase) else v) for k, v in kwargs.items()}
+    for value in (*uargs, *ukwargs.values()):
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and not _came_from_sim(value, args, kwargs):
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, "
+                f"{state.DEVICE} and cpu! (syncscope simulated device, in {state.api_name(func)})"
+            )
+    with _DisableSubclass(), _NoPythonDispatch(), torch.no_grad():
+        out = func(*uargs, **ukwargs)
+    if _capturing[0]:
+        graphs.note(lambda: out.copy_(func(*uargs, **ukwargs)))
+    return wrap(out)
+
+
+def _came_from_sim(value, args, kwargs) -> bool:
+    return any(isinstance(a, _SimBase) and a._elem is value for a in (*args, *kwargs.values()))
+
+
 _SPECIAL: dict = {}
 
 
@@ -395,6 +421,7 @@ def _build_special() -> None:
             T.untyped_storage: _untyped_storage,
             T.__format__: _format,
             T.new_tensor: _new_tensor,
+            torch.nn.functional.scaled_dot_product_attention: _whole_on_cpu,
         }
     )
 
