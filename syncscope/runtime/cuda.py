@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import nvtx_marks
+from syncscope.runtime import capture_sites, nvtx_marks
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.recorder import Recorder
 
@@ -284,6 +284,7 @@ class CudaDetector:
         self._originals: list[tuple[Any, str, Any, bool]] = []
         self._previous_showwarning = None
         self._previous_debug_mode = 0
+        self._capture_watch = capture_sites.CaptureBeginWatch()
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
@@ -296,6 +297,7 @@ class CudaDetector:
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
         self.rearm()
+        self._capture_watch.install(recorder)
 
     def rearm(self) -> None:
         """(Re)install the warning route. Needed after `warnings.catch_warnings()` blocks (pytest
@@ -306,6 +308,7 @@ class CudaDetector:
             warnings.showwarning = self._showwarning
 
     def uninstall(self) -> None:
+        self._capture_watch.uninstall()
         _set_debug_mode_quietly(self._previous_debug_mode)
         for owner, name, original, had_own in reversed(self._originals):
             if had_own:
@@ -345,6 +348,10 @@ class CudaDetector:
                 else:
                     with nvtx_marks.blocking_range(f"sync {predicted} {spec.api}"):
                         result = original(*args, **kwargs)
+            except RuntimeError as exc:
+                if (predicted is not None or synced[0]) and capture_sites.refused_by_capture(exc):
+                    capture_sites.record_refused(self._recorder, spec.api, sys._getframe(1))
+                raise
             finally:
                 calls.pop()
             if predicted is not None or synced[0]:
