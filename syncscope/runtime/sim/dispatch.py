@@ -151,7 +151,12 @@ def dispatch(cls, func, args, kwargs):
     except RuntimeError as exc:
         if "Could not run" in str(exc) and "CPU" in str(exc):
             raise _unsupported(func, exc) from exc
-        raise
+        if "half to float conversion is not supported on CPU" not in str(exc):
+            raise
+        # softmax/log_softmax of a half tensor into float32 (what CUDA autocast asks for):
+        # CUDA's composite takes a fused half->float kernel that the CPU lacks; same values.
+        uargs = (uargs[0].float(), uargs[1], False)
+        out = func(*uargs)
     if _capturing[0]:
         graphs.record(func, uargs, ukwargs, out)
 

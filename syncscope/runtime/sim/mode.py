@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import graphs, race, state
+from syncscope.runtime.sim import autocast, graphs, race, state
 from syncscope.runtime.sim import dispatch as _dispatch_module
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
@@ -40,6 +40,7 @@ from syncscope.runtime.sim.tensor import (
 
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
 _capturing = graphs.capturing
+_autocast_cuda = autocast.cuda_enabled
 _GUARD_ERROR = "not linked with support for cuda devices"
 _CPU = torch.device("cpu")
 T = torch.Tensor
@@ -475,6 +476,11 @@ def handle(func, args, kwargs):
     """The one torch-function handler (mode and subclass)."""
     if kwargs is None:
         kwargs = {}
+    if _autocast_cuda[0] and (_needs_grad(args) or (kwargs and _needs_grad(tuple(kwargs.values())))):
+        args = autocast.without_grad(args)
+        kwargs = dict(zip(kwargs, autocast.without_grad(tuple(kwargs.values()))))
+        with torch.no_grad():
+            return _dispatch_call(func, args, kwargs)
     if _is_grad_enabled() and _needs_grad(args):
         return _without_autograd(func, args, kwargs)
     if race.T.tensors:
