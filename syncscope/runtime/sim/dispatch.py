@@ -80,9 +80,34 @@ def _first_sight(func):
     `torch.inference_mode()` autograd's keys are skipped, so ops that are compositions of others
     (`aten::to.device`, `reshape`, `contiguous`) reach us whole instead of decomposed; run their
     decomposition, exactly what `no_grad` would have run, so both modes see the same aten ops."""
-    if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+    if func not in _RUN_WHOLE and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
         return _DECOMPOSE
     return sync_model.rule_for(func)
+
+
+# Composites that are hot in inference code and have no sync and no device argument in any of
+# their pieces: run whole on the CPU tensors (the CPU runs the very same decomposition, so the
+# numbers are the same), saving a Python round trip per piece (bench/sim_overhead.py: matmul,
+# reshape and softmax alone doubled the per-op cost when decomposed).
+_RUN_WHOLE = {
+    aten.matmul.default,
+    aten.reshape.default,
+    aten.softmax.int,
+    aten.log_softmax.int,
+    aten.linear.default,
+    aten.contiguous.default,
+    aten.flatten.using_ints,
+    aten.unflatten.int,
+    aten.layer_norm.default,
+    aten.group_norm.default,
+    aten.einsum.default,
+    aten.type_as.default,
+    aten.expand_as.default,
+    aten.view_as.default,
+    aten.chunk.default,
+    aten.dropout.default,
+    aten.rms_norm.default,
+}
 
 
 _DECOMPOSE = object()
@@ -91,6 +116,26 @@ dispatch_mode = None  # mode.py sets it: a factory of the simulated device's dis
 # its version counter to the base's), so its wrapper is made outside inference mode.
 _view_ops: dict = {}
 _inference_mode_enabled = torch.is_inference_mode_enabled
+_OutsideInferenceMode = torch._C._InferenceMode
+
+
+_allocates_alone: set = set()  # composite ops whose pieces allocate on the device by themselves
+
+
+def _decompose(func, args, kwargs):
+    """Run a composite op as its pieces. Some pieces allocate on the device with no device tensor
+    among their arguments (`where(c, x, 0.)` makes a cuda scalar); our dispatch mode, popped
+    while it handles this op, must then see them: pushed again for those ops only (a push costs
+    more than most ops), found by their first failure (CUDA's allocator, before any write)."""
+    if func not in _allocates_alone:
+        try:
+            return func.decompose(*args, **kwargs)
+        except (NotImplementedError, RuntimeError) as exc:
+            if "'CUDA' backend" not in str(exc) and "not linked with support for cuda" not in str(exc):
+                raise
+        _allocates_alone.add(func)
+    with dispatch_mode():
+        return func.decompose(*args, **kwargs)
 
 
 def dispatch(cls, func, args, kwargs):
@@ -98,11 +143,7 @@ def dispatch(cls, func, args, kwargs):
     if rule is _MISSING:
         rule = _rules[func] = _first_sight(func)
     if rule is _DECOMPOSE:
-        # The pieces may allocate on the device with no device tensor among their arguments
-        # (`where(c, x, 0.)` makes a cuda scalar): our dispatch mode, popped while it handles
-        # this op, must see them.
-        with dispatch_mode():
-            out = func.decompose(*args, **kwargs)
+        out = _decompose(func, args, kwargs)
         if out is not NotImplemented:
             return out
         rule = _rules[func] = sync_model.rule_for(func)
@@ -182,7 +223,7 @@ def dispatch(cls, func, args, kwargs):
     if is_view is None:
         is_view = _view_ops[func] = bool(getattr(func, "is_view", False))
     if is_view and _inference_mode_enabled() and _has_normal_tensor(args):
-        with torch.inference_mode(False):
+        with _OutsideInferenceMode(False):  # the C++ guard: a third of torch.inference_mode's cost
             return _wrap_out(cls, out, uargs, args, ukwargs, kwargs)
     return _wrap_out(cls, out, uargs, args, ukwargs, kwargs)
 
