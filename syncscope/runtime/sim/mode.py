@@ -97,6 +97,8 @@ def _to_views(value):
         return type(value)(_to_views(v) for v in value)
     if type(value) is dict:
         return {k: _to_views(v) for k, v in value.items()}
+    if type(value) is slice:  # `x[:, :n]` with a device tensor `n`
+        return slice(_to_views(value.start), _to_views(value.stop), _to_views(value.step))
     return value
 
 
@@ -112,9 +114,33 @@ def _from_views(value, originals):
 
 
 def _replay(func, args, kwargs):
+    if _has_functorch_wrapped(args):
+        # Under vmap (transformers builds its attention masks so) results come back inside
+        # functorch's BatchedTensors, where `_from_views` cannot reach: have dispatch.py wrap
+        # them as device tensors from the start.
+        previous = state.local.views_as_device
+        state.local.views_as_device = True
+        try:
+            with _DisableSubclass():
+                out = func(*_to_views(args), **_to_views(kwargs))
+        finally:
+            state.local.views_as_device = previous
+        return _from_views(out, args)
     with _DisableSubclass():
         out = func(*_to_views(args), **_to_views(kwargs))
     return _from_views(out, args)
+
+
+_is_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
+
+def _on_device_under_functorch(t) -> bool:
+    """A functorch wrapper (vmap's BatchedTensor) around a simulated tensor: a device tensor, not
+    a host one, though it is not our class."""
+    if not isinstance(t, torch.Tensor) or not _is_functorch_wrapped(t):
+        return False
+    with _DisableSubclass():
+        return t.device.type == "cuda"
 
 
 # -- special cases -----------------------------------------------------------------------------------
@@ -128,7 +154,7 @@ def _record_h2d(source, non_blocking: bool, api: str) -> None:
 
 def _to(func, args, kwargs):
     self = args[0]
-    if isinstance(self, _SimBase):
+    if isinstance(self, _SimBase) or _on_device_under_functorch(self):
         # device -> host or device -> device: aten `_to_copy`, which dispatch.py classifies (and
         # tracks when non_blocking)
         try:
@@ -170,6 +196,8 @@ def _cuda(func, args, kwargs):
     self = args[0]
     if isinstance(self, _SimBase):
         return self
+    if _on_device_under_functorch(self):
+        return _call(func, args, kwargs)
     device = kwargs.get("device", args[1] if len(args) > 1 else None)
     non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
     _record_h2d(self, non_blocking, "Tensor.cuda")
@@ -311,6 +339,17 @@ def _call(func, args, kwargs):
         local.api, local.api_args = previous, previous_args
 
 
+
+
+def _has_functorch_wrapped(args) -> bool:
+    for arg in args:
+        if isinstance(arg, torch.Tensor) and _is_functorch_wrapped(arg):
+            return True
+        if type(arg) in (list, tuple) and _has_functorch_wrapped(arg):
+            return True
+    return False
+
+
 def _replayed(func, args, kwargs):
     if not _has_sim(args):
         return _call(func, args, kwargs)
@@ -331,10 +370,19 @@ def _is_basic(index) -> bool:
     an int here (`type(True) is bool`): `x[True]` takes the general path."""
     if type(index) is tuple:
         for part in index:
-            if type(part) not in _BASIC_INDEX:
+            if type(part) not in _BASIC_INDEX or (type(part) is slice and not _plain_slice(part)):
                 return False
         return True
-    return type(index) in _BASIC_INDEX
+    return type(index) in _BASIC_INDEX and (type(index) is not slice or _plain_slice(index))
+
+
+_SLICE_BOUNDS = (int, type(None))
+
+
+def _plain_slice(part: slice) -> bool:
+    """`x[:, :n]` with `n` a device tensor (transformers' beam search crops so) reads `n` on the
+    host: a sync, and not a view the fast path may take."""
+    return type(part.start) in _SLICE_BOUNDS and type(part.stop) in _SLICE_BOUNDS and type(part.step) in _SLICE_BOUNDS
 
 
 def _getitem(func, args, kwargs):

@@ -22,6 +22,7 @@ class _Thread(threading.local):
     api = None
     api_args: tuple = ()
     capture = None  # the CUDA graph capture in progress on this thread (graphs.py)
+    views_as_device = False  # a replay under vmap: results are device tensors (mode._replay)
 
 
 local = _Thread()
