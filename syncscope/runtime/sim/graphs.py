@@ -25,7 +25,6 @@ syncs under the "global" error mode are not modelled).
 
 from __future__ import annotations
 
-import gc
 import itertools
 import os
 import sys
@@ -212,9 +211,8 @@ class graph:
         self.capture_error_mode = capture_error_mode
 
     def __enter__(self) -> None:
-        # torch does the same: finish pending work, free what it can, then capture on a side stream
+        # torch does the same: finish pending work, then capture on a side stream
         torch.cuda.synchronize()
-        gc.collect()
         self.stream_ctx.__enter__()
         self.cuda_graph.capture_begin(*self.pool, capture_error_mode=self.capture_error_mode)
 

@@ -25,7 +25,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import autocast, graphs, race, state
+from syncscope.runtime.sim import autocast, graphs, race, state, whole_ops
+from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped
+from syncscope.runtime.sim.whole_ops import on_device_under_functorch as _on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
@@ -131,18 +133,6 @@ def _replay(func, args, kwargs):
     return _from_views(out, args)
 
 
-_is_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-
-
-def _on_device_under_functorch(t) -> bool:
-    """A functorch wrapper (vmap's BatchedTensor) around a simulated tensor: a device tensor, not
-    a host one, though it is not our class."""
-    if not isinstance(t, torch.Tensor) or not _is_functorch_wrapped(t):
-        return False
-    with _DisableSubclass():
-        return t.device.type == "cuda"
-
-
 # -- special cases -----------------------------------------------------------------------------------
 def _record_h2d(source, non_blocking: bool, api: str) -> None:
     if non_blocking:
@@ -162,7 +152,7 @@ def _to(func, args, kwargs):
         except RuntimeError as exc:
             if _GUARD_ERROR not in str(exc):
                 raise
-        return _to_same_device(func, args, kwargs)
+        return whole_ops.to_same_device(_call, func, args, kwargs)
     device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
     if device is None or device.type != "cuda":
         return _call(func, args, kwargs)
@@ -173,23 +163,6 @@ def _to(func, args, kwargs):
     if _capturing[0]:  # a captured copy from (pinned) host memory reads it again on each replay
         graphs.note(lambda: elem.copy_(self))
     return wrap(elem, _target_device(device))
-
-
-def _to_same_device(func, args, kwargs):
-    """`cuda_t.to("cuda")` / `.to(cuda_t)` on a device tensor: torch's binding takes a CUDA
-    DeviceGuard for the target device; the result is this tensor, or a device->device copy."""
-    self = args[0]
-    kwargs = dict(kwargs)
-    flags = [a for a in args[1:] if type(a) is bool]
-    copy = bool(kwargs.pop("copy", flags[1] if len(flags) > 1 else False))
-    positional = tuple(a for a in args[1:] if type(a) is not bool)
-    device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*positional, **kwargs)
-    options = {"copy": copy}
-    if dtype is not None:
-        options["dtype"] = dtype
-    if memory_format is not None:
-        options["memory_format"] = memory_format
-    return _call(func, (self,), options)
 
 
 def _cuda(func, args, kwargs):
@@ -340,16 +313,6 @@ def _call(func, args, kwargs):
 
 
 
-
-def _has_functorch_wrapped(args) -> bool:
-    for arg in args:
-        if isinstance(arg, torch.Tensor) and _is_functorch_wrapped(arg):
-            return True
-        if type(arg) in (list, tuple) and _has_functorch_wrapped(arg):
-            return True
-    return False
-
-
 def _replayed(func, args, kwargs):
     if not _has_sim(args):
         return _call(func, args, kwargs)
@@ -420,29 +383,9 @@ def _setitem(func, args, kwargs):
 
 
 def _whole_on_cpu(func, args, kwargs):
-    """Ops whose composite picks its kernel by device (`scaled_dot_product_attention` would
-    choose among CUDA's flash/efficient/math paths for a tensor that says cuda, and autograd or
-    inference mode would decompose it there): run the whole op on the CPU tensors, as plain CPU
-    runs it, so the numbers are CPU eager's. No sync: the op has none on a GPU."""
     if not _has_sim(args) and not any(isinstance(v, _SimBase) for v in kwargs.values()):
         return _call(func, args, kwargs)
-    uargs = tuple(a._elem if isinstance(a, _SimBase) else a for a in args)
-    ukwargs = {k: (v._elem if isinstance(v, _SimBase) else v) for k, v in kwargs.items()}
-    for value in (*uargs, *ukwargs.values()):
-        if isinstance(value, torch.Tensor) and value.dim() > 0 and not _came_from_sim(value, args, kwargs):
-            raise RuntimeError(
-                f"Expected all tensors to be on the same device, but found at least two devices, "
-                f"{state.DEVICE} and cpu! (syncscope simulated device, in {state.api_name(func)})"
-            )
-    with _DisableSubclass(), _NoPythonDispatch(), torch.no_grad():
-        out = func(*uargs, **ukwargs)
-    if _capturing[0]:
-        graphs.note(lambda: out.copy_(func(*uargs, **ukwargs)))
-    return wrap(out)
-
-
-def _came_from_sim(value, args, kwargs) -> bool:
-    return any(isinstance(a, _SimBase) and a._elem is value for a in (*args, *kwargs.values()))
+    return whole_ops.run_whole_on_cpu(func, args, kwargs)
 
 
 _SPECIAL: dict = {}
@@ -470,7 +413,7 @@ def _build_special() -> None:
             T.untyped_storage: _untyped_storage,
             T.__format__: _format,
             T.new_tensor: _new_tensor,
-            torch.nn.functional.scaled_dot_product_attention: _whole_on_cpu,
+            torch.nn.functional.scaled_dot_product_attention: _whole_on_cpu,  # whole_ops.py
         }
     )
 
