@@ -231,16 +231,6 @@ class device_of(device):
         super().__init__(0)
 
 
-def state_error(what: str) -> RuntimeError:
-    from syncscope.runtime.sim.dispatch import SimulatedDeviceError
-
-    return SimulatedDeviceError(
-        f"syncscope simulated CUDA device: {what} cannot be simulated on the CPU. Ways out: run "
-        f"on a GPU (`syncscope run --device cuda`), or skip this path when "
-        f"`syncscope.runtime.sim.is_simulated()` is true."
-    )
-
-
 _RealGenerator = torch.Generator
 
 
