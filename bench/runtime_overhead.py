@@ -2,10 +2,14 @@
 
 A small transformer-like forward (a few hundred kernel launches a step, small enough to be
 launch-bound, which is where per-call overhead shows) is timed plain and under `syncscope.trap`,
-alternating rounds in one process, and the ratio of median step times is reported. The loop also
-does the slicing, `.to()` and indexing that serving code does, so the timing shims are exercised.
+alternating rounds in one process. The figure is the median of the per-round paired ratios
+(trapped / plain) with a bootstrap 95% interval (`paired_stats.py`). At least `--rounds` rounds run;
+then rounds are added, `--batch` at a time, until the interval is at most `--target-width` wide
+(1 percentage point) or `--max-rounds` is reached, so the default run gives a figure that
+reproduces within the interval. The loop also does the slicing, `.to()` and indexing that serving
+code does, so the timing shims are exercised.
 
-    python bench/runtime_overhead.py [--steps 200] [--rounds 7] [--out result.json]
+    python bench/runtime_overhead.py [--steps 50] [--rounds 41] [--max-rounds 201] [--out result.json]
 """
 
 import argparse
@@ -16,6 +20,7 @@ import time
 
 import torch
 import torch.nn as nn
+from paired_stats import median_ratio_interval  # bench/ is sys.path[0] when run as a script
 
 import syncscope
 
@@ -121,7 +126,10 @@ def shim_costs():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--rounds", type=int, default=41, help="rounds always run (each: every arm once)")
+    parser.add_argument("--max-rounds", type=int, default=201, help="stop adding rounds here")
+    parser.add_argument("--batch", type=int, default=10, help="rounds added at a time while the interval is too wide")
+    parser.add_argument("--target-width", type=float, default=0.01, help="widest acceptable 95%% interval of the wall ratio")
     parser.add_argument("--out")
     args = parser.parse_args()
     device = "cuda"
@@ -142,15 +150,25 @@ def main():
         wall = {name: [] for name in arms}
         cpu = {name: [] for name in arms}
         syncs = 0
-        for _ in range(args.rounds):
-            for name, arm in arms.items():  # interleaved, so every arm sees the same drift
-                with arm() as t:
-                    w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
-                    if t is not None:
-                        syncs += sum(1 for e in t.events if e.api != "torch.cuda.synchronize")
-                wall[name].append(w)
-                cpu[name].append(c)
+        rounds = 0
+        while True:
+            todo = args.rounds - rounds if rounds < args.rounds else min(args.batch, args.max_rounds - rounds)
+            if todo <= 0:
+                break
+            for _ in range(todo):
+                for name, arm in arms.items():  # interleaved, so every arm sees the same drift
+                    with arm() as t:
+                        w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
+                        if t is not None:
+                            syncs += sum(1 for e in t.events if e.api != "torch.cuda.synchronize")
+                    wall[name].append(w)
+                    cpu[name].append(c)
+            rounds += todo
+            if median_ratio_interval(wall["plain"], wall["trap"]).width <= args.target_width:
+                break
     plain, trapped, plain_cpu, trapped_cpu = wall["plain"], wall["trap"], cpu["plain"], cpu["trap"]
+    wall_estimate = median_ratio_interval(plain, trapped)
+    cpu_estimate = median_ratio_interval(plain_cpu, trapped_cpu)
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -159,9 +177,13 @@ def main():
         "trapped_step_ms": statistics.median(trapped) * 1e3,
         # Rounds alternate plain/trapped, so each pair shares the machine's state of the moment;
         # the median of the paired ratios is robust to the drift between rounds.
-        "ratio": statistics.median(t / p for p, t in zip(plain, trapped)),
+        "ratio": wall_estimate.median,
+        "ratio_ci95": [wall_estimate.low, wall_estimate.high],
+        "rounds": wall_estimate.rounds,
+        "target_width_met": wall_estimate.width <= args.target_width,
         "ratio_of_medians": statistics.median(trapped) / statistics.median(plain),
-        "cpu_ratio": statistics.median(t / p for p, t in zip(plain_cpu, trapped_cpu)),
+        "cpu_ratio": cpu_estimate.median,
+        "cpu_ratio_ci95": [cpu_estimate.low, cpu_estimate.high],
         "plain_cpu_ms": statistics.median(plain_cpu) * 1e3,
         "trapped_cpu_ms": statistics.median(trapped_cpu) * 1e3,
         "plain_rounds_ms": [p * 1e3 for p in plain],
@@ -173,9 +195,12 @@ def main():
     }
     print(json.dumps(result, indent=1))
     print("CPU-time ratio by arm:", {k: round(v, 4) for k, v in result["cpu_ratio_by_arm"].items()})
-    print(f"overhead, wall: {100 * (result['ratio'] - 1):+.2f}% ({result['plain_step_ms']:.3f} -> {result['trapped_step_ms']:.3f} ms/step, "
-          f"{launches} kernels/step); launching thread CPU: {100 * (result['cpu_ratio'] - 1):+.2f}% "
+    print(f"overhead, wall: {wall_estimate.describe()} ({result['plain_step_ms']:.3f} -> {result['trapped_step_ms']:.3f} ms/step, "
+          f"{launches} kernels/step); launching thread CPU: {cpu_estimate.describe()} "
           f"({result['plain_cpu_ms']:.3f} -> {result['trapped_cpu_ms']:.3f} ms/step)")
+    if not result["target_width_met"]:
+        print(f"the wall interval is {100 * wall_estimate.width:.2f} points wide after {wall_estimate.rounds} rounds "
+              f"(target {100 * args.target_width:.2f}): raise --max-rounds or --steps")
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1)

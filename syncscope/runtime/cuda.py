@@ -31,11 +31,10 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import capture_sites, nvtx_marks
+from syncscope.runtime import c10d_waits, capture_sites, nvtx_marks, pageable
+from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.recorder import Recorder
-
-SYNC_WARNING = "called a synchronizing CUDA operation"
 _is_compiling = torch.compiler.is_compiling
 
 
@@ -147,6 +146,12 @@ def _predict_copy(args, kwargs) -> str | None:
     if _is_cuda_tensor(src) and dst.device.type == "cpu" and not dst.is_pinned():
         return K.CPU_COPY  # non_blocking into pageable host memory cannot be asynchronous
     return None
+
+
+def _pageable_copy_waited(spec: "ShimSpec", args: tuple, blocked_ns: int) -> bool | None:
+    # The source is the tensor copied from: `src.to(...)`, `src.cuda(...)`, `dst.copy_(src)`.
+    src = args[1] if spec.name == "copy_" else args[0]
+    return pageable.copy_waited(blocked_ns, src.numel() * src.element_size())
 
 
 def _always(kind: str) -> Callable:
@@ -284,6 +289,7 @@ class CudaDetector:
         self._originals: list[tuple[Any, str, Any, bool]] = []
         self._previous_showwarning = None
         self._previous_debug_mode = 0
+        self._c10d: c10d_waits.C10dWaits | None = None
         self._capture_watch = capture_sites.CaptureBeginWatch()
 
     # -- install / uninstall -------------------------------------------------------------------
@@ -296,6 +302,9 @@ class CudaDetector:
             setattr(spec.owner, spec.name, self._make_shim(spec, getattr(spec.owner, spec.name)))
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
+        # c10d's C++ waits would print torch's sync warning to stderr (c10d_waits.py)
+        self._c10d = c10d_waits.C10dWaits(_set_debug_mode_quietly, torch.cuda.get_sync_debug_mode, self._record_barrier)
+        self._c10d.install()
         self.rearm()
         self._capture_watch.install(recorder)
 
@@ -309,6 +318,9 @@ class CudaDetector:
 
     def uninstall(self) -> None:
         self._capture_watch.uninstall()
+        if self._c10d is not None:
+            self._c10d.uninstall()
+            self._c10d = None
         _set_debug_mode_quietly(self._previous_debug_mode)
         for owner, name, original, had_own in reversed(self._originals):
             if had_own:
@@ -355,7 +367,7 @@ class CudaDetector:
             finally:
                 calls.pop()
             if predicted is not None or synced[0]:
-                finish(spec, args, kwargs, predicted, clock() - start)
+                finish(spec, args, kwargs, predicted, start, clock())
             return result
 
         if spec.api == "Tensor.__getitem__":
@@ -366,12 +378,24 @@ class CudaDetector:
         shim.__wrapped__ = original
         return shim
 
-    def _finish(self, spec: ShimSpec, args: tuple, kwargs: dict, predicted: str | None, blocked_ns: int) -> None:
+    def _finish(self, spec: ShimSpec, args: tuple, kwargs: dict, predicted: str | None, start: int, end: int) -> None:
         recorder = self._recorder
         if recorder is None:
             return
         kind = predicted or spec.classify(args, kwargs)
-        recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2))
+        blocked_ns = end - start
+        waited = _pageable_copy_waited(spec, args, blocked_ns) if kind == K.H2D_PAGEABLE else None
+        event = recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
+        on_sync = recorder.on_sync
+        if on_sync is not None and event is not None:
+            # The bubble window: the wait, and when this bookkeeping (which the device idles
+            # through after a sync) was done, so it is not counted into the sync's bubble.
+            on_sync(event, start, end, time.perf_counter_ns())
+
+    def _record_barrier(self, blocked_ns: int, frame) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.record(K.STREAM_SYNC, "torch.distributed.barrier", blocked_ns=blocked_ns, detector="cuda", frame=frame)
 
     # -- torch's sync warning ------------------------------------------------------------------
     def _showwarning(self, message, category, filename, lineno, file=None, line=None):

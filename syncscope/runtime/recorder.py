@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Callable, Iterable
 
 from syncscope.runtime import nvtx_marks, regions
 from syncscope.runtime.events import Frame, HostSyncEvent
@@ -92,6 +92,9 @@ class Recorder:
     device: str = "cuda"
     events: list[HostSyncEvent] = field(default_factory=list)
     started_ns: int = field(default_factory=time.perf_counter_ns)
+    # Told of each timed sync (event, wait start, wait end, bookkeeping done; perf_counter_ns) by
+    # the CUDA detector: the bubble window (runtime/bubble_window.py) sets it while it runs.
+    on_sync: Callable | None = None
 
     def __post_init__(self) -> None:
         self._internal = _InternalFrames()
@@ -110,6 +113,7 @@ class Recorder:
         detector: str = "",
         frame=None,
         stack: tuple[Frame, ...] | None = None,
+        waited: bool | None = None,
     ) -> HostSyncEvent | None:
         """Record one sync seen now on this thread; raise `HostSyncError` under the error policy.
         `frame` is where to start looking for the user's line (default: the caller)."""
@@ -138,6 +142,7 @@ class Recorder:
             ts_ns=time.perf_counter_ns() - self.started_ns,
             related=related,
             detector=detector,
+            waited=waited,
         )
         self.events.append(event)
         nvtx_marks.mark(event)

@@ -26,8 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.sim import autocast, graphs, race, state, whole_ops
-from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped
-from syncscope.runtime.sim.whole_ops import on_device_under_functorch as _on_device_under_functorch
+from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
@@ -144,7 +143,7 @@ def _record_h2d(source, non_blocking: bool, api: str) -> None:
 
 def _to(func, args, kwargs):
     self = args[0]
-    if isinstance(self, _SimBase) or _on_device_under_functorch(self):
+    if isinstance(self, _SimBase) or on_device_under_functorch(self):
         # device -> host or device -> device: aten `_to_copy`, which dispatch.py classifies (and
         # tracks when non_blocking)
         try:
@@ -169,7 +168,7 @@ def _cuda(func, args, kwargs):
     self = args[0]
     if isinstance(self, _SimBase):
         return self
-    if _on_device_under_functorch(self):
+    if on_device_under_functorch(self):
         return _call(func, args, kwargs)
     device = kwargs.get("device", args[1] if len(args) > 1 else None)
     non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
@@ -382,12 +381,6 @@ def _setitem(func, args, kwargs):
     return _replayed(func, args, kwargs)
 
 
-def _whole_on_cpu(func, args, kwargs):
-    if not _has_sim(args) and not any(isinstance(v, _SimBase) for v in kwargs.values()):
-        return _call(func, args, kwargs)
-    return whole_ops.run_whole_on_cpu(func, args, kwargs)
-
-
 _SPECIAL: dict = {}
 
 
@@ -413,7 +406,7 @@ def _build_special() -> None:
             T.untyped_storage: _untyped_storage,
             T.__format__: _format,
             T.new_tensor: _new_tensor,
-            torch.nn.functional.scaled_dot_product_attention: _whole_on_cpu,  # whole_ops.py
+            torch.nn.functional.scaled_dot_product_attention: lambda f, a, k: whole_ops.run_whole_on_cpu(_call, f, a, k),
         }
     )
 

@@ -13,11 +13,14 @@ _DisableSubclass = torch._C.DisableTorchFunctionSubclass
 _NoPythonDispatch = torch._C._DisableTorchDispatch
 
 
-def run_whole_on_cpu(func, args, kwargs):
+def run_whole_on_cpu(call, func, args, kwargs):
     """Ops whose composite picks its kernel by device (`scaled_dot_product_attention` would
     choose among CUDA's flash/efficient/math paths for a tensor that says cuda, and autograd or
     inference mode would decompose it there): run the whole op on the CPU tensors, as plain CPU
-    runs it, so the numbers are CPU eager's. No sync: the op has none on a GPU."""
+    runs it, so the numbers are CPU eager's. No sync: the op has none on a GPU. `call`: mode.py's
+    plain path, for a call with no simulated tensor."""
+    if not any(isinstance(v, _SimBase) for v in (*args, *kwargs.values())):
+        return call(func, args, kwargs)
     uargs = tuple(a._elem if isinstance(a, _SimBase) else a for a in args)
     ukwargs = {k: (v._elem if isinstance(v, _SimBase) else v) for k, v in kwargs.items()}
     for value in (*uargs, *ukwargs.values()):
