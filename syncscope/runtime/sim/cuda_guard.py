@@ -181,6 +181,11 @@ def _guarded(qualname: str, func):
 
 
 def _says_no_cuda(exc: BaseException) -> bool:
+    if isinstance(exc, RuntimeError) and torch.version.cuda is not None:
+        # A CUDA build of torch: the simulated device never initialized the real CUDA state, so
+        # an unsimulated call fails on it in its own words (seen on the H100: "Allocator not
+        # initialized for device" from torch.cuda.current_blas_handle).
+        return True
     text = str(exc)
     return any(marker in text for marker in _NO_CUDA)
 
