@@ -143,6 +143,9 @@ class Report:
     events: list[dict]
     meta: dict[str, Any]
     events_truncated: int = 0
+    # Internal errors of syncscope's hooks, caught so the program went on (runtime/hook_errors.py):
+    # [{"where", "error", "count"}]. Reports older than this field load with none.
+    errors: list[dict] = field(default_factory=list)
 
     @property
     def in_scope_sites(self) -> list[SiteStats]:
@@ -172,6 +175,7 @@ class Report:
             "sites": [s.to_json() for s in self.sites],
             "events": self.events,
             "events_truncated": self.events_truncated,
+            "errors": self.errors,
         }
 
     @classmethod
@@ -189,8 +193,11 @@ class Report:
             events_truncated = int(data.get("events_truncated", 0))
         except (TypeError, ValueError) as exc:
             raise ReportError(f"{origin}: malformed events ({exc})") from None
-        meta = {k: v for k, v in data.items() if k not in ("schema", "version", "summary", "sites", "events", "events_truncated")}
-        return cls(sites=sites, events=events, meta=meta, events_truncated=events_truncated)
+        errors = data.get("errors", [])
+        if not isinstance(errors, list) or not all(isinstance(e, dict) for e in errors):
+            raise ReportError(f"{origin}: malformed \"errors\" (a list of objects expected)")
+        meta = {k: v for k, v in data.items() if k not in ("schema", "version", "summary", "sites", "events", "events_truncated", "errors")}
+        return cls(sites=sites, events=events, meta=meta, events_truncated=events_truncated, errors=list(errors))
 
 
 def run_metadata(*, device: str, gpu: str | None, target: str, args: list[str], module: bool, root: str, mode: str | None = None) -> dict[str, Any]:
@@ -237,7 +244,7 @@ def event_to_json(e: HostSyncEvent, site_index: int) -> dict:
     }
 
 
-def build_report(events: list[HostSyncEvent], meta: dict[str, Any]) -> Report:
+def build_report(events: list[HostSyncEvent], meta: dict[str, Any], errors: list[dict] | None = None) -> Report:
     sites = sites_from_events(events)
     index = {(s.path, s.line, s.kind, s.in_scope, s.allowed): i for i, s in enumerate(sites)}
     kept = events[:MAX_EVENTS]
@@ -246,6 +253,7 @@ def build_report(events: list[HostSyncEvent], meta: dict[str, Any]) -> Report:
         events=[event_to_json(e, index[_site_key(e)]) for e in kept],
         meta=meta,
         events_truncated=len(events) - len(kept),
+        errors=list(errors or []),
     )
 
 

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Callable, Iterable
 
 from syncscope.runtime import nvtx_marks, regions
 from syncscope.runtime.events import Frame, HostSyncEvent
@@ -92,6 +92,8 @@ class Recorder:
     device: str = "cuda"
     events: list[HostSyncEvent] = field(default_factory=list)
     started_ns: int = field(default_factory=time.perf_counter_ns)
+    # Called with each new event (runtime/keeper.py flushes the report on a new site).
+    on_event: Callable[[HostSyncEvent], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._internal = _InternalFrames()
@@ -141,6 +143,8 @@ class Recorder:
         )
         self.events.append(event)
         nvtx_marks.mark(event)
+        if self.on_event is not None:
+            self.on_event(event)
         if in_scope and reason is None:
             self._apply_policy(event)
         return event
