@@ -143,7 +143,12 @@ class ReportKeeper:
             return
         self._sites.add(key)
         if time.monotonic() >= self._next_allowed and os.getpid() == self.pid:
-            self.flush(blocking=False)
+            try:
+                self.flush(blocking=False)
+            except Exception as exc:  # a full disk must not become the program's error
+                from syncscope.runtime import hook_errors
+
+                hook_errors.note("report writer", exc)
         else:
             self._wake.set()
 
