@@ -48,3 +48,17 @@ def is_safe(text: str) -> bool:
         (ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F or unicodedata.category(c) in ("Zl", "Zp")
         for c in text
     )
+
+
+class SafeStream:
+    """A text stream that shows control characters escaped (newlines and tabs kept): wraps the
+    output of a human-readable renderer without touching each of its lines."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(safe_text(text, multiline=True))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)

@@ -10,7 +10,9 @@ DEFAULT_REPORT = "syncscope-report.json"
 
 
 def _fail(message: str, code: int = 2) -> None:
-    typer.echo(f"syncscope: error: {message}", err=True)
+    from syncscope.terminal import safe_text  # paths and messages may carry control characters
+
+    typer.echo(f"syncscope: error: {safe_text(message)}", err=True)
     raise typer.Exit(code)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from syncscope.report.model import Report, SiteStats
+from syncscope.terminal import safe_text
 from syncscope.report.model import format_ms as _ms
 
 _MAX_WIDTH = {"function": 32, "region": 20, "source": 48}
@@ -14,7 +15,7 @@ _MIN_WIDTH = {"site": 24, "kind": 17, "count": 5, "total ms": 8, "mean ms": 8, "
 def _row(s: SiteStats) -> list[str]:
     from rich.markup import escape  # source text like `x[mask]` is not markup
 
-    return [escape(cell) for cell in (
+    return [escape(safe_text(cell)) for cell in (
         f"{s.path}:{s.line}",
         s.function,
         s.kind,
@@ -33,7 +34,9 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
     console = Console(file=file, stderr=file is None, highlight=False)
     if not console.is_terminal:
         console.width = max(console.width, 200)  # logs and CI: do not squeeze columns to 80
-    device = report.meta.get("device", "?")
+    from rich.markup import escape
+
+    device = escape(safe_text(report.meta.get("device", "?")))
     in_scope, allowed, out_of_scope = report.grouped()
     title = f"syncscope: {sum(s.count for s in in_scope)} host syncs at {len(in_scope)} sites in scope (device: {device})"
     if device == "sim":
@@ -66,4 +69,4 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
         console.print(table)
     path = report.meta.get("report_path")
     if path:
-        console.print(f"report: {path}", style="dim")
+        console.print(f"report: {escape(safe_text(path))}", style="dim")

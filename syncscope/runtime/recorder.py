@@ -16,6 +16,7 @@ from syncscope.runtime import nvtx_marks, regions
 from syncscope.runtime.events import Frame, HostSyncEvent
 from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.site import relative_path
+from syncscope.terminal import safe_text
 
 MAX_STACK = 24
 _RUNNER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
@@ -188,7 +189,7 @@ class Recorder:
                 return
             self._warned.add(key)
         print(
-            f"syncscope: host sync {event.kind} ({event.api}) at {location}: {event.source}",
+            safe_text(f"syncscope: host sync {event.kind} ({event.api}) at {location}: {event.source}"),
             file=sys.stderr,
             flush=True,
         )
