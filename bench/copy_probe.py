@@ -10,22 +10,16 @@ runtime trap records for each case, so the detector's rules can be checked again
 import time
 
 import torch
+from gpu_sleep import queue_sleep, sleep_cycles_per_ms  # bench/ is sys.path[0] when run as a script
 
 import syncscope
 
 
-def calibrated_sleep_cycles(ms: float) -> int:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(10_000_000)
-    end.record()
-    end.synchronize()
-    return int(10_000_000 / start.elapsed_time(end) * ms)
-
-
 def main():
-    cycles = calibrated_sleep_cycles(25)
-    sizes = {"64 B": 16, "256 KiB": 64 << 10, "4 MiB": 1 << 20, "32 MiB": 8 << 20, "256 MiB": 64 << 20}
+    cycles_per_ms = sleep_cycles_per_ms()
+    # float32 elements; 512 KiB-2 MiB place the size at which a pageable copy starts to wait
+    sizes = {"64 B": 16, "256 KiB": 64 << 10, "512 KiB": 128 << 10, "1 MiB": 256 << 10, "2 MiB": 512 << 10,
+             "4 MiB": 1 << 20, "32 MiB": 8 << 20, "256 MiB": 64 << 20}
     cases = {}
     for label, n in sizes.items():
         src = torch.ones(n)
@@ -38,16 +32,17 @@ def main():
     for name, fn in cases.items():
         fn()
         torch.cuda.synchronize()
-        torch.cuda._sleep(cycles)
+        queue_sleep(25, cycles_per_ms)
         t0 = time.perf_counter_ns()
         fn()
         waited = time.perf_counter_ns() - t0
         torch.cuda.synchronize()
-        torch.cuda._sleep(cycles)
+        queue_sleep(25, cycles_per_ms)
         with syncscope.trap(device="cuda") as t:
             fn()
         torch.cuda.synchronize()
-        seen = [(e.kind, e.api, round((e.blocked_ns or 0) / 1e6, 2)) for e in t.events]
+        # waited: what syncscope decided from the measured time (runtime/pageable.py)
+        seen = [(e.kind, e.api, round((e.blocked_ns or 0) / 1e6, 2), f"waited={e.waited}") for e in t.events]
         print(f"{name:58s} {waited / 25e6:6.2f}  {seen}")
 
 

@@ -2,20 +2,24 @@
 
 A small transformer-like forward (a few hundred kernel launches a step, small enough to be
 launch-bound, which is where per-call overhead shows) is timed plain and under `syncscope.trap`,
-alternating rounds in one process, and the ratio of median step times is reported. The loop also
-does the slicing, `.to()` and indexing that serving code does, so the timing shims are exercised.
+alternating rounds in one process. The figure is the median of the per-round paired ratios
+(trapped / plain) with a bootstrap 95% interval (`paired_stats.py`). At least `--rounds` rounds run;
+then rounds are added, `--batch` at a time, until the interval is at most `--target-width` wide
+(1 percentage point) or `--max-rounds` is reached, so the default run gives a figure that
+reproduces within the interval. The loop also does the slicing, `.to()` and indexing that serving
+code does, so the timing shims are exercised.
 
-    python bench/runtime_overhead.py [--steps 200] [--rounds 7] [--out result.json]
+    python bench/runtime_overhead.py [--steps 50] [--rounds 41] [--max-rounds 201] [--out result.json]
 
-The `keeper` arm adds what `syncscope run` adds around the trap: the report kept on disk while
-the program runs (runtime/keeper.py: os._exit and signal hooks, a flush thread that wakes every
-2 s). With no sync in the loop it must cost nothing.
+The `trap+keeper` arm adds what `syncscope run` adds around the trap: the report kept on disk
+while the program runs (runtime/keeper.py: os._exit and signal hooks, a flush thread that wakes
+every 2 s). With no sync in the loop it must cost nothing.
 
 Without a GPU, `--cpu` times the same loop on CPU tensors with the CUDA detector's Python shims
 installed (torch's sync-debug mode needs CUDA and is left out), plain vs shims vs shims+keeper;
-`--compare-with OLD/syncscope/runtime/cuda.py` adds the shims of another checkout, side by side:
+`--compare-with OTHER/syncscope/runtime/cuda.py` adds the shims of another checkout, side by side:
 
-    python bench/runtime_overhead.py --cpu --rounds 21 --compare-with /path/to/main/syncscope/runtime/cuda.py
+    python bench/runtime_overhead.py --cpu --rounds 21 --compare-with /path/to/base/syncscope/runtime/cuda.py
 """
 
 import argparse
@@ -26,6 +30,7 @@ import time
 
 import torch
 import torch.nn as nn
+from paired_stats import median_ratio_interval  # bench/ is sys.path[0] when run as a script
 
 import syncscope
 
@@ -165,9 +170,11 @@ def cpu_main(args):
                 with arm():
                     _, c = time_steps(model, x, positions, ids, "cpu", args.steps)
                 cpu[name].append(c)
-    ratios = {name: statistics.median(a / p for p, a in zip(cpu["plain"], cpu[name])) for name in arms}
+    estimates = {name: median_ratio_interval(cpu["plain"], cpu[name]) for name in arms if name != "plain"}
     result = {"device": "cpu", "torch": torch.__version__, "plain_cpu_ms": statistics.median(cpu["plain"]) * 1e3,
-              "cpu_ratio_by_arm": ratios, "rounds": args.rounds, "steps": args.steps}
+              "cpu_ratio_by_arm": {name: e.median for name, e in estimates.items()},
+              "cpu_ratio_ci95_by_arm": {name: [e.low, e.high] for name, e in estimates.items()},
+              "rounds": args.rounds, "steps": args.steps}
     print(json.dumps(result, indent=1))
     if args.out:
         with open(args.out, "w") as fh:
@@ -224,7 +231,10 @@ def shim_costs():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--rounds", type=int, default=41, help="rounds always run (each: every arm once)")
+    parser.add_argument("--max-rounds", type=int, default=201, help="stop adding rounds here")
+    parser.add_argument("--batch", type=int, default=10, help="rounds added at a time while the interval is too wide")
+    parser.add_argument("--target-width", type=float, default=0.01, help="widest acceptable 95%% interval of the wall ratio")
     parser.add_argument("--out")
     parser.add_argument("--cpu", action="store_true", help="no GPU: CPU-time ratios of the shims and the keeper")
     parser.add_argument("--compare-with", help="with --cpu: another checkout's syncscope/runtime/cuda.py, as one more arm")
@@ -250,15 +260,25 @@ def main():
         wall = {name: [] for name in arms}
         cpu = {name: [] for name in arms}
         syncs = 0
-        for _ in range(args.rounds):
-            for name, arm in arms.items():  # interleaved, so every arm sees the same drift
-                with arm() as t:
-                    w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
-                    if t is not None:
-                        syncs += sum(1 for e in t.events if e.api != "torch.cuda.synchronize")
-                wall[name].append(w)
-                cpu[name].append(c)
+        rounds = 0
+        while True:
+            todo = args.rounds - rounds if rounds < args.rounds else min(args.batch, args.max_rounds - rounds)
+            if todo <= 0:
+                break
+            for _ in range(todo):
+                for name, arm in arms.items():  # interleaved, so every arm sees the same drift
+                    with arm() as t:
+                        w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
+                        if t is not None:
+                            syncs += sum(1 for e in t.events if e.api != "torch.cuda.synchronize")
+                    wall[name].append(w)
+                    cpu[name].append(c)
+            rounds += todo
+            if median_ratio_interval(wall["plain"], wall["trap"]).width <= args.target_width:
+                break
     plain, trapped, plain_cpu, trapped_cpu = wall["plain"], wall["trap"], cpu["plain"], cpu["trap"]
+    wall_estimate = median_ratio_interval(plain, trapped)
+    cpu_estimate = median_ratio_interval(plain_cpu, trapped_cpu)
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -267,9 +287,13 @@ def main():
         "trapped_step_ms": statistics.median(trapped) * 1e3,
         # Rounds alternate plain/trapped, so each pair shares the machine's state of the moment;
         # the median of the paired ratios is robust to the drift between rounds.
-        "ratio": statistics.median(t / p for p, t in zip(plain, trapped)),
+        "ratio": wall_estimate.median,
+        "ratio_ci95": [wall_estimate.low, wall_estimate.high],
+        "rounds": wall_estimate.rounds,
+        "target_width_met": wall_estimate.width <= args.target_width,
         "ratio_of_medians": statistics.median(trapped) / statistics.median(plain),
-        "cpu_ratio": statistics.median(t / p for p, t in zip(plain_cpu, trapped_cpu)),
+        "cpu_ratio": cpu_estimate.median,
+        "cpu_ratio_ci95": [cpu_estimate.low, cpu_estimate.high],
         "plain_cpu_ms": statistics.median(plain_cpu) * 1e3,
         "trapped_cpu_ms": statistics.median(trapped_cpu) * 1e3,
         "plain_rounds_ms": [p * 1e3 for p in plain],
@@ -281,9 +305,12 @@ def main():
     }
     print(json.dumps(result, indent=1))
     print("CPU-time ratio by arm:", {k: round(v, 4) for k, v in result["cpu_ratio_by_arm"].items()})
-    print(f"overhead, wall: {100 * (result['ratio'] - 1):+.2f}% ({result['plain_step_ms']:.3f} -> {result['trapped_step_ms']:.3f} ms/step, "
-          f"{launches} kernels/step); launching thread CPU: {100 * (result['cpu_ratio'] - 1):+.2f}% "
+    print(f"overhead, wall: {wall_estimate.describe()} ({result['plain_step_ms']:.3f} -> {result['trapped_step_ms']:.3f} ms/step, "
+          f"{launches} kernels/step); launching thread CPU: {cpu_estimate.describe()} "
           f"({result['plain_cpu_ms']:.3f} -> {result['trapped_cpu_ms']:.3f} ms/step)")
+    if not result["target_width_met"]:
+        print(f"the wall interval is {100 * wall_estimate.width:.2f} points wide after {wall_estimate.rounds} rounds "
+              f"(target {100 * args.target_width:.2f}): raise --max-rounds or --steps")
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1)

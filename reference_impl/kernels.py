@@ -22,100 +22,6 @@ PAD_SLOT_ID = -1  # slot id of padding tokens: the KV write skips them
 
 
 # --------------------------------------------------------------------------------------------
-# launching with less Python per call
-# --------------------------------------------------------------------------------------------
-def _triton_version() -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in triton.__version__.split(".")[:2])
-    except ValueError:
-        return (0, 0)
-
-
-class Launcher:
-    """`kernel[grid](*args)`, minus most of Triton's per-call Python on a GPU.
-
-    `JITFunction.run` binds and specialises every argument, computes a cache key, looks the
-    compiled kernel up and reads several knobs on every call (~15-20 us of host time). The first
-    `kernel[grid](...)` of a specialisation returns the `CompiledKernel` it launched; we keep it
-    under a key at least as fine as Triton's own specialisation (the current device, each
-    tensor's dtype and 16-byte alignment, the exact value of every specialised int and constexpr,
-    the integer type of every `do_not_specialize` int) and launch later calls with the same key
-    through the compiled kernel's launcher, with the very call `JITFunction.run` ends with in
-    Triton 3.3 to 3.9 (`compiled.run(grid..., stream, function, packed_metadata, launch_metadata,
-    enter_hook, exit_hook, *args)`, every argument, constexprs included, in signature order). A
-    new key takes the plain path, which compiles or finds the right specialisation, and is kept.
-
-    GPU-only: under `TRITON_INTERPRET=1` (the CPU tests, the simulated device), or with a Triton
-    older than 3.3, every call takes the plain path. Arguments are positional, constexprs
-    included; the tensor positions are learnt from the first call (a kernel's signature fixes
-    them)."""
-
-    _MAX_KEYS = 64  # a call site that keeps producing new keys is not worth caching
-
-    def __init__(self, kernel, do_not_specialize: tuple[int, ...] = ()):
-        self.kernel = kernel
-        self.do_not_specialize = tuple(do_not_specialize)
-        compiled_cls = getattr(getattr(triton, "compiler", None), "CompiledKernel", None)
-        jit_cls = getattr(getattr(triton, "runtime", None), "JITFunction", None)
-        self._runtime_knobs = getattr(getattr(triton, "knobs", None), "runtime", None)
-        self.enabled = (
-            compiled_cls is not None
-            and jit_cls is not None
-            and self._runtime_knobs is not None
-            and type(kernel) is jit_cls  # an InterpretedFunction (TRITON_INTERPRET=1) is not
-            and _triton_version() >= (3, 3)
-        )
-        self._compiled_cls = compiled_cls
-        self._cache: dict = {}
-        self._layout = None  # (tensor positions, other specialised positions), from the first call
-        self._driver = None
-
-    def _key(self, args) -> tuple:
-        tensors, others = self._layout
-        key = [self._driver.get_current_device()]
-        for i in tensors:
-            a = args[i]
-            key.append(a.dtype)
-            key.append(a.data_ptr() % 16 == 0)
-        for i in others:
-            key.append(args[i])
-        for i in self.do_not_specialize:  # Triton keys these by their integer type only
-            a = args[i]
-            key.append(0 if -(2**31) <= a < 2**31 else 1 if -(2**63) <= a < 2**63 else 2)
-        return tuple(key)
-
-    def _plain(self, grid, args) -> None:
-        compiled = self.kernel[grid](*args)
-        if not isinstance(compiled, self._compiled_cls) or len(self._cache) >= self._MAX_KEYS:
-            return
-        if self._layout is None:
-            from triton.runtime import driver
-
-            self._driver = driver.active
-            tensors = tuple(i for i, a in enumerate(args) if isinstance(a, torch.Tensor))
-            others = tuple(i for i in range(len(args)) if i not in tensors and i not in self.do_not_specialize)
-            self._layout = (tensors, others)
-        self._cache[self._key(args)] = (compiled, compiled.run, compiled.function, compiled.packed_metadata)
-
-    def __call__(self, grid: tuple[int, ...], device: torch.device, *args) -> None:
-        if not self.enabled or device.type != "cuda":
-            self.kernel[grid](*args)
-            return
-        entry = self._cache.get(self._key(args)) if self._layout is not None else None
-        if entry is None:
-            self._plain(grid, args)
-            return
-        compiled, run, function, packed_metadata = entry
-        grid = (grid + (1, 1))[:3]
-        driver = self._driver
-        stream = driver.get_current_stream(driver.get_current_device())
-        knobs = self._runtime_knobs
-        enter, exit_ = knobs.launch_enter_hook, knobs.launch_exit_hook
-        metadata = None if enter is None else compiled.launch_metadata(grid, stream, *args)
-        run(grid[0], grid[1], grid[2], stream, function, packed_metadata, metadata, enter, exit_, *args)
-
-
-# --------------------------------------------------------------------------------------------
 # chunk-local cumsum over variable-length sequences
 # --------------------------------------------------------------------------------------------
 @triton.jit
@@ -151,9 +57,7 @@ def chunk_local_cumsum(g: torch.Tensor, cu_seqlens: torch.Tensor, chunk_indices:
     num_chunks = chunk_indices.shape[0]  # a shape: known on the host, no sync
     if num_chunks == 0 or g.numel() == 0:
         return out
-    _launch_chunk_local_cumsum(
-        (num_chunks,),
-        g.device,
+    _chunk_local_cumsum_kernel[(num_chunks,)](
         g,
         out,
         cu_seqlens,
@@ -163,9 +67,6 @@ def chunk_local_cumsum(g: torch.Tensor, cu_seqlens: torch.Tensor, chunk_indices:
         max(2, triton.next_power_of_2(g.shape[1])),  # BLOCK_H: masked; >= 2 keeps the tile 2-D everywhere
     )
     return out
-
-
-_launch_chunk_local_cumsum = Launcher(_chunk_local_cumsum_kernel)
 
 
 def chunk_local_cumsum_reference(g: torch.Tensor, cu_seqlens: torch.Tensor, chunk_size: int) -> torch.Tensor:
@@ -230,9 +131,7 @@ def compute_slot_mapping(
     assert block_table.stride(1) == 1
     slot_mapping = torch.empty(num_tokens_padded, dtype=torch.int64, device=positions.device)
     num_reqs = req_indices.shape[0]
-    _launch_compute_slot_mapping(
-        (num_reqs + 1,),
-        positions.device,
+    _compute_slot_mapping_kernel[(num_reqs + 1,)](
         positions,
         query_start_loc,
         req_indices,
@@ -246,9 +145,6 @@ def compute_slot_mapping(
         128,  # BLOCK
     )
     return slot_mapping
-
-
-_launch_compute_slot_mapping = Launcher(_compute_slot_mapping_kernel, do_not_specialize=(6, 7))
 
 
 def compute_slot_mapping_reference(
@@ -306,14 +202,9 @@ def correct_num_computed_tokens(
     if num_reqs == 0:
         return
     block = 256
-    _launch_correct_num_computed_tokens(
-        (triton.cdiv(num_reqs, block),),
-        num_computed.device,
+    _correct_num_computed_tokens_kernel[(triton.cdiv(num_reqs, block),)](
         num_computed, req_indices, num_scheduled, num_draft, num_accepted, num_reqs, block,
     )
-
-
-_launch_correct_num_computed_tokens = Launcher(_correct_num_computed_tokens_kernel, do_not_specialize=(5,))
 
 
 def correct_num_computed_tokens_reference(num_computed, req_indices, num_scheduled, num_draft, num_accepted) -> None:

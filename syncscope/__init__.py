@@ -14,6 +14,7 @@ _LAZY = {
     "allow_sync": "syncscope.runtime.regions",
     "trap": "syncscope.runtime.trap",
     "forbid_syncs": "syncscope.runtime.trap",
+    "BubblesUnavailable": "syncscope.runtime.bubble_window",
     "Trap": "syncscope.runtime.trap",
     "HostSyncError": "syncscope.runtime.policy",
     "Policy": "syncscope.runtime.policy",

@@ -55,6 +55,9 @@ class Observation:
     path: str
     sites: tuple[ObservedSite, ...]
     steps: int | None = None  # runtime: steps the run made, when the report says
+    # runtime: in-scope pageable `non_blocking` copies that did not block in this run
+    # (`SiteStats.potential`). Listed by the gate, never failing it, never put in a baseline.
+    potential: tuple[ObservedSite, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,8 @@ def _numbered(raw: list[tuple[Site, dict]]) -> list[tuple[Site, dict]]:
     return [(numbered[(s.path, s.line, s.kind, s.function, s.source)], payload) for s, payload in raw]
 
 
-def _runtime_sites(data: dict, origin: str) -> list[ObservedSite]:
+def _runtime_sites(data: dict, origin: str) -> tuple[list[ObservedSite], list[ObservedSite]]:
+    """The gated sites of a runtime report, and apart from them its potential syncs."""
     from syncscope.report.model import Report, ReportError
 
     try:
@@ -137,10 +141,13 @@ def _runtime_sites(data: dict, origin: str) -> list[ObservedSite]:
     # that count: in scope and not allowed. Allowed syncs were accepted in code, not here.
     raw = [(s.site(), {"stats": s, "raw": r}) for s, r in zip(report.sites, data["sites"])]
     merged: dict[str, ObservedSite] = {}
+    blocked: set[str] = set()  # fingerprints with at least one site (scope, process) that blocked
     for site, payload in _numbered(raw):
         stats = payload["stats"]
         if not stats.in_scope or stats.allowed:
             continue
+        if not stats.potential:
+            blocked.add(site.fingerprint())
         processes = payload["raw"].get("processes") or []  # written by syncscope combine
         ranks = sorted({p["rank"] for p in processes if isinstance(p, dict) and p.get("count") and isinstance(p.get("rank"), int)})
         fp = site.fingerprint()
@@ -155,7 +162,9 @@ def _runtime_sites(data: dict, origin: str) -> list[ObservedSite]:
             message=f"host sync ({site.kind}) via {', '.join(stats.apis) or 'torch'}: {count} event(s) in the run",
             ranks=tuple(ranks),
         )
-    return list(merged.values())
+    # Potential only if no site merged into the fingerprint blocked: a copy that blocked once counts.
+    gated = [o for fp, o in merged.items() if fp in blocked]
+    return gated, [o for fp, o in merged.items() if fp not in blocked]
 
 
 def _lint_items(data: Any, origin: str) -> list:
@@ -219,9 +228,9 @@ def load_observation(path: str) -> Observation:
     if isinstance(data, dict) and data.get("schema") == SCHEMA:
         raise InputError(f"{path}: this is a baseline, not a report (pass it with --baseline)")
     if isinstance(data, dict) and "schema" in data:
-        sites = _runtime_sites(data, path)
+        sites, potential = _runtime_sites(data, path)
         steps = data.get("steps")
-        return Observation(RUNTIME, path, tuple(sites), steps if isinstance(steps, int) and steps > 0 else None)
+        return Observation(RUNTIME, path, tuple(sites), steps if isinstance(steps, int) and steps > 0 else None, tuple(potential))
     return Observation(LINT, path, tuple(_lint_sites(data, path)))
 
 

@@ -95,6 +95,13 @@ def _merge_into(target: SiteStats, s: SiteStats) -> None:
     target.count += s.count
     target.blocked_ns += s.blocked_ns
     target.measured += s.measured
+    target.did_not_block += s.did_not_block
+    if s.bubble_count is not None:  # bubble windows (issue 11): counts and idle time add up
+        both = target.bubble_count is not None
+        target.bubble_count = (target.bubble_count or 0) + s.bubble_count
+        target.bubble_ns = (target.bubble_ns or 0) + (s.bubble_ns or 0)
+        # Each process had a window of its own: a share of one of them says nothing of the sum.
+        target.bubble_share = None if both else s.bubble_share
     target.apis.extend(a for a in s.apis if a not in target.apis)
     target.regions.extend(r for r in s.regions if r not in target.regions)
     target.related = target.related or s.related

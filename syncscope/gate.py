@@ -28,6 +28,9 @@ class GateResult:
     fixed: tuple[BaselineEntry, ...]  # in the baseline, not seen now: `--update` drops them
     over_budget: tuple[OverBudget, ...]  # accepted sites syncing more often per step than allowed
     accepted: tuple[ObservedSite, ...]
+    # Pageable non_blocking copies that did not block in this run and are not in the baseline:
+    # listed, never failing (they fail once a run shows them block: then they are new sites).
+    potential: tuple[ObservedSite, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -46,7 +49,8 @@ def check(observation: Observation, baseline: Baseline, steps: int | None = None
         )
     steps = steps or observation.steps
     entries = {e.fingerprint: e for e in baseline.entries}
-    seen = {o.fingerprint for o in observation.sites}
+    # A baseline site seen only as a potential sync is still there: not "fixed", not dropped.
+    seen = {o.fingerprint for o in observation.sites} | {o.fingerprint for o in observation.potential}
     new, accepted, over = [], [], []
     for o in observation.sites:
         entry = entries.get(o.fingerprint)
@@ -65,7 +69,8 @@ def check(observation: Observation, baseline: Baseline, steps: int | None = None
                 over.append(OverBudget(o, entry, per_step))
     fixed = tuple(e for e in baseline.entries if e.fingerprint not in seen)
     order = lambda o: (o.site.path, o.site.line, o.site.kind)  # noqa: E731
-    return GateResult(tuple(sorted(new, key=order)), fixed, tuple(over), tuple(sorted(accepted, key=order)))
+    potential = tuple(sorted((o for o in observation.potential if o.fingerprint not in entries), key=order))
+    return GateResult(tuple(sorted(new, key=order)), fixed, tuple(over), tuple(sorted(accepted, key=order)), potential)
 
 
 def describe_site(o: ObservedSite, max_frames: int = 8) -> list[str]:
@@ -104,6 +109,14 @@ def render_text(result: GateResult, observation: Observation, baseline_path: str
             f"syncscope gate: {s.path}:{s.line}: {s.kind} syncs {ob.per_step:.3g} times per step, "
             f"budget {ob.entry.max_per_step:g}"
         )
+    if result.potential:
+        out.append(
+            f"syncscope gate: {len(result.potential)} potential sync site(s), not failing the gate: pageable "
+            "non_blocking copies that did not block in this run (they block once the copy or the GPU queue is "
+            "large enough; pin the source to remove them):"
+        )
+        for o in result.potential:
+            out.extend(describe_site(o))
     if result.fixed:
         out.append(f"syncscope gate: {len(result.fixed)} baseline site(s) no longer seen (run with --update to drop them):")
         for e in result.fixed:
@@ -113,5 +126,6 @@ def render_text(result: GateResult, observation: Observation, baseline_path: str
         f"syncscope gate {verdict}: {len(observation.sites)} site(s) in {observation.path}, "
         f"{len(result.accepted)} accepted by the baseline, {len(result.new)} new, "
         f"{len(result.over_budget)} over budget, {len(result.fixed)} fixed"
+        + (f", {len(result.potential)} potential (not gated)" if result.potential else "")
     )
     return "\n".join(out)

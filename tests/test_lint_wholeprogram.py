@@ -55,7 +55,7 @@ HELPERS = """
     def slice_lens(cu_seqlens):
         return cu_seqlens[1:] - cu_seqlens[:-1]
 
-    def to_host(x):
+    def gather(x):
         return x.cpu()
 
     def fetch(x):
@@ -448,3 +448,49 @@ def test_an_attribute_a_class_fills_from_host_data_is_a_host_receiver(tmp_path):
     # `mask_tensors` is filled from a host copy (`to_cpu_nonblocking()`): its fields are on
     # the host and `tolists()` copies nothing; `device_out` is the device object
     assert chained(run) == [("pkg/async_out.py", 12, "SYN602")]
+
+
+def test_cached_runs_give_the_whole_program_findings_of_a_fresh_one(tmp_path):
+    """The cache keeps the per-function facts apart from the small per-file results and the
+    pass's output keyed by every file's content: a rerun, an edit of the helper module, and a
+    cache that lost its facts file all give what an uncached run gives."""
+    import os
+    import time
+
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "helpers.py").write_text("def gather(x):\n    return x.cpu()\n")
+    (root / "calc.py").write_text("def numbers(x):\n    return x.tolist()\n")  # facts only: no torch word
+    (root / "step.py").write_text(textwrap.dedent("""
+        import torch
+        from .helpers import gather
+        from .calc import numbers
+
+        def step(t: torch.Tensor):
+            a = gather(t)
+            return numbers(t)
+    """))
+    config = make_config(tmp_path)
+
+    def findings(**kw):
+        return chained(lint_paths([str(root)], config, jobs=1, **kw))
+
+    fresh = findings(use_cache=False)
+    assert [line for _, line, _ in fresh] == [7, 8]
+    assert findings() == fresh  # cold, writes the cache
+    assert findings() == fresh  # warm: the pass's output comes from the cache
+    cache_dir = tmp_path / ".syncscope_cache"
+    assert sorted(name.rsplit("-", 1)[1] for name in os.listdir(cache_dir) if name.endswith(".pickle")) == [
+        "facts.pickle", "files.pickle", "solved.pickle"]
+
+    time.sleep(0.01)
+    (root / "helpers.py").write_text("def gather(x):\n    return x\n")  # no longer syncs
+    edited = findings()
+    assert edited == findings(use_cache=False) == [fresh[1]]
+
+    for name in os.listdir(cache_dir):
+        if name.endswith(("facts.pickle", "solved.pickle")):
+            os.unlink(cache_dir / name)
+    (root / "helpers.py").write_text("def gather(x):\n    y = x\n    return y.cpu()\n")
+    assert findings() == findings(use_cache=False) == fresh

@@ -140,7 +140,7 @@ def test_report_aggregates_sites_sorted_by_blocked_time(tmp_path):
     rec.record(SyncKind.NONZERO, "torch.nonzero", blocked_ns=10_000)
     report = build_report(rec.events, {"device": "sim"})
     data = report.to_json()
-    assert data["schema"] == "syncscope.report" and data["version"] == 1
+    assert data["schema"] == "syncscope.report" and data["version"] == 2
     first, second = data["sites"]
     assert first["kind"] == "nonzero" and first["blocked_ns"] == 10_000
     assert second["count"] == 3 and second["blocked_ns"] == 3000 and second["mean_blocked_ns"] == 1000

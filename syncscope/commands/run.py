@@ -28,6 +28,10 @@ def execute(
     module_forward: bool,
     allow: list[str],
     show_table: bool,
+    bubbles: bool = False,
+    bubble_steps: int = 20,
+    bubble_warmup: int = 3,
+    bubble_seconds: float = 10.0,
 ) -> None:
     import os
     import sys
@@ -45,6 +49,15 @@ def execute(
         resolved = resolve_device(device)
     except (config.ConfigError, DeviceUnavailable, ValueError) as exc:
         _fail(str(exc))
+    if bubbles:  # issue 11: GPU idle time per sync site (runtime/bubble_window.py)
+        from syncscope.runtime.bubble_window import BubblesUnavailable, check_available
+
+        if bubble_steps < 1 or bubble_warmup < 0 or bubble_seconds <= 0:
+            _fail("--bubble-steps must be >= 1, --bubble-warmup >= 0 and --bubble-seconds > 0")
+        try:
+            check_available(resolved)
+        except BubblesUnavailable as exc:
+            _fail(str(exc))
     # Child processes and torchrun ranks (issue 6, syncscope/multiprocess.py): each rank gets a
     # report name of its own, and multiprocessing children write reports of their own.
     from syncscope import multiprocess
@@ -55,9 +68,10 @@ def execute(
     report_path = multiprocess.process_report_path(os.path.abspath(report_path))
 
     outcome = None
-    with trap(resolved, policy, allow=allow_rules, root=root) as t:
+    bubble_options = dict(bubbles=bubbles, bubble_steps=bubble_steps, bubble_warmup=bubble_warmup, bubble_seconds=bubble_seconds)
+    with trap(resolved, policy, allow=allow_rules, root=root, **bubble_options) as t:
         try:
-            undo = regions.apply_scopes(scope, module_forward)
+            undo = regions.apply_scopes(scope, module_forward, main_module=target if module else None)
         except (ImportError, AttributeError, ValueError) as exc:
             _fail(f"--scope: {exc}")
         stop_following = multiprocess.follow_children(children)
@@ -108,10 +122,13 @@ class _RunReport:
         if final is None:
             meta.update(status="running", exit_code=None, error=None)  # a flush while it runs
         else:
+            if self.t.bubble_window is not None:
+                self.t.bubble_window.finish()
             self.t.recorder.settle_scope()
             meta.update(final)
         meta["report_path"] = self.report_path
-        report = build_report(list(self.t.events), meta, errors=hook_errors.snapshot())
+        bubbles = self.t.bubbles if final is not None else None  # the window is only complete at the end
+        report = build_report(list(self.t.events), meta, bubbles=bubbles, errors=hook_errors.snapshot())
         write_json_atomic(self.report_path, report.to_json())
         if final is not None:
             self.report = report
@@ -162,10 +179,14 @@ def register(app: typer.Typer) -> None:
         device: str = typer.Option("auto", "--device", help="cuda | sim | auto (cuda when a GPU is present)"),
         policy: str = typer.Option("record", "--policy", help="record | warn | error"),
         report: str = typer.Option(DEFAULT_REPORT, "-o", "--report", help="where to write the JSON report"),
-        scope: List[str] = typer.Option([], "--scope", help="package.module:Class.method whose calls are in scope"),
+        scope: List[str] = typer.Option([], "--scope", help="package.module:Class.method (or __main__:Class.method, file.py:Class.method) whose calls are in scope"),
         module_forward: bool = typer.Option(False, "--module-forward", help="every nn.Module forward is in scope"),
         allow: List[str] = typer.Option([], "--allow", help="allow syncs at PATH[:LINE][@KIND] (still reported)"),
         table: bool = typer.Option(True, "--table/--no-table", help="print the table of sites"),
+        bubbles: bool = typer.Option(False, "--bubbles", help="GPU only: profile a window and attribute GPU idle time to sync sites"),
+        bubble_steps: int = typer.Option(20, "--bubble-steps", help="top-level regions to profile (after --bubble-warmup)"),
+        bubble_warmup: int = typer.Option(3, "--bubble-warmup", help="top-level regions skipped before the window"),
+        bubble_seconds: float = typer.Option(10.0, "--bubble-seconds", help="window length in a program without regions"),
     ) -> None:
         """Run a program (script.py args... or -m module args...) and report its host syncs."""
         if not target:
@@ -181,6 +202,10 @@ def register(app: typer.Typer) -> None:
             module_forward=module_forward,
             allow=list(allow),
             show_table=table,
+            bubbles=bubbles,
+            bubble_steps=bubble_steps,
+            bubble_warmup=bubble_warmup,
+            bubble_seconds=bubble_seconds,
         )
 
     @app.command("report")

@@ -84,7 +84,7 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 PY_BUILTINS = frozenset(
     "len range isinstance issubclass hasattr callable id hash str repr format bytes int float bool "
     "complex dict set frozenset tuple list sorted reversed enumerate zip type chr ord bin hex oct "
-    "divmod round abs print".split()
+    "divmod round abs print memoryview bytearray".split()
 )
 TYPE_HOST_HINTS = ("ndarray", "NDArray", "array")
 TYPE_PY_HINTS = frozenset(
@@ -989,7 +989,7 @@ class ModuleAnalyzer:
             if any(w == P.HOST for w in wheres):
                 return P.HOST
             return P.TENSOR
-        if qualname.startswith("numpy."):
+        if qualname.startswith(("numpy.", "array.")):  # array.array is host memory too
             return P.HOST
         if qualname.startswith("math."):
             return P.PY

@@ -1,10 +1,17 @@
-"""Content-hash cache: an unchanged file is not read by libcst again.
+"""Content-hash cache: an unchanged file is not read by libcst again, and an unchanged tree is
+not solved again.
 
-One pickle per (tool version, analysis config) in `<root>/.syncscope_cache/`, mapping the
-relative path to (content hash, (mtime, size), RawResult). A single file loads in a few milliseconds, which is
-what makes a no-change rerun fast; it is replaced atomically, so concurrent runs at worst redo
-some work. Entries for files not seen in a run are kept, so linting a subdirectory does not
-evict the rest of the tree.
+Three pickles per (tool version, analysis config) in `<root>/.syncscope_cache/`:
+  * `…-files.pickle`: relative path -> (content hash, (mtime, size), RawResult without its
+    whole-program facts). Small; loaded on every run.
+  * `…-facts.pickle`: relative path -> (content hash, whole-program facts pickled on their own).
+    Several times larger (every function's calls); loaded only when the whole-program pass has
+    to run again, and each file's facts are unpickled only when that file is linted: loading
+    and rewriting the table is then a copy of bytes, not a rebuild of millions of objects.
+  * `…-solved.pickle`: the whole-program pass's output for the last few trees, keyed by every
+    file's content hash. A rerun with nothing changed reads this and skips the pass.
+Each is replaced atomically, so concurrent runs at worst redo some work. Entries for files not
+seen in a run are kept, so linting a subdirectory does not evict the rest of the tree.
 """
 
 from __future__ import annotations
@@ -13,8 +20,11 @@ import hashlib
 import os
 import pickle
 import tempfile
+from dataclasses import replace
 
-CACHE_FORMAT = 9  # bump when RawResult changes shape
+CACHE_FORMAT = 10  # bump when RawResult changes shape
+FACT_FIELDS = ("exports", "functions", "classes", "roots")  # what only the whole-program pass reads
+SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
 
 
 def code_stamp() -> str:
@@ -34,20 +44,32 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def tree_key(digests: dict[str, str]) -> str:
+    """One hash for a set of files and their contents: the whole-program pass's input."""
+    h = hashlib.blake2b(digest_size=16)
+    for rel in sorted(digests):
+        h.update(f"{rel}\0{digests[rel]}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
 class Cache:
     def __init__(self, root: str, cache_dir: str, config_key: str) -> None:
         directory = cache_dir if os.path.isabs(cache_dir) else os.path.join(root, cache_dir)
         self.directory = directory
-        self.path = os.path.join(directory, f"lint-v{CACHE_FORMAT}-{code_stamp()}-{config_key}.pickle")
-        self.entries: dict[str, tuple[str, tuple[int, int] | None, object]] = {}
+        self.prefix = os.path.join(directory, f"lint-v{CACHE_FORMAT}-{code_stamp()}-{config_key}")
+        self.entries: dict[str, tuple[str, tuple[int, int] | None, object]] = _load(self._file("files"), dict)
+        self._facts: dict[str, tuple[str, bytes]] | None = None  # loaded on first need
+        self._solved: list | None = None
         self.dirty = False
-        try:
-            with open(self.path, "rb") as handle:
-                loaded = pickle.load(handle)
-            if isinstance(loaded, dict):
-                self.entries = loaded
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
-            self.entries = {}  # no cache yet, or one we cannot read: start over
+        self.facts_dirty = False
+        self.solved_dirty = False
+
+    def _file(self, part: str) -> str:
+        return f"{self.prefix}-{part}.pickle"
+
+    def digest_of(self, rel_path: str) -> str | None:
+        entry = self.entries.get(rel_path)
+        return entry[0] if entry is not None else None
 
     def get(self, rel_path: str, digest: str):
         entry = self.entries.get(rel_path)
@@ -67,11 +89,50 @@ class Cache:
     def put(self, rel_path: str, digest: str, result, stamp: tuple[int, int] | None = None) -> None:
         if result.internal_error:  # never cache our own failures
             return
-        self.entries[rel_path] = (digest, stamp, result)
         self.dirty = True
+        if result.has_facts:  # else it came from this cache with these facts already stored
+            facts = self._facts_table()
+            if rel_path not in facts or facts[rel_path][0] != digest:
+                blob = pickle.dumps(tuple(getattr(result, name) for name in FACT_FIELDS), protocol=pickle.HIGHEST_PROTOCOL)
+                facts[rel_path] = (digest, blob)
+                self.facts_dirty = True
+        self.entries[rel_path] = (digest, stamp, _without_facts(result))
+
+    def with_facts(self, rel_path: str, result):
+        """`result` with its whole-program facts, read from the facts pickle when the result
+        came from the small one (None when they are missing: the caller re-analyzes)."""
+        if result.has_facts:
+            return result
+        entry = self._facts_table().get(rel_path)
+        if entry is None or entry[0] != self.digest_of(rel_path):
+            return None
+        try:
+            values = pickle.loads(entry[1])
+        except Exception:  # a damaged entry: the caller re-analyzes the file
+            return None
+        return replace(result, **dict(zip(FACT_FIELDS, values)), has_facts=True)
+
+    def _facts_table(self) -> dict:
+        if self._facts is None:
+            self._facts = _load(self._file("facts"), dict)
+        return self._facts
+
+    def get_solved(self, key: str):
+        if self._solved is None:
+            self._solved = _load(self._file("solved"), list)
+        for stored_key, value in self._solved:
+            if stored_key == key:
+                return value
+        return None
+
+    def put_solved(self, key: str, value) -> None:
+        if self._solved is None:
+            self._solved = _load(self._file("solved"), list)
+        self._solved = [(key, value)] + [item for item in self._solved if item[0] != key][:SOLVED_KEPT - 1]
+        self.solved_dirty = True
 
     def save(self) -> None:
-        if not self.dirty:
+        if not (self.dirty or self.facts_dirty or self.solved_dirty):
             return
         try:
             os.makedirs(self.directory, exist_ok=True)
@@ -79,12 +140,40 @@ class Cache:
             if not os.path.exists(gitignore):
                 with open(gitignore, "w") as handle:
                     handle.write("*\n")
-            fd, temp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(self.entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temp, self.path)
+            if self.dirty:
+                self._write("files", self.entries)
+            if self.facts_dirty:
+                self._write("facts", self._facts)
+            if self.solved_dirty:
+                self._write("solved", self._solved)
+            mine = {os.path.basename(self._file(part)) for part in ("files", "facts", "solved")}
             for name in os.listdir(self.directory):  # results of older linter versions
-                if name.startswith("lint-v") and os.path.join(self.directory, name) != self.path:
+                if name.startswith("lint-v") and name.endswith(".pickle") and name not in mine:
                     os.unlink(os.path.join(self.directory, name))
         except OSError:
             pass  # a read-only tree still lints, just without a cache
+
+    def _write(self, part: str, value) -> None:
+        fd, temp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temp, self._file(part))
+        except BaseException:
+            os.unlink(temp)
+            raise
+
+
+def _without_facts(result):
+    if not result.has_facts:
+        return result
+    return replace(result, **{name: {} for name in FACT_FIELDS}, has_facts=False)
+
+
+def _load(path: str, kind):
+    try:
+        with open(path, "rb") as handle:
+            loaded = pickle.load(handle)
+        return loaded if isinstance(loaded, kind) else kind()
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+        return kind()  # no cache yet, or one we cannot read: start over

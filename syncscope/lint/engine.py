@@ -7,12 +7,13 @@ import, no process pool.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 from dataclasses import dataclass, field
 
 from ..site import Site, with_occurrences
-from .cache import Cache, content_hash
+from .cache import Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
 from .provenance import HOST, PY
@@ -89,6 +90,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     triggers = trigger_pattern(config)
     results: dict[str, RawResult] = {}
     texts: dict[str, bytes] = {}
+    digests: dict[str, str] = {}  # the whole-program pass's input, for its cache
     todo: list[tuple] = []  # (absolute, rel, module, is_package, digest, stamp, facts only)
     for absolute, rel in files:
         run.abs_paths[rel] = absolute
@@ -98,15 +100,18 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             cached = cache.get_unchanged(rel, stamp) if cache else None
             if cached is not None:
                 results[rel] = cached
+                digests[rel] = cache.digest_of(rel)
                 run.cached += 1
                 continue
             with open(absolute, "rb") as handle:
                 data = handle.read()
         except OSError as error:
             results[rel] = RawResult(findings=[("SYN001", 1, 1, 1, 1, "<module>", f"cannot read file: {error.strerror}", None, "error")])
+            digests[rel] = f"unreadable {error.errno}"
             continue
         texts[rel] = data
         digest = content_hash(data)
+        digests[rel] = digest
         cached = cache.get(rel, digest) if cache else None
         if cached is not None:
             results[rel] = cached
@@ -133,10 +138,9 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             cache.put(rel, digest, result, stamp)
         if result.internal_error:
             run.internal_errors.append(f"{rel}: {result.internal_error}")
+    extra, host_params, host_origins = _whole_program(results, digests, cache, config, run.abs_paths) if config.cross_file else ({}, set(), set())
     if cache is not None:
         cache.save()
-
-    extra, host_params, host_origins = solve(results) if config.cross_file else ({}, set(), set())
     host_fields = _host_fields(results)
     sites: list[tuple[Site, _Pending]] = []
     for rel in sorted(results):
@@ -179,6 +183,41 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         run.findings.append(Finding(numbered_site, p.code, p.message, p.level, p.column, p.fix,
                                     numbered_site.fingerprint(), p.chain))
     return run
+
+
+def _whole_program(results: dict, digests: dict, cache: Cache | None, config: LintConfig, abs_paths: dict):
+    """The whole-program pass's findings, from the cache when no file changed since it last ran
+    on this set of files (then the per-function facts are not even loaded)."""
+    # The pass builds a few million small tuples and dicts, none of them cyclic; the cyclic
+    # collector's scans over the growing heap cost more than the pass itself (measured 1.1 s of
+    # 2.6 s on 1,700 vLLM files), so it is paused while the pass runs.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _solve_or_reuse(results, digests, cache, config, abs_paths)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: LintConfig, abs_paths: dict):
+    key = tree_key(digests) if cache is not None else None
+    if cache is not None:
+        solved = cache.get_solved(key)
+        if solved is not None:
+            return solved
+        for rel, result in list(results.items()):
+            if not result.has_facts:
+                full = cache.with_facts(rel, result)
+                if full is None:  # facts lost from the cache: analyze the file again
+                    absolute = abs_paths[rel]
+                    module, is_package = module_name(absolute)
+                    full = analyze_file(absolute, module, is_package, config, False)
+                results[rel] = full
+    solved = solve(results)
+    if cache is not None:
+        cache.put_solved(key, solved)
+    return solved
 
 
 def _host_fields(results: dict) -> set[str]:

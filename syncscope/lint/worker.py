@@ -47,6 +47,8 @@ class RawResult:
     # finding index -> the call (by name) whose result it flags (wholeprogram.py decides)
     origin_reads: dict = field(default_factory=dict)
     internal_error: str | None = None
+    # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
+    has_facts: bool = True
 
 
 class Registry:
@@ -121,7 +123,7 @@ def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawRes
     return result
 
 
-def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers) -> None:
+def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers, hints=None) -> None:
     from .facts import file_facts
     from .imports import aliases_from_ast
 
@@ -134,10 +136,11 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
     result.module = module
     result.exports = aliases
-    if not result.field_hints:
+    if hints is None:
         from .classinfo import class_hints
 
-        result.field_hints = {f"{c}.{a}": where for (c, a), where in class_hints(tree).items()}
+        hints = class_hints(tree)
+    result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     result.functions, result.classes = file_facts(tree, module, aliases, config.name_hints, is_cold)
 
 
@@ -318,8 +321,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         if analyzer.counter != len(spans):
             raise _FallBack()
         _collect(analyzer, spans, plain_lines, result)
-    result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
-    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers))
+    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers), hints)
     return result
 
 
@@ -403,7 +405,7 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config):
     _collect(analyzer, spans, text.splitlines(), result)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     if tree is not None:
-        _add_facts(result, tree, module, is_package, config, frozenset())
+        _add_facts(result, tree, module, is_package, config, frozenset(), hints)
     return result, analyzer
 
 

@@ -51,6 +51,9 @@ def render_report(report: "Report", limit: int = MAX_ROWS) -> str:
         facts.append(f"host blocked {_ms(blocked)} ms in total")
     if report.meta.get("combined_from"):
         facts.append(f"{len(report.meta['combined_from'])} processes combined")
+    potential = report.potential()
+    if potential:
+        facts.append(f"{sum(s.count for s in potential)} potential (pageable non_blocking copies that did not block)")
     if allowed:
         facts.append(f"{sum(s.count for s in allowed)} allowed")
     if out_of_scope:

@@ -17,8 +17,10 @@ from syncscope.runtime.events import Frame, HostSyncEvent
 from syncscope.site import Site, with_occurrences
 
 SCHEMA = "syncscope.report"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: per-site bubble fields and the top-level `bubbles` window (issue 11)
+READABLE_VERSIONS = (1, 2)  # a version-1 report reads as one made without a bubble window
 MAX_EVENTS = 200_000  # counts in sites stay exact past this; only the per-event timeline is cut
+MAX_GAPS = 50_000  # likewise for the bubble window's per-gap timeline
 
 
 class ReportError(ValueError):
@@ -41,14 +43,38 @@ class SiteStats:
     count: int = 0
     blocked_ns: int = 0
     measured: int = 0  # how many events had a measured blocked time
+    # Events whose measured time says they did not wait (pageable non_blocking copies only,
+    # runtime/pageable.py). A site where every event did not wait is only a potential sync.
+    did_not_block: int = 0
     stack: list[dict] = field(default_factory=list)
     related: dict | None = None
     allow_reason: str | None = None
     fingerprint: str = ""
+    # GPU idle time after this site's syncs (runtime/bubbles.py); None where the run had no
+    # profiled window (no --bubbles, the simulated device, a version-1 report).
+    bubble_count: int | None = None
+    bubble_ns: int | None = None
+    bubble_share: float | None = None  # bubble_ns / the window's GPU time
+
+    @property
+    def potential(self) -> bool:
+        """A pageable `non_blocking` copy that did not block in this run (each of its events was
+        measured and none waited): a sync once the copy or the queue grows, not one that cost
+        time here. Kept apart from the syncs that blocked, in the table and the gate."""
+        return self.count > 0 and self.did_not_block == self.count
 
     @property
     def mean_blocked_ns(self) -> int | None:
         return self.blocked_ns // self.measured if self.measured else None
+
+    @property
+    def mean_bubble_ns(self) -> int | None:
+        return self.bubble_ns // self.bubble_count if self.bubble_count else None
+
+    @property
+    def cost_ns(self) -> int:
+        """What the site costs, for sorting: the larger of the host's wait and the GPU's idle."""
+        return max(self.blocked_ns, self.bubble_ns or 0)
 
     def site(self) -> Site:
         return Site(self.path, self.line, self.function, self.kind, self.source)
@@ -65,6 +91,8 @@ class SiteStats:
             "blocked_ns": self.blocked_ns if self.measured else None,
             "mean_blocked_ns": self.mean_blocked_ns,
             "blocked_measured": self.measured,
+            "did_not_block": self.did_not_block,
+            "potential": self.potential,
             "in_scope": self.in_scope,
             "allowed": self.allowed,
             "allow_reason": self.allow_reason,
@@ -72,6 +100,10 @@ class SiteStats:
             "stack": self.stack,
             "related": self.related,
             "fingerprint": self.fingerprint,
+            "bubble_count": self.bubble_count,
+            "bubble_ns": self.bubble_ns,
+            "mean_bubble_ns": self.mean_bubble_ns,
+            "bubble_share": self.bubble_share,
         }
 
     @classmethod
@@ -99,10 +131,14 @@ class SiteStats:
             count=_count(data, "count"),
             blocked_ns=_count(data, "blocked_ns", 0),
             measured=_count(data, "blocked_measured", 0),
+            did_not_block=_count(data, "did_not_block", 0),
             stack=stack,
             related=related,
             allow_reason=data.get("allow_reason") if isinstance(data.get("allow_reason"), str) else None,
             fingerprint=_str(data, "fingerprint", ""),
+            bubble_count=_optional_count(data, "bubble_count"),
+            bubble_ns=_optional_count(data, "bubble_ns"),
+            bubble_share=_optional_share(data, "bubble_share"),
         )
 
 
@@ -150,12 +186,28 @@ def _strs(data: dict, key: str) -> list[str]:
     return list(value)
 
 
+def _optional_count(data: dict, key: str) -> int | None:
+    return None if data.get(key) is None else _count(data, key)
+
+
+def _optional_share(data: dict, key: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{key} must be a fraction between 0 and 1, not {str(value)[:40]}")
+    return float(value)
+
+
 def _site_key(e: HostSyncEvent) -> tuple:
     return (e.site.path, e.site.line, e.kind, e.in_scope, e.allowed)
 
 
-def sites_from_events(events: Iterable[HostSyncEvent]) -> list[SiteStats]:
-    """Aggregate events into sites, sorted by total blocked time then count (largest first)."""
+def sites_from_events(events: Iterable[HostSyncEvent], window=None) -> list[SiteStats]:
+    """Aggregate events into sites, sorted by cost (the larger of total blocked time and total
+    bubble time) then count, largest first. `window`: a bubble window's `WindowResult`, whose
+    sync keys index `events`."""
+    events = list(events)
     by_key: dict[tuple, SiteStats] = {}
     for e in events:
         key = _site_key(e)
@@ -181,14 +233,69 @@ def sites_from_events(events: Iterable[HostSyncEvent]) -> list[SiteStats]:
         if e.blocked_ns is not None:
             stats.blocked_ns += e.blocked_ns
             stats.measured += 1
+        if e.waited is False:
+            stats.did_not_block += 1
+    if window is not None:
+        _add_bubbles(by_key, events, window)
     return assign_fingerprints(list(by_key.values()))
+
+
+def _add_bubbles(by_key: dict[tuple, SiteStats], events: list[HostSyncEvent], window) -> None:
+    from syncscope.runtime.bubbles import site_totals
+
+    gpu_time = window.attribution.gpu_time_ns
+    for stats in by_key.values():
+        stats.bubble_count, stats.bubble_ns, stats.bubble_share = 0, 0, 0.0
+    for key, (count, ns) in site_totals(window.attribution, lambda index: _site_key(events[index])).items():
+        stats = by_key[key]
+        stats.bubble_count, stats.bubble_ns = count, ns
+        stats.bubble_share = round(ns / gpu_time, 6) if gpu_time else None
+
+
+def bubbles_summary(window, events: list[HostSyncEvent], site_index: dict[tuple, int]) -> dict[str, Any]:
+    """The report's top-level `bubbles` object (docs/report-schema.md)."""
+    a = window.attribution
+    gaps = a.gaps[:MAX_GAPS]
+    return {
+        "mode": window.mode,
+        "steps": window.steps,
+        "warmup": window.warmup,
+        "window_start_ns": a.window_start_ns,
+        "window_end_ns": a.window_end_ns,
+        "window_ns": a.window_ns,
+        "devices": list(a.devices),
+        "gpu_time_ns": a.gpu_time_ns,
+        "total_idle_ns": a.total_idle_ns,
+        "idle_ns": a.idle_by_cause(),
+        "syncscope_ns": a.syncscope_ns,
+        "bubble_count": sum(1 for g in a.gaps if g.cause == "sync"),
+        "bubble_ns": a.idle_by_cause()["sync"],
+        "gap_count": len(a.gaps),
+        "syncs_in_window": len(window.marks),
+        "activities": window.activities,
+        "release_lag_ns": window.release_lag_ns(),
+        "overhead_ns": dict(window.overhead_ns),
+        "notes": list(window.notes),
+        "gaps": [
+            {
+                "device": g.device,
+                "start_ns": g.start_ns,
+                "end_ns": g.end_ns,
+                "cause": g.cause,
+                "site": site_index[_site_key(events[g.sync])] if g.sync is not None else None,
+                "idle_ns": g.idle_ns,
+            }
+            for g in gaps
+        ],
+        "gaps_truncated": len(a.gaps) - len(gaps),
+    }
 
 
 def assign_fingerprints(sites: list[SiteStats]) -> list[SiteStats]:
     fingerprints = {site: site.fingerprint() for site in with_occurrences(s.site() for s in sites)}
     for stats in sites:
         stats.fingerprint = fingerprints[stats.site()]
-    return sorted(sites, key=lambda s: (-s.blocked_ns, -s.count, s.path, s.line))
+    return sorted(sites, key=lambda s: (-s.cost_ns, -s.count, s.path, s.line))
 
 
 @dataclass
@@ -207,11 +314,16 @@ class Report:
 
     def grouped(self) -> tuple[list[SiteStats], list[SiteStats], list[SiteStats]]:
         """The sites as every rendering shows them apart: those that count (in scope, not
-        allowed), the allowed ones, and the rest (outside the regions in scope)."""
-        in_scope = [s for s in self.sites if s.in_scope and not s.allowed]
+        allowed, and blocked), the allowed ones, and the rest (outside the regions in scope).
+        In-scope potential syncs that did not block are in none of the three: `potential()`."""
+        in_scope = [s for s in self.sites if s.in_scope and not s.allowed and not s.potential]
         allowed = [s for s in self.sites if s.allowed]
         out_of_scope = [s for s in self.sites if not s.in_scope and not s.allowed]
         return in_scope, allowed, out_of_scope
+
+    def potential(self) -> list[SiteStats]:
+        """In-scope, not allowed sites that are only potential syncs (`SiteStats.potential`)."""
+        return [s for s in self.sites if s.in_scope and not s.allowed and s.potential]
 
     def to_json(self) -> dict:
         return {
@@ -222,9 +334,11 @@ class Report:
                 "sites": len(self.sites),
                 "events": sum(s.count for s in self.sites),
                 "in_scope_events": sum(s.count for s in self.sites if s.in_scope and not s.allowed),
+                "potential_events": sum(s.count for s in self.potential()),
                 "allowed_events": sum(s.count for s in self.sites if s.allowed),
                 "out_of_scope_events": sum(s.count for s in self.sites if not s.in_scope),
                 "blocked_ns": sum(s.blocked_ns for s in self.sites),
+                "bubble_ns": self.meta["bubbles"]["bubble_ns"] if self.meta.get("bubbles") else None,
             },
             "sites": [s.to_json() for s in self.sites],
             "events": self.events,
@@ -236,8 +350,9 @@ class Report:
     def from_json(cls, data: Any, origin: str = "report") -> "Report":
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ReportError(f"{origin}: not a syncscope report (no \"schema\": \"{SCHEMA}\")")
-        if data.get("version") != SCHEMA_VERSION:
-            raise ReportError(f"{origin}: report schema version {data.get('version')!r}, this syncscope reads {SCHEMA_VERSION}")
+        if data.get("version") not in READABLE_VERSIONS:
+            readable = " and ".join(str(v) for v in READABLE_VERSIONS)
+            raise ReportError(f"{origin}: report schema version {data.get('version')!r}, this syncscope reads {readable}")
         try:
             if not isinstance(data.get("sites"), list):
                 raise TypeError('no "sites" list')
@@ -273,7 +388,7 @@ def _check_events(events: list, n_sites: int) -> None:
             raise ValueError(f"event #{i} does not name a site of this report")
         bad = [k for k in _EVENT_INTS if not _is_int(e.get(k))] + [
             k for k in _EVENT_TEXTS if not (e.get(k) is None or isinstance(e.get(k), str))
-        ]
+        ] + [k for k in ("waited",) if not (e.get(k) is None or isinstance(e.get(k), bool))]
         if bad:
             raise ValueError(f"event #{i}: {bad[0]} = {e.get(bad[0])!r}")
 
@@ -327,13 +442,18 @@ def event_to_json(e: HostSyncEvent, site_index: int) -> dict:
         "region": e.region,
         "blocked_ns": e.blocked_ns,
         "api": e.api,
+        "waited": e.waited,
     }
 
 
-def build_report(events: list[HostSyncEvent], meta: dict[str, Any], errors: list[dict] | None = None) -> Report:
-    sites = sites_from_events(events)
+def build_report(events: list[HostSyncEvent], meta: dict[str, Any], bubbles=None, errors: list[dict] | None = None) -> Report:
+    """`bubbles`: the bubble window's `WindowResult` (trap(bubbles=True)), if any; `errors`: the
+    hooks' internal errors (runtime/hook_errors.py)."""
+    sites = sites_from_events(events, bubbles)
     index = {(s.path, s.line, s.kind, s.in_scope, s.allowed): i for i, s in enumerate(sites)}
     kept = events[:MAX_EVENTS]
+    if bubbles is not None:
+        meta = {**meta, "bubbles": bubbles_summary(bubbles, events, index)}
     return Report(
         sites=sites,
         events=[event_to_json(e, index[_site_key(e)]) for e in kept],

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from syncscope.report.model import Report
 
 REGION_TID_OFFSET = 1_000_000  # region tracks: beside the thread, never nested in its slices
+GPU_TID_OFFSET = 2_000_000  # one track per GPU for the bubble window's idle gaps
+_GAP_NAMES = {
+    "launch_bound": "launch-bound",
+    "region_edge": "region edge (not counted)",
+    "window_edge": "window edge (not counted)",
+}
 
 
 def _us(ns: int) -> float:
@@ -114,7 +120,13 @@ def trace(report: "Report") -> dict:
                 }
             )
 
+    gpu_tracks = _gap_events(report, default_pid, events)
+    if gpu_tracks:
+        processes.setdefault(default_pid, None)
+
     metadata = []
+    for pid, tid, name in gpu_tracks:
+        metadata.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
     for index, (pid, info) in enumerate(sorted(processes.items())):
         metadata.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": _process_label(pid, info, report)}})
         rank = (info or {}).get("rank", report.meta.get("rank"))
@@ -132,3 +144,44 @@ def trace(report: "Report") -> dict:
             "events_truncated": str(report.events_truncated),
         },
     }
+
+
+def _gap_events(report: "Report", pid: int, events: list[dict]) -> list[tuple[int, int, str]]:
+    """The bubble window's idle gaps (report["bubbles"]["gaps"]), one track per GPU in the
+    process that ran them, on the same clock as its sync slices: a bubble sits right after the
+    sync that caused it, labelled with that sync's site. Returns the tracks made."""
+    bubbles = report.meta.get("bubbles") or {}
+    tracks: dict[int, int] = {}
+    for gap in bubbles.get("gaps") or []:
+        device = int(gap.get("device", 0))
+        tid = tracks.setdefault(device, GPU_TID_OFFSET + device)
+        start, end = int(gap["start_ns"]), int(gap["end_ns"])
+        cause = gap.get("cause")
+        args = {"cause": cause, "idle_ms": int(gap.get("idle_ns") or 0) / 1e6, "length_ms": (end - start) / 1e6}
+        name = _GAP_NAMES.get(cause, str(cause))
+        site_index = gap.get("site")
+        if cause == "sync" and site_index is not None and 0 <= site_index < len(report.sites):
+            site = report.sites[site_index]
+            name = f"bubble after {site.kind} {site.path}:{site.line}"
+            args.update(site=f"{site.path}:{site.line}", function=site.function, source=site.source)
+        events.append(
+            {"name": name, "cat": f"gpu_idle,{cause}", "ph": "X", "pid": pid, "tid": tid, "ts": _us(start), "dur": max(_us(end - start), 0.001), "args": args}
+        )
+    if bubbles:
+        for device in bubbles.get("devices") or []:
+            tid = tracks.setdefault(int(device), GPU_TID_OFFSET + int(device))
+            events.append(
+                {
+                    "name": "profiled window",
+                    "cat": "bubble_window",
+                    "ph": "X",
+                    "pid": pid,
+                    "tid": tid + 1000,
+                    "ts": _us(int(bubbles.get("window_start_ns", 0))),
+                    "dur": max(_us(int(bubbles.get("window_ns", 0))), 0.001),
+                    "args": {"mode": bubbles.get("mode"), "steps": bubbles.get("steps")},
+                }
+            )
+    out = [(pid, tid, f"GPU {device}: idle gaps") for device, tid in sorted(tracks.items())]
+    out += [(pid, tid + 1000, f"GPU {device}: profiled window") for device, tid in sorted(tracks.items())]
+    return out

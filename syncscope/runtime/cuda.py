@@ -31,12 +31,11 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import hook_errors, nvtx_marks
+from syncscope.runtime import c10d_waits, hook_errors, nvtx_marks, pageable
+from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.policy import HostSyncError
 from syncscope.runtime.recorder import Recorder
-
-SYNC_WARNING = "called a synchronizing CUDA operation"
 _is_compiling = torch.compiler.is_compiling
 # The detector reads metadata (device, dtype, is_pinned) of tensors it did not create; with this
 # on, a tensor subclass's __torch_function__ does not see those reads (the program's own calls
@@ -161,6 +160,12 @@ def _predict_copy(args, kwargs) -> str | None:
     if _is_cuda_tensor(src) and _pageable_host(dst):
         return K.CPU_COPY  # non_blocking into pageable host memory cannot be asynchronous
     return None
+
+
+def _pageable_copy_waited(spec: "ShimSpec", args: tuple, blocked_ns: int) -> bool | None:
+    # The source is the tensor copied from: `src.to(...)`, `src.cuda(...)`, `dst.copy_(src)`.
+    src = args[1] if spec.name == "copy_" else args[0]
+    return pageable.copy_waited(blocked_ns, src.numel() * src.element_size())
 
 
 def _always(kind: str) -> Callable:
@@ -298,6 +303,7 @@ class CudaDetector:
         self._originals: list[tuple[Any, str, Any, bool]] = []
         self._previous_showwarning = None
         self._previous_debug_mode = 0
+        self._c10d: c10d_waits.C10dWaits | None = None
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
@@ -309,6 +315,9 @@ class CudaDetector:
             setattr(spec.owner, spec.name, self._make_shim(spec, getattr(spec.owner, spec.name)))
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
+        # c10d's C++ waits would print torch's sync warning to stderr (c10d_waits.py)
+        self._c10d = c10d_waits.C10dWaits(_set_debug_mode_quietly, torch.cuda.get_sync_debug_mode, self._record_barrier)
+        self._c10d.install()
         self.rearm()
 
     def rearm(self) -> None:
@@ -320,6 +329,9 @@ class CudaDetector:
             warnings.showwarning = self._showwarning
 
     def uninstall(self) -> None:
+        if self._c10d is not None:
+            self._c10d.uninstall()
+            self._c10d = None
         _set_debug_mode_quietly(self._previous_debug_mode)
         for owner, name, original, had_own in reversed(self._originals):
             if had_own:
@@ -368,7 +380,7 @@ class CudaDetector:
             finally:
                 calls.pop()
             if predicted is not None or synced[0]:
-                finish(spec, args, kwargs, predicted, clock() - start)
+                finish(spec, args, kwargs, predicted, start, clock())
             return result
 
         if spec.api == "Tensor.__getitem__":
@@ -379,7 +391,7 @@ class CudaDetector:
         shim.__wrapped__ = original
         return shim
 
-    def _finish(self, spec: ShimSpec, args: tuple, kwargs: dict, predicted: str | None, blocked_ns: int) -> None:
+    def _finish(self, spec: ShimSpec, args: tuple, kwargs: dict, predicted: str | None, start: int, end: int) -> None:
         recorder = self._recorder
         if recorder is None:
             return
@@ -392,12 +404,29 @@ class CudaDetector:
         except Exception as exc:
             hook_errors.note(f"cuda detector ({spec.api})", exc)
             kind = K.OTHER  # the sync happened: keep it, unclassified
+        blocked_ns = end - start
         try:
-            recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2))
+            waited = _pageable_copy_waited(spec, args, blocked_ns) if kind == K.H2D_PAGEABLE else None
+        except Exception as exc:
+            hook_errors.note(f"cuda detector ({spec.api})", exc)
+            waited = None
+        try:
+            event = recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
         except HostSyncError:
             raise  # the error policy, asked for by the user
         except Exception as exc:
             hook_errors.note("recorder", exc)
+            return
+        on_sync = recorder.on_sync
+        if on_sync is not None and event is not None:
+            # The bubble window: the wait, and when this bookkeeping (which the device idles
+            # through after a sync) was done, so it is not counted into the sync's bubble.
+            on_sync(event, start, end, time.perf_counter_ns())
+
+    def _record_barrier(self, blocked_ns: int, frame) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.record(K.STREAM_SYNC, "torch.distributed.barrier", blocked_ns=blocked_ns, detector="cuda", frame=frame)
 
     # -- torch's sync warning ------------------------------------------------------------------
     def _showwarning(self, message, category, filename, lineno, file=None, line=None):

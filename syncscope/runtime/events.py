@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The text of torch's sync-debug warning (c10's `warn_or_error_on_sync`): the CUDA detector routes
+# warnings that start with it to the recorder, and the simulated device raises the same text.
+SYNC_WARNING = "called a synchronizing CUDA operation"
+
 
 class SyncKind:
     """The kinds of host sync. Strings, so they travel through JSON reports and baselines as is."""
@@ -64,4 +68,7 @@ class HostSyncEvent:
     ts_ns: int = 0  # time.perf_counter_ns() at the end of the sync, for timelines
     related: Frame | None = None
     detector: str = ""
+    # `h2d_pageable` only: whether its measured time says the host waited (runtime/pageable.py);
+    # False makes it a potential sync that did not block this time. None: not decided.
+    waited: bool | None = None
     extra: dict = field(default_factory=dict, compare=False)

@@ -93,6 +93,9 @@ class Recorder:
     device: str = "cuda"
     events: list[HostSyncEvent] = field(default_factory=list)
     started_ns: int = field(default_factory=time.perf_counter_ns)
+    # Told of each timed sync (event, wait start, wait end, bookkeeping done; perf_counter_ns) by
+    # the CUDA detector: the bubble window (runtime/bubble_window.py) sets it while it runs.
+    on_sync: Callable | None = None
     # Called with each new event (runtime/keeper.py flushes the report on a new site).
     on_event: Callable[[HostSyncEvent], None] | None = field(default=None, repr=False)
 
@@ -113,6 +116,7 @@ class Recorder:
         detector: str = "",
         frame=None,
         stack: tuple[Frame, ...] | None = None,
+        waited: bool | None = None,
     ) -> HostSyncEvent | None:
         """Record one sync seen now on this thread; raise `HostSyncError` under the error policy.
         `frame` is where to start looking for the user's line (default: the caller)."""
@@ -141,6 +145,7 @@ class Recorder:
             ts_ns=time.perf_counter_ns() - self.started_ns,
             related=related,
             detector=detector,
+            waited=waited,
         )
         self.events.append(event)
         nvtx_marks.mark(event)

@@ -31,6 +31,15 @@ class _Scoping:
 
 scoping = _Scoping()
 
+# Told when a thread enters or leaves a top-level region (one step): the bubble window
+# (runtime/bubble_window.py) counts steps with it. None almost always, so a region costs nothing more.
+_step_observer = None
+
+
+def set_step_observer(observer) -> None:
+    global _step_observer
+    _step_observer = observer
+
 
 def current_region() -> str | None:
     stack = _regions.get()
@@ -58,14 +67,20 @@ def region(name: str, *, policy: Policy | str | None = None) -> Iterator[None]:
     """Mark a region that matters (`with syncscope.region("decode_step"):` or as a decorator).
     Syncs inside it are in scope; `policy` overrides the trap's policy inside it."""
     scoping.declared = True
-    token = _regions.set(_regions.get() + (name,))
+    outer = _regions.get()
+    token = _regions.set(outer + (name,))
     policy_token = _policy_override.set(Policy(policy)) if policy is not None else None
+    observer = _step_observer if not outer else None
+    if observer is not None:
+        observer.step_entered()
     try:
         yield
     finally:
         if policy_token is not None:
             _policy_override.reset(policy_token)
         _regions.reset(token)
+        if observer is not None:
+            observer.step_exited()
 
 
 @contextlib.contextmanager
@@ -105,11 +120,20 @@ def _resolve(spec: str) -> tuple[object, str, Callable]:
 def scope_callable(spec: str) -> Callable[[], None]:
     """Wrap `package.module:Class.method` so each call runs in a region named after it.
     Returns a function that undoes the wrapping."""
-    owner, name, original = _resolve(spec)
+    owner, name, _ = _resolve(spec)
+    undo = scope_attribute(owner, name, spec)
+    scoping.declared = True
+    return undo
+
+
+def scope_attribute(owner: object, name: str, spec: str) -> Callable[[], None]:
+    """Replace `owner.name` (a function or plain method) by a wrapper that runs each call in a
+    region named after the spec's `Class.method` part; returns the undo."""
+    original = getattr(owner, name)
     raw = vars(owner).get(name, original) if isinstance(owner, type) else original
     if isinstance(raw, (staticmethod, classmethod)):
         raise ValueError(f"--scope {spec}: static and class methods are not supported; scope a plain method or function")
-    region_name = spec.partition(":")[2]
+    region_name = spec.rpartition(":")[2]
 
     @functools.wraps(original)
     def scoped(*args, **kwargs):
@@ -117,7 +141,6 @@ def scope_callable(spec: str) -> Callable[[], None]:
             return original(*args, **kwargs)
 
     setattr(owner, name, scoped)
-    scoping.declared = True
 
     def undo() -> None:
         setattr(owner, name, raw)
@@ -147,12 +170,22 @@ def scope_module_forwards() -> Callable[[], None]:
     return undo
 
 
-def apply_scopes(specs, module_forward: bool) -> list[Callable[[], None]]:
-    """Apply `--scope` specs and `--module-forward`; returns the undo functions, in order."""
+def apply_scopes(specs, module_forward: bool, main_module: str | None = None) -> list[Callable[[], None]]:
+    """Apply `--scope` specs and `--module-forward`; returns the undo functions, in order.
+    `main_module` is the module run with `-m` (it runs as `__main__`). A spec on the program's
+    own `__main__`, on a `file.py`, or on `main_module` waits for its class to be defined
+    (`class_scopes`); any other is imported and wrapped now."""
+    from syncscope.runtime import class_scopes
+
     undo = []
     try:
         for spec in specs:
-            undo.append(scope_callable(spec))
+            deferred = class_scopes.deferred_target(spec, main_module)
+            if deferred is None:
+                undo.append(scope_callable(spec))
+            else:
+                undo.append(class_scopes.scope_when_defined(spec, deferred, scope_attribute))
+                scoping.declared = True
         if module_forward:
             undo.append(scope_module_forwards())
     except BaseException:

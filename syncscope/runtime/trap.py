@@ -65,6 +65,7 @@ class Trap:
         self.recorder = recorder
         self.device = device
         self.detector = detector  # the pytest plugin re-arms it after pytest's catch_warnings
+        self.bubble_window = None  # set by trap(bubbles=True)
 
     @property
     def events(self) -> list[HostSyncEvent]:
@@ -77,7 +78,14 @@ class Trap:
     def sites(self) -> list:
         from syncscope.report.model import sites_from_events
 
-        return sites_from_events(self.recorder.events)
+        return sites_from_events(self.recorder.events, self.bubbles)
+
+    @property
+    def bubbles(self):
+        """With `trap(bubbles=True)`: the profiled window's `WindowResult` once the trap has
+        ended (gaps, causes, totals), else None."""
+        window = getattr(self, "bubble_window", None)
+        return window.result if window is not None else None
 
 
 _active: Trap | None = None
@@ -96,26 +104,50 @@ def trap(
     scope: Iterable[str] = (),
     module_forward: bool = False,
     root: str | None = None,
+    bubbles: bool = False,
+    bubble_steps: int = 20,
+    bubble_warmup: int = 3,
+    bubble_seconds: float = 10.0,
 ) -> Iterator[Trap]:
     """Record every host sync in the block. Nested traps reuse the outer one (with the inner
-    policy applied to the block)."""
+    policy applied to the block).
+
+    `bubbles=True` (CUDA only) also profiles a window of the run and attributes the GPU's idle
+    gaps to the syncs that caused them (docs/bubbles.md): `bubble_steps` top-level regions after
+    `bubble_warmup` ones, or, in a program without regions, from its first sync for at most
+    `bubble_seconds`. The result is `Trap.bubbles` once the block has ended."""
     global _active
     if _active is not None:
+        if bubbles:
+            raise RuntimeError("bubbles=True needs the outermost trap (a trap is already active)")
         with regions.region("trap", policy=policy) if policy != Policy.RECORD else contextlib.nullcontext():
             yield _active
         return
     resolved = resolve_device(device)
+    window = None
+    if bubbles:
+        from syncscope.runtime.bubble_window import BubbleWindow, check_available
+
+        check_available(resolved)
     detector = make_detector(resolved)
     recorder = Recorder(policy=Policy(policy), allow_rules=tuple(allow), root=root or os.getcwd(), device=resolved)
+    if bubbles:
+        window = BubbleWindow(recorder, steps=bubble_steps, warmup=bubble_warmup, seconds=bubble_seconds)
     undo_scopes = []
     declared_before = regions.scoping.declared
     detector.install(recorder)
     try:
+        if window is not None:
+            window.install()
         undo_scopes = regions.apply_scopes(scope, module_forward)
         _active = Trap(recorder, resolved, detector)
+        _active.bubble_window = window
         yield _active
     finally:
         _active = None
+        if window is not None:
+            window.finish()
+            window.uninstall()
         recorder.settle_scope()
         for undo in reversed(undo_scopes):
             undo()

@@ -9,7 +9,7 @@ import warnings
 
 import torch
 
-from syncscope.runtime.events import Frame
+from syncscope.runtime.events import SYNC_WARNING, Frame
 
 DEVICE = torch.device("cuda", 0)
 DEVICE_NAME = "syncscope simulated CUDA device (CPU-backed)"
@@ -59,8 +59,6 @@ def api_name(func) -> str:
 
 
 _API_NAMES: dict = {}
-
-SYNC_WARNING = "called a synchronizing CUDA operation"
 
 
 def sync(kind: str, api: str, *, related: Frame | None = None, stream=None, cxx: bool = True) -> None:

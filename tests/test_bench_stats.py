@@ -1,0 +1,58 @@
+"""bench/paired_stats.py: the median paired ratio and its bootstrap 95% interval, which
+bench/runtime_overhead.py reports (the GPU figure itself is in docs/gpu-results.md)."""
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+_SPEC = importlib.util.spec_from_file_location("paired_stats", Path(__file__).resolve().parent.parent / "bench" / "paired_stats.py")
+paired_stats = importlib.util.module_from_spec(_SPEC)
+sys.modules["paired_stats"] = paired_stats  # dataclasses look their module up while the class is built
+_SPEC.loader.exec_module(paired_stats)
+
+
+def test_median_is_the_median_of_the_per_round_ratios_not_of_each_arm():
+    # Rounds drift by 2x, the candidate is always 1% slower within its round: pairing sees 1%.
+    baseline = [1.0, 2.0, 1.0, 2.0, 1.0]
+    candidate = [b * 1.01 for b in baseline]
+    est = paired_stats.median_ratio_interval(baseline, candidate, resamples=200)
+    assert est.median == pytest.approx(1.01)
+    assert est.low == pytest.approx(1.01) and est.high == pytest.approx(1.01)  # no spread in the ratios
+
+
+def test_interval_contains_the_median_is_seeded_and_narrows_with_more_rounds():
+    rng = random.Random(1)
+    baseline = [rng.uniform(0.8, 1.2) for _ in range(160)]
+    candidate = [b * rng.gauss(1.004, 0.02) for b in baseline]
+    few = paired_stats.median_ratio_interval(baseline[:20], candidate[:20])
+    many = paired_stats.median_ratio_interval(baseline, candidate)
+    assert few.low <= few.median <= few.high and many.low <= many.median <= many.high
+    assert many.width < few.width
+    assert paired_stats.median_ratio_interval(baseline, candidate) == many  # same rounds, same interval
+
+
+def test_interval_covers_the_true_median_about_95_percent_of_the_time():
+    rng = random.Random(7)
+    true_median, covered, trials = 1.004, 0, 150
+    for trial in range(trials):
+        baseline = [rng.uniform(5.0, 7.0) for _ in range(41)]
+        candidate = [b * (true_median + rng.gauss(0, 0.01)) for b in baseline]
+        est = paired_stats.median_ratio_interval(baseline, candidate, resamples=400, seed=trial)
+        covered += est.low <= true_median <= est.high
+    assert 0.85 <= covered / trials <= 1.0
+
+
+def test_unpaired_input_is_refused():
+    with pytest.raises(ValueError):
+        paired_stats.median_ratio_interval([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError):
+        paired_stats.median_ratio_interval([], [])
+
+
+def test_describe_states_the_interval():
+    est = paired_stats.RatioEstimate(1.0039, 0.9990, 1.0081, 61)
+    assert est.describe() == "+0.39% (95% CI -0.10% to +0.81%, 61 rounds)"
+    assert est.to_json()["ci95_width"] == pytest.approx(0.0091)
