@@ -81,7 +81,7 @@ def test_a_failing_classification_is_counted_not_raised(capsys):
     detector._recorder = recorder = Recorder(device="cuda")
     spec = ShimSpec(torch.Tensor, "item", "Tensor.item", broken)
     for _ in range(3):
-        detector._finish(spec, (torch.ones(1),), {}, None, 10)  # a sync torch warned about
+        detector._finish(spec, (torch.ones(1),), {}, None, 0, 10)  # a sync torch warned about
     assert [e.kind for e in recorder.events] == ["other"] * 3  # the sync is kept, unclassified
     assert hook_errors.snapshot() == [
         {"where": "cuda detector (Tensor.item)", "error": "RuntimeError: a tensor kind the detector does not know", "count": 3}

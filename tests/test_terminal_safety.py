@@ -158,7 +158,7 @@ def test_sarif_and_json_escape_control_characters():
     from syncscope.baseline import _runtime_sites
 
     report = hostile_report()
-    sites = _runtime_sites(report.to_json(), "r.json")
+    sites, _ = _runtime_sites(report.to_json(), "r.json")
     out = io.StringIO()
     write_sarif(sites, out, tool_name="syncscope", tool_version="0")
     assert_safe(out.getvalue())
