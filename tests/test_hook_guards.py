@@ -119,3 +119,15 @@ def test_lazy_parameters_keep_working_under_the_simulated_device():
         assert out.shape == (2, 3) and out.device.type == "cuda"
         assert lazy.weight.shape == (3, 5) and lazy.weight.device.type == "cuda"
         assert isinstance(lazy, torch.nn.Linear)  # LazyLinear became Linear, as on a GPU
+
+
+def test_combine_adds_up_the_errors_of_every_process(tmp_path):
+    from syncscope.combine import combine_files
+    from syncscope.report.model import build_report, write_json_atomic
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    same = {"where": "cuda detector (Tensor.to)", "error": "ValueError: x"}
+    write_json_atomic(str(a), build_report([], {"device": "sim", "pid": 1, "host": "h"}, errors=[{**same, "count": 2}]).to_json())
+    write_json_atomic(str(b), build_report([], {"device": "sim", "pid": 2, "host": "h"}, errors=[{**same, "count": 3}]).to_json())
+    data = combine_files([str(a), str(b)], str(tmp_path / "c.json"))
+    assert data["errors"] == [{**same, "count": 5}]

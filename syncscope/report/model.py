@@ -377,7 +377,7 @@ def _is_int(value: Any, *, none: bool = True) -> bool:
     return (value is None and none) or (isinstance(value, int) and not isinstance(value, bool) and abs(value) < _LIMIT)
 
 
-_EVENT_INTS = ("ts_ns", "pid", "blocked_ns")
+_EVENT_INTS = ("pid", "blocked_ns")  # or null; ts_ns is always a number (timelines sort on it)
 _EVENT_TEXTS = ("thread", "region", "api")
 
 
@@ -386,7 +386,7 @@ def _check_events(events: list, n_sites: int) -> None:
     for i, e in enumerate(events):
         if not isinstance(e, dict) or not _is_int(e.get("site"), none=False) or not 0 <= e["site"] < n_sites:
             raise ValueError(f"event #{i} does not name a site of this report")
-        bad = [k for k in _EVENT_INTS if not _is_int(e.get(k))] + [
+        bad = [k for k in _EVENT_INTS if not _is_int(e.get(k))] + ["ts_ns"] * (not _is_int(e.get("ts_ns", 0), none=False)) + [
             k for k in _EVENT_TEXTS if not (e.get(k) is None or isinstance(e.get(k), str))
         ] + [k for k in ("waited",) if not (e.get(k) is None or isinstance(e.get(k), bool))]
         if bad:
