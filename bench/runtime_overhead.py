@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import statistics
+import sys
 import time
 
 import torch
@@ -154,6 +155,7 @@ def cpu_main(args):
     if args.compare_with:
         spec = importlib.util.spec_from_file_location("syncscope_cuda_compared", args.compare_with)
         other = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = other  # dataclasses look their module up there
         spec.loader.exec_module(other)
         arms["shims (compared checkout)"] = lambda: cpu_shims_arm(other)
     torch.manual_seed(0)
