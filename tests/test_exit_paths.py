@@ -169,3 +169,21 @@ def test_counts_are_flushed_every_few_seconds(tmp_path):
     (site,) = [s for s in report["sites"] if s["line"] == sync_line()]
     assert site["count"] > 100, site["count"]  # not just the first flush, made at the first event
     assert report["summary"]["events"] == site["count"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ending", ["os._exit(7)", "os.kill(os.getpid(), signal.SIGTERM)", "os.kill(os.getpid(), signal.SIGKILL)", "os.abort()"])
+def test_exit_paths_on_the_gpu(tmp_path, ending):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(PRELUDE) + f"sync_here()\n{ending}\ntime.sleep(5)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plain = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    report = tmp_path / "report.json"
+    traced = subprocess.run([sys.executable, "-m", "syncscope", "run", "--device", "cuda", "--no-table", "-o", str(report), str(prog)],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert traced.returncode == plain.returncode != 0
+    assert_kept(json.loads(report.read_text()))
