@@ -9,8 +9,9 @@ the process and its workers; on a shared machine the CPU figure is the stable on
   * warm: the same command again, nothing changed;
   * one file edited in a 1,718-file tree (`vllm/v1`, `model_executor`, `distributed`,
     `entrypoints`): a comment appended to one file between warm runs;
-  * peak memory of the cold whole-tree run: the sum of the resident sets of the lint process
-    and its workers, sampled every 20 ms;
+  * peak memory of the cold whole-tree run: the sum of the proportional set sizes (PSS: shared
+    pages split between the processes sharing them) of the lint process and its workers,
+    sampled every 20 ms;
   * with `--baseline-rev REV`: the same cold runs with the linter as it was at that commit
     (`git archive` of its `syncscope/`), interleaved with the current one in the same run, and
     the ratio; and the findings per rule of both.
@@ -76,7 +77,7 @@ def torchfix_command(cache: str) -> list[str]:
 
 
 def timed(cmd: list[str], cwd: str, env: dict | None = None, sample_memory: bool = False):
-    """(wall seconds, CPU seconds of the process and its workers, peak summed RSS in MB or None,
+    """(wall seconds, CPU seconds of the process and its workers, peak summed PSS in MB or None,
     result)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -100,13 +101,17 @@ def timed(cmd: list[str], cwd: str, env: dict | None = None, sample_memory: bool
 
 
 def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants (Linux /proc)."""
+    """Memory of a process and all its descendants (Linux /proc), in bytes: the sum of their
+    proportional set sizes, so pages the forked workers share with the parent count once."""
     total, todo = 0, [pid]
     while todo:
         current = todo.pop()
         try:
-            with open(f"/proc/{current}/statm") as handle:
-                total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{current}/smaps_rollup") as handle:
+                for line in handle:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
             for task in os.listdir(f"/proc/{current}/task"):
                 with open(f"/proc/{current}/task/{task}/children") as handle:
                     todo.extend(int(child) for child in handle.read().split())
@@ -183,7 +188,7 @@ def main() -> int:
                 "cold_cpu_s": round(statistics.median(s["cold_cpu"]), 2),
                 "warm_s": round(statistics.median(s["warm"]), 3), "warm_runs": [round(x, 3) for x in s["warm"]],
                 "warm_cpu_s": round(statistics.median(s["warm_cpu"]), 3),
-                "peak_rss_mb": max(s["peak_mb"]),
+                "peak_pss_mb": max(s["peak_mb"]),
                 "findings": len(findings),
                 "per_rule": dict(sorted(Counter(f["code"] for f in findings).items())),
             }

@@ -21,6 +21,7 @@ _LAZY = {
     "HostSyncEvent": "syncscope.runtime.events",
     "SyncKind": "syncscope.runtime.events",
     "Site": "syncscope.site",
+    "monitor": "syncscope.monitoring",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -38,6 +38,7 @@ class ChildConfig:
     allow: tuple = ()  # AllowRule values
     scope: tuple[str, ...] = ()
     module_forward: bool = False
+    monitor: object = None  # syncscope.monitoring.session.MonitorOptions under `--monitor`
 
 
 def env_rank() -> int | None:
@@ -110,6 +111,7 @@ class _ChildReport:
 
             meta = _child_meta(self.config, self.path, self.process)
             meta.update(status=status, exit_code=exit_code)
+            meta.update(getattr(self.recorder, "report_meta", dict)())  # monitor mode: marked sampled
             report = build_report(list(self.recorder.events), meta, errors=hook_errors.snapshot())
             write_json_atomic(self.path, report.to_json())
         finally:
@@ -146,7 +148,13 @@ def _run_child(process, original: Callable, args, kwargs):
         # Those are the parent's to report; keeping them here would count them twice.
         del inherited.recorder.events[:]
         return _run_recorded(process, original, args, kwargs, config, inherited.recorder)
-    with trap_module.trap(
+    if config.monitor is not None:
+        from syncscope.monitoring.session import start_child
+
+        trap_factory = start_child(config.monitor).trap
+    else:
+        trap_factory = trap_module.trap
+    with trap_factory(
         config.device,
         config.policy,
         allow=config.allow,

@@ -19,6 +19,7 @@ import pytest
 
 import syncscope
 from tests.catalog.expectations import CATALOG, expectations
+from tests.sim_grad_modes import grad_mode  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICES = ["sim", pytest.param("cuda", marks=pytest.mark.gpu)]
@@ -40,6 +41,7 @@ def _diff(got: set, want: set) -> str:
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.usefixtures("grad_mode")
 def test_catalog_in_process(device):
     from tests.catalog.sync_catalog import run_catalog
 

@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 DEFAULT_REPORT = "syncscope-report.json"
+DEFAULT_HTML = "syncscope-report.html"
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -32,6 +33,7 @@ def execute(
     bubble_steps: int = 20,
     bubble_warmup: int = 3,
     bubble_seconds: float = 10.0,
+    monitor=None,
 ) -> None:
     import os
     import sys
@@ -58,18 +60,34 @@ def execute(
             check_available(resolved)
         except BubblesUnavailable as exc:
             _fail(str(exc))
+    if monitor is not None and bubbles:
+        _fail("--monitor and --bubbles cannot be combined (the bubble window profiles every step)")
+    # Monitor mode (issue 12, syncscope/monitoring): checked and serving before the program starts.
+    session = None
+    if monitor is not None:
+        from syncscope.monitoring import session as monitor_session
+
+        try:
+            session = monitor_session.start(monitor)
+        except monitor_session.MonitorError as exc:
+            _fail(str(exc))
     # Child processes and torchrun ranks (issue 6, syncscope/multiprocess.py): each rank gets a
     # report name of its own, and multiprocessing children write reports of their own.
     from syncscope import multiprocess
 
     children = multiprocess.ChildConfig(
-        os.path.abspath(report_path), resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward
+        os.path.abspath(report_path), resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward,
+        monitor=session.child_options() if session else None,
     )
     report_path = multiprocess.process_report_path(os.path.abspath(report_path))
 
     outcome = None
     bubble_options = dict(bubbles=bubbles, bubble_steps=bubble_steps, bubble_warmup=bubble_warmup, bubble_seconds=bubble_seconds)
-    with trap(resolved, policy, allow=allow_rules, root=root, **bubble_options) as t:
+    with (
+        session.trap(resolved, policy, allow=allow_rules, root=root)
+        if session
+        else trap(resolved, policy, allow=allow_rules, root=root, **bubble_options)
+    ) as t:
         try:
             undo = regions.apply_scopes(scope, module_forward, main_module=target if module else None)
         except (ImportError, AttributeError, ValueError) as exc:
@@ -77,7 +95,7 @@ def execute(
         stop_following = multiprocess.follow_children(children)
         # The report is kept on disk while the program runs and written on every way out
         # (runtime/keeper.py, docs/reliability.md).
-        keeper = _start_keeper(t, resolved, report_path, show_table, target=target, args=args, module=module, root=root)
+        keeper = _start_keeper(t, resolved, report_path, show_table, session, target=target, args=args, module=module, root=root)
         try:
             outcome = runner.run_target(target, args, module=module, on_sigterm_now=keeper.fatal_signal)
         except runner.TargetNotFound as exc:
@@ -91,17 +109,27 @@ def execute(
             final = {} if outcome is None else dict(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
             keeper.keeper.finish(final)
             report = keeper.report
+    if session is not None:
+        session.finish()  # waits for the scrape that takes the last counts
     if show_table:
         console.render(report)
     sys.stderr.flush()
     runner.exit_like_python(outcome)
 
 
+def _monitor_options(sample, sample_by, slice_period, port, directory, top_sites, exit_wait):
+    from syncscope.monitoring.session import MonitorOptions
+
+    return MonitorOptions(sample=sample, port=port, directory=directory, mode=sample_by, period_s=slice_period,
+                          top_sites=top_sites, exit_wait_s=exit_wait)
+
+
 class _RunReport:
     """The report of this `syncscope run` process, as `ReportKeeper` writes it."""
 
-    def __init__(self, t, device: str, report_path: str, show_table: bool, **command) -> None:
+    def __init__(self, t, device: str, report_path: str, show_table: bool, session=None, **command) -> None:
         self.t = t
+        self.session = session  # monitor mode: the report says it was sampled
         self.device = device
         self.report_path = report_path
         self.show_table = show_table
@@ -122,12 +150,16 @@ class _RunReport:
         if final is None:
             meta.update(status="running", exit_code=None, error=None)  # a flush while it runs
         else:
-            if self.t.bubble_window is not None:
-                self.t.bubble_window.finish()
+            window = getattr(self.t, "bubble_window", None)
+            if window is not None:
+                window.finish()
             self.t.recorder.settle_scope()
             meta.update(final)
+        if self.session is not None:
+            meta.update(self.session.report_meta())
         meta["report_path"] = self.report_path
-        bubbles = self.t.bubbles if final is not None else None  # the window is only complete at the end
+        # the bubble window is only complete at the end
+        bubbles = getattr(self.t, "bubbles", None) if final is not None else None
         report = build_report(list(self.t.events), meta, bubbles=bubbles, errors=hook_errors.snapshot())
         write_json_atomic(self.report_path, report.to_json())
         if final is not None:
@@ -157,10 +189,10 @@ class _RunReport:
         self._final_and_table({"status": "os._exit", "exit_code": code, "error": None})
 
 
-def _start_keeper(t, device: str, report_path: str, show_table: bool, **command) -> _RunReport:
+def _start_keeper(t, device: str, report_path: str, show_table: bool, session=None, **command) -> _RunReport:
     from syncscope.runtime.keeper import ReportKeeper
 
-    run_report = _RunReport(t, device, report_path, show_table, **command)
+    run_report = _RunReport(t, device, report_path, show_table, session, **command)
     run_report.keeper = ReportKeeper(run_report.write, lambda: len(t.events))
     t.recorder.on_event = run_report.keeper.on_event
     run_report.keeper.start(on_fatal=run_report.fatal_signal, on_os_exit=run_report.os_exit)
@@ -187,6 +219,14 @@ def register(app: typer.Typer) -> None:
         bubble_steps: int = typer.Option(20, "--bubble-steps", help="top-level regions to profile (after --bubble-warmup)"),
         bubble_warmup: int = typer.Option(3, "--bubble-warmup", help="top-level regions skipped before the window"),
         bubble_seconds: float = typer.Option(10.0, "--bubble-seconds", help="window length in a program without regions"),
+        monitor: bool = typer.Option(False, "--monitor", help="sampled trapping with Prometheus metrics (docs/monitor.md)"),
+        sample: float = typer.Option(0.01, "--sample", help="--monitor: fraction of regions (or of time) trapped, in (0, 1]"),
+        sample_by: str = typer.Option("region", "--sample-by", help="--monitor: region | time (for programs without regions)"),
+        slice_period: float = typer.Option(1.0, "--slice-period", help="--monitor --sample-by time: seconds per slice"),
+        metrics_port: int = typer.Option(9400, "--metrics-port", help="--monitor: port of the /metrics endpoint"),
+        metrics_dir: Optional[str] = typer.Option(None, "--metrics-dir", help="--monitor: prometheus_client multiprocess dir"),
+        top_sites: int = typer.Option(50, "--top-sites", help="--monitor: sites with labels of their own; the rest are site=other"),
+        metrics_exit_wait: float = typer.Option(30.0, "--metrics-exit-wait", help="--monitor: seconds to wait at exit for a last scrape"),
     ) -> None:
         """Run a program (script.py args... or -m module args...) and report its host syncs."""
         if not target:
@@ -206,20 +246,34 @@ def register(app: typer.Typer) -> None:
             bubble_steps=bubble_steps,
             bubble_warmup=bubble_warmup,
             bubble_seconds=bubble_seconds,
+            monitor=_monitor_options(sample, sample_by, slice_period, metrics_port, metrics_dir, top_sites, metrics_exit_wait)
+            if monitor
+            else None,
         )
 
     @app.command("report")
     def report_command(
         path: str = typer.Argument(..., help="a JSON report written by syncscope run"),
         format: str = typer.Option("table", "--format", help="table | json"),
+        html: bool = typer.Option(False, "--html", help="write one self-contained HTML page (sites, source heat, timeline)"),
+        output: Optional[str] = typer.Option(None, "-o", "--output", help=f"with --html: the page to write (default {DEFAULT_HTML}; - for stdout)"),
+        lint: Optional[str] = typer.Option(None, "--lint", metavar="LINT.json", help="with --html: overlay `syncscope lint --output-format json` findings"),
+        compare: Optional[str] = typer.Option(None, "--compare", metavar="BEFORE.json", help="with --html: what changed since this earlier report"),
     ) -> None:
-        """Render a saved report again."""
+        """Render a saved report again (a table, JSON, or with --html a page to open in a browser)."""
         import json
         import sys
 
         from syncscope.report import console
         from syncscope.report.model import ReportError, load_report
 
+        if html or output or lint or compare:
+            if not html:
+                _fail("-o, --lint and --compare go with --html")
+            if format != "table":
+                _fail("--html writes a page; leave out --format")
+            write_html_page(path, output or DEFAULT_HTML, lint=lint, compare=compare)
+            return
         if format not in ("table", "json"):
             _fail(f"--format {format!r}: choose table or json")
         try:
@@ -231,3 +285,29 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write("\n")
         else:
             console.render(loaded, file=sys.stdout)
+
+
+def write_html_page(path: str, output: str, *, lint: str | None, compare: str | None) -> None:
+    """`syncscope report PATH --html`: the page, written atomically (or to stdout for `-`)."""
+    import sys
+
+    from syncscope.report import html
+    from syncscope.report.model import ReportError
+
+    try:
+        loaded = html.load(path)
+        before = html.load(compare) if compare else None
+        findings = html.load_lint(lint) if lint else None
+    except (ReportError, html.HtmlInputError) as exc:
+        _fail(str(exc))
+    page = html.render(loaded, lint=findings, lint_path=lint, before=before)
+    if output == "-":
+        sys.stdout.write(page)
+        return
+    try:
+        html.write_atomic(output, page)
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc.strerror or exc}")
+    from syncscope.terminal import safe_text
+
+    typer.echo(f"syncscope: wrote {safe_text(output)} ({len(page.encode('utf-8')) // 1024} KiB, {len(loaded.report.sites)} sites)", err=True)

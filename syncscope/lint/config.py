@@ -119,16 +119,24 @@ class LintConfig:
     def excluded_name(self, name: str, rel: str) -> bool:
         """Cheap check while walking: the new path component `name` (its parents were already
         checked) against plain-name patterns, the full path only against patterns with a `/`."""
-        patterns = self.exclude + self.extend_exclude
-        if name in patterns:
+        plain, globs, with_slash = self._exclude_patterns()
+        if name in plain:
             return True
-        for pattern in patterns:
-            if "/" in pattern:
-                if _path_matches(rel, pattern):
-                    return True
-            elif any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(name, pattern):
-                return True
-        return False
+        if any(_path_matches(rel, pattern) for pattern in with_slash):
+            return True
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in globs)
+
+    def _exclude_patterns(self) -> tuple[frozenset, tuple, tuple]:
+        """The exclude patterns sorted by how they match, computed once per configuration (the
+        walk asks for every file and directory of the tree)."""
+        patterns = tuple(self.exclude + self.extend_exclude)
+        cached = self.__dict__.get("_exclude_split")
+        if cached is None or cached[0] != patterns:
+            globs = tuple(p for p in patterns if "/" not in p and any(ch in p for ch in "*?["))
+            with_slash = tuple(p for p in patterns if "/" in p)
+            cached = (patterns, (frozenset(patterns), globs, with_slash))
+            self.__dict__["_exclude_split"] = cached
+        return cached[1]
 
     def host_only(self, path: str) -> bool:
         name = path.replace(os.sep, "/").rsplit("/", 1)[-1]

@@ -11,7 +11,7 @@ from . import provenance as P
 from .imports import dotted
 
 if TYPE_CHECKING:
-    from .analyzer import FunctionContext
+    from .context import FunctionContext
     from .rules.base import CallInfo
 
 

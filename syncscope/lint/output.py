@@ -101,8 +101,9 @@ def write_json(findings, stream: IO[str]) -> None:
         }
         for f in findings
     ]
-    json.dump(data, stream, indent=2)
-    stream.write("\n")
+    # One finding per line: readable, and written by json's C encoder (an indented dump goes
+    # through the pure-Python one, a third of a cached whole-tree run on vLLM's 2,000 findings).
+    stream.write("[\n" + ",\n".join(json.dumps(d) for d in data) + ("\n]\n" if data else "]\n"))
 
 
 def write_statistics(findings, stream: IO[str]) -> None:

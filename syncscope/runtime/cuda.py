@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import c10d_waits, hook_errors, nvtx_marks, pageable
+from syncscope.runtime import c10d_waits, capture_sites, hook_errors, nvtx_marks, pageable
 from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.policy import HostSyncError
@@ -304,6 +304,7 @@ class CudaDetector:
         self._previous_showwarning = None
         self._previous_debug_mode = 0
         self._c10d: c10d_waits.C10dWaits | None = None
+        self._capture_watch = capture_sites.CaptureBeginWatch()
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
@@ -319,6 +320,7 @@ class CudaDetector:
         self._c10d = c10d_waits.C10dWaits(_set_debug_mode_quietly, torch.cuda.get_sync_debug_mode, self._record_barrier)
         self._c10d.install()
         self.rearm()
+        self._capture_watch.install(recorder)
 
     def rearm(self) -> None:
         """(Re)install the warning route. Needed after `warnings.catch_warnings()` blocks (pytest
@@ -329,6 +331,7 @@ class CudaDetector:
             warnings.showwarning = self._showwarning
 
     def uninstall(self) -> None:
+        self._capture_watch.uninstall()
         if self._c10d is not None:
             self._c10d.uninstall()
             self._c10d = None
@@ -377,6 +380,10 @@ class CudaDetector:
                 else:
                     with nvtx_marks.blocking_range(f"sync {predicted} {spec.api}"):
                         result = original(*args, **kwargs)
+            except RuntimeError as exc:
+                if (predicted is not None or synced[0]) and capture_sites.refused_by_capture(exc):
+                    capture_sites.record_refused(self._recorder, spec.api, sys._getframe(1))
+                raise
             finally:
                 calls.pop()
             if predicted is not None or synced[0]:

@@ -30,6 +30,7 @@ class SyncKind:
     DEVICE_SYNC = "device_sync"
     EVENT_SYNC = "event_sync"
     UNSYNCED_D2H_READ = "unsynced_d2h_read"  # hazard: read of a non_blocking D2H copy before a sync
+    SYNC_IN_CAPTURE = "sync_in_capture"  # a sync inside a CUDA graph capture: the GPU refuses it
     OTHER = "other"  # a C++-level sync torch reported that no rule above names
 
 

@@ -41,6 +41,11 @@ def set_step_observer(observer) -> None:
     _step_observer = observer
 
 
+# Monitor mode (syncscope/monitoring/sampling.py): decides at each outermost region entry whether
+# the trap is armed for that region. None outside monitor mode.
+sampler = None
+
+
 def current_region() -> str | None:
     stack = _regions.get()
     return stack[-1] if stack else None
@@ -68,6 +73,8 @@ def region(name: str, *, policy: Policy | str | None = None) -> Iterator[None]:
     Syncs inside it are in scope; `policy` overrides the trap's policy inside it."""
     scoping.declared = True
     outer = _regions.get()
+    gate = sampler
+    entered = gate.enter() if gate is not None and not outer else None
     token = _regions.set(outer + (name,))
     policy_token = _policy_override.set(Policy(policy)) if policy is not None else None
     observer = _step_observer if not outer else None
@@ -76,6 +83,8 @@ def region(name: str, *, policy: Policy | str | None = None) -> Iterator[None]:
     try:
         yield
     finally:
+        if entered is not None:
+            gate.exit(entered)
         if policy_token is not None:
             _policy_override.reset(policy_token)
         _regions.reset(token)

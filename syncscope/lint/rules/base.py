@@ -81,7 +81,7 @@ class Rule:
             return call.method in self.METHODS
         return call.qualname in self.FUNCTIONS
 
-    # Hooks. `ctx` is the analyzer's FunctionContext (see analyzer.py for what it offers).
+    # Hooks. `ctx` is the analyzer's FunctionContext (see context.py for what it offers).
     def on_call(self, ctx, call: CallInfo) -> None:  # pragma: no cover - interface
         pass
 

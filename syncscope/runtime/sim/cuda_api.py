@@ -231,21 +231,6 @@ class device_of(device):
         super().__init__(0)
 
 
-class _NoGraphs:
-    def __init__(self, *args, **kwargs):
-        raise state_error("CUDA graphs (torch.cuda.CUDAGraph / torch.cuda.graph)")
-
-
-def state_error(what: str) -> RuntimeError:
-    from syncscope.runtime.sim.dispatch import SimulatedDeviceError
-
-    return SimulatedDeviceError(
-        f"syncscope simulated CUDA device: {what} cannot be simulated on the CPU. Ways out: run "
-        f"on a GPU (`syncscope run --device cuda`), or skip this path when "
-        f"`syncscope.runtime.sim.is_simulated()` is true."
-    )
-
-
 _RealGenerator = torch.Generator
 
 
@@ -317,9 +302,6 @@ def install(p: Patches) -> None:
         "device_of": device_of,
         "set_sync_debug_mode": _set_sync_debug_mode,
         "get_sync_debug_mode": lambda: state.S.debug_mode,
-        "is_current_stream_capturing": lambda: False,
-        "CUDAGraph": _NoGraphs,
-        "graph": _NoGraphs,
         "empty_cache": _noop,
         "ipc_collect": _noop,
         "memory_allocated": _zero,

@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from syncscope.runtime.sim import cuda_api, mode, race, state
+from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, mode, race, state
 from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
 
@@ -43,6 +43,10 @@ class SimulatedCudaDetector:
             state.S.debug_mode = 0
             state.on_sync_hooks[:] = [race.on_sync]
             cuda_api.install(self._patches)
+            autocast.install(self._patches)
+            graphs.install(self._patches)
+            compile_eager.install(self._patches)
+            cuda_guard.install(self._patches)  # last: it mirrors and guards what is left
             self._patch_one_hot()
             self._patch_shallow_copy_check()
             self._patch_lazy_materialize()
@@ -58,6 +62,8 @@ class SimulatedCudaDetector:
         mode.disable_subclass_handler()
         self._triton.uninstall()
         self._patches.undo()
+        autocast.uninstall()
+        graphs.uninstall()
         state.on_sync_hooks[:] = []
         state.S.recorder = None
         state.S.debug_mode = self._previous_debug_mode

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from syncscope.runtime.sim import race, state, sync_model
+from syncscope.runtime.sim import graphs, race, state, sync_model
 from syncscope.runtime.sim import tensor as _tensor_module
 from syncscope.runtime.sim.tensor import HostGuardView, SimulatedCudaTensor, _SimBase, is_pinned, mark_pinned, wrap_as
 
@@ -24,6 +24,7 @@ _SIM_TYPES = (SimulatedCudaTensor, HostGuardView)
 _CPU = torch.device("cpu")
 _MISSING = object()
 _rules: dict = {}  # op -> rule or None, filled on first use
+_capturing = graphs.capturing
 
 # Ops that may mix device tensors with host tensors of any size on a real GPU.
 _MIXED_DEVICE_OK = {
@@ -74,9 +75,77 @@ def _unwrap_seq(seq, found):
     return type(seq)(out) if type(seq) is tuple else out
 
 
+def _first_sight(func):
+    """The rule for an op seen for the first time (cached by the caller). Under
+    `torch.inference_mode()` autograd's keys are skipped, so ops that are compositions of others
+    (`aten::to.device`, `reshape`, `contiguous`) reach us whole instead of decomposed; run their
+    decomposition, exactly what `no_grad` would have run, so both modes see the same aten ops."""
+    if func not in _RUN_WHOLE and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+        return _DECOMPOSE
+    return sync_model.rule_for(func)
+
+
+# Composites that are hot in inference code and have no sync and no device argument in any of
+# their pieces: run whole on the CPU tensors (the CPU runs the very same decomposition, so the
+# numbers are the same), saving a Python round trip per piece (bench/sim_overhead.py: matmul,
+# reshape and softmax alone doubled the per-op cost when decomposed).
+_RUN_WHOLE = {
+    aten.matmul.default,
+    aten.reshape.default,
+    aten.softmax.int,
+    aten.log_softmax.int,
+    aten.linear.default,
+    aten.contiguous.default,
+    aten.flatten.using_ints,
+    aten.unflatten.int,
+    aten.layer_norm.default,
+    aten.group_norm.default,
+    aten.einsum.default,
+    aten.type_as.default,
+    aten.expand_as.default,
+    aten.view_as.default,
+    aten.chunk.default,
+    aten.dropout.default,
+    aten.rms_norm.default,
+}
+
+
+_DECOMPOSE = object()
+dispatch_mode = None  # mode.py sets it: a factory of the simulated device's dispatch mode
+# View ops: under inference mode a view of a normal tensor must be a normal tensor (torch sets
+# its version counter to the base's), so its wrapper is made outside inference mode.
+_view_ops: dict = {}
+_inference_mode_enabled = torch.is_inference_mode_enabled
+_OutsideInferenceMode = torch._C._InferenceMode
+
+
+_allocates_alone: set = set()  # composite ops whose pieces allocate on the device by themselves
+
+
+def _decompose(func, args, kwargs):
+    """Run a composite op as its pieces. Some pieces allocate on the device with no device tensor
+    among their arguments (`where(c, x, 0.)` makes a cuda scalar); our dispatch mode, popped
+    while it handles this op, must then see them: pushed again for those ops only (a push costs
+    more than most ops), found by their first failure (CUDA's allocator, before any write)."""
+    if func not in _allocates_alone:
+        try:
+            return func.decompose(*args, **kwargs)
+        except (NotImplementedError, RuntimeError) as exc:
+            if "'CUDA' backend" not in str(exc) and "not linked with support for cuda" not in str(exc):
+                raise
+        _allocates_alone.add(func)
+    with dispatch_mode():
+        return func.decompose(*args, **kwargs)
+
+
 def dispatch(cls, func, args, kwargs):
     rule = _rules.get(func, _MISSING)
     if rule is _MISSING:
+        rule = _rules[func] = _first_sight(func)
+    if rule is _DECOMPOSE:
+        out = _decompose(func, args, kwargs)
+        if out is not NotImplemented:
+            return out
         rule = _rules[func] = sync_model.rule_for(func)
     if rule is not None:
         kind = rule(args, kwargs)
@@ -123,7 +192,14 @@ def dispatch(cls, func, args, kwargs):
     except RuntimeError as exc:
         if "Could not run" in str(exc) and "CPU" in str(exc):
             raise _unsupported(func, exc) from exc
-        raise
+        if "half to float conversion is not supported on CPU" not in str(exc):
+            raise
+        # softmax/log_softmax of a half tensor into float32 (what CUDA autocast asks for):
+        # CUDA's composite takes a fused half->float kernel that the CPU lacks; same values.
+        uargs = (uargs[0].float(), uargs[1], False)
+        out = func(*uargs)
+    if _capturing[0]:
+        graphs.record(func, uargs, ukwargs, out)
 
     # -- wrap -------------------------------------------------------------------------------------
     if out_device is not None and torch.device(out_device).type != "cuda":
@@ -143,7 +219,21 @@ def dispatch(cls, func, args, kwargs):
         return dst
     elif func is aten._local_scalar_dense.default:
         return out
+    is_view = _view_ops.get(func)
+    if is_view is None:
+        is_view = _view_ops[func] = bool(getattr(func, "is_view", False))
+    if is_view and _inference_mode_enabled() and _has_normal_tensor(args):
+        with _OutsideInferenceMode(False):  # the C++ guard: a third of torch.inference_mode's cost
+            return _wrap_out(cls, out, uargs, args, ukwargs, kwargs)
     return _wrap_out(cls, out, uargs, args, ukwargs, kwargs)
+
+
+def _has_normal_tensor(args) -> bool:
+    """Does a view op's base (its first tensor argument) live outside inference mode?"""
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            return not arg.is_inference()
+    return False
 
 
 def _wrap_out(cls, out, uargs, args, ukwargs, kwargs):

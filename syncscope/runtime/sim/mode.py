@@ -25,7 +25,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import race, state
+from syncscope.runtime.sim import autocast, graphs, race, state, whole_ops
+from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
+from syncscope.runtime.sim import dispatch as _dispatch_module
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
     HostGuardView,
@@ -38,6 +40,8 @@ from syncscope.runtime.sim.tensor import (
 )
 
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
+_capturing = graphs.capturing
+_autocast_cuda = autocast.cuda_enabled
 _GUARD_ERROR = "not linked with support for cuda devices"
 _CPU = torch.device("cpu")
 T = torch.Tensor
@@ -94,6 +98,8 @@ def _to_views(value):
         return type(value)(_to_views(v) for v in value)
     if type(value) is dict:
         return {k: _to_views(v) for k, v in value.items()}
+    if type(value) is slice:  # `x[:, :n]` with a device tensor `n`
+        return slice(_to_views(value.start), _to_views(value.stop), _to_views(value.step))
     return value
 
 
@@ -109,6 +115,18 @@ def _from_views(value, originals):
 
 
 def _replay(func, args, kwargs):
+    if _has_functorch_wrapped(args):
+        # Under vmap (transformers builds its attention masks so) results come back inside
+        # functorch's BatchedTensors, where `_from_views` cannot reach: have dispatch.py wrap
+        # them as device tensors from the start.
+        previous = state.local.views_as_device
+        state.local.views_as_device = True
+        try:
+            with _DisableSubclass():
+                out = func(*_to_views(args), **_to_views(kwargs))
+        finally:
+            state.local.views_as_device = previous
+        return _from_views(out, args)
     with _DisableSubclass():
         out = func(*_to_views(args), **_to_views(kwargs))
     return _from_views(out, args)
@@ -127,10 +145,15 @@ def _to(func, args, kwargs):
     self = args[0]
     if isinstance(self, _Uninitialized):
         return _lazy_to(self, func, args, kwargs)
-    if isinstance(self, _SimBase):
+    if isinstance(self, _SimBase) or on_device_under_functorch(self):
         # device -> host or device -> device: aten `_to_copy`, which dispatch.py classifies (and
         # tracks when non_blocking)
-        return _call(func, args, kwargs)
+        try:
+            return _call(func, args, kwargs)
+        except RuntimeError as exc:
+            if _GUARD_ERROR not in str(exc):
+                raise
+        return whole_ops.to_same_device(_call, func, args, kwargs)
     device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
     if device is None or device.type != "cuda":
         return _call(func, args, kwargs)
@@ -138,6 +161,8 @@ def _to(func, args, kwargs):
     _record_h2d(self, non_blocking, "Tensor.to")
     with _DisableSubclass():
         elem = self.to(dtype=dtype or self.dtype, memory_format=memory_format or torch.preserve_format, copy=True)
+    if _capturing[0]:  # a captured copy from (pinned) host memory reads it again on each replay
+        graphs.note(lambda: elem.copy_(self))
     return wrap(elem, _target_device(device))
 
 
@@ -145,6 +170,8 @@ def _cuda(func, args, kwargs):
     self = args[0]
     if isinstance(self, _SimBase):
         return self
+    if on_device_under_functorch(self):
+        return _call(func, args, kwargs)
     if isinstance(self, _Uninitialized):
         return _lazy_to(self, func, args, kwargs)
     device = kwargs.get("device", args[1] if len(args) > 1 else None)
@@ -153,6 +180,8 @@ def _cuda(func, args, kwargs):
     memory_format = kwargs.get("memory_format", torch.preserve_format)
     with _DisableSubclass():
         elem = self.clone(memory_format=memory_format)
+    if _capturing[0]:
+        graphs.note(lambda: elem.copy_(self))
     return wrap(elem, _target_device(0 if device is None else device))
 
 
@@ -277,6 +306,8 @@ def _factory(func, args, kwargs):
     with _DisableSubclass():
         out = func(*args, **ukwargs)
     if isinstance(out, torch.Tensor):
+        if _capturing[0]:  # a factory inside a capture fills its tensor again on each replay
+            graphs.note(lambda: out.copy_(func(*args, **ukwargs)))
         return wrap(out, device)
     return out
 
@@ -304,6 +335,7 @@ def _call(func, args, kwargs):
         local.api, local.api_args = previous, previous_args
 
 
+
 def _replayed(func, args, kwargs):
     if not _has_sim(args):
         return _call(func, args, kwargs)
@@ -324,10 +356,19 @@ def _is_basic(index) -> bool:
     an int here (`type(True) is bool`): `x[True]` takes the general path."""
     if type(index) is tuple:
         for part in index:
-            if type(part) not in _BASIC_INDEX:
+            if type(part) not in _BASIC_INDEX or (type(part) is slice and not _plain_slice(part)):
                 return False
         return True
-    return type(index) in _BASIC_INDEX
+    return type(index) in _BASIC_INDEX and (type(index) is not slice or _plain_slice(index))
+
+
+_SLICE_BOUNDS = (int, type(None))
+
+
+def _plain_slice(part: slice) -> bool:
+    """`x[:, :n]` with `n` a device tensor (transformers' beam search crops so) reads `n` on the
+    host: a sync, and not a view the fast path may take."""
+    return type(part.start) in _SLICE_BOUNDS and type(part.stop) in _SLICE_BOUNDS and type(part.step) in _SLICE_BOUNDS
 
 
 def _getitem(func, args, kwargs):
@@ -343,8 +384,11 @@ def _setitem(func, args, kwargs):
     self, index, value = args
     if type(self) is SimulatedCudaTensor and _is_basic(index):
         if type(value) is SimulatedCudaTensor:  # device -> device: never a sync
+            elem, source = self._elem, value._elem
             with _NoPythonDispatch():
-                self._elem[index] = value._elem
+                elem[index] = source
+            if _capturing[0]:
+                graphs.note(lambda: elem.__setitem__(index, source))
             return None
         if type(value) in (int, float):
             with _NoPythonDispatch():
@@ -355,6 +399,8 @@ def _setitem(func, args, kwargs):
                 state.sync(K.SCALAR_STORE, "Tensor.__setitem__")
             with _NoPythonDispatch():
                 target.fill_(value)
+            if _capturing[0]:
+                graphs.note(lambda: target.fill_(value))
             return None
     return _replayed(func, args, kwargs)
 
@@ -384,6 +430,7 @@ def _build_special() -> None:
             T.untyped_storage: _untyped_storage,
             T.__format__: _format,
             T.new_tensor: _new_tensor,
+            torch.nn.functional.scaled_dot_product_attention: lambda f, a, k: whole_ops.run_whole_on_cpu(_call, f, a, k),
         }
     )
 
@@ -437,6 +484,11 @@ def handle(func, args, kwargs):
     """The one torch-function handler (mode and subclass)."""
     if kwargs is None:
         kwargs = {}
+    if _autocast_cuda[0] and (_needs_grad(args) or (kwargs and _needs_grad(tuple(kwargs.values())))):
+        args = autocast.without_grad(args)
+        kwargs = dict(zip(kwargs, autocast.without_grad(tuple(kwargs.values()))))
+        with torch.no_grad():
+            return _dispatch_call(func, args, kwargs)
     if _is_grad_enabled() and _needs_grad(args):
         return _without_autograd(func, args, kwargs)
     if race.T.tensors:
@@ -508,6 +560,9 @@ class SimulatedCudaMode(TorchFunctionMode):
         if not installed[0]:  # a thread that outlived the trap: step aside
             return func(*args, **(kwargs or {}))
         return handle(func, args, kwargs)
+
+
+_dispatch_module.dispatch_mode = SimulatedDispatchMode
 
 
 def _subclass_torch_function(cls, func, types, args=(), kwargs=None):

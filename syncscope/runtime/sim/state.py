@@ -21,6 +21,8 @@ class _Thread(threading.local):
     # (`y[3] = 5.0` is a scalar_store, not a plain host->device copy).
     api = None
     api_args: tuple = ()
+    capture = None  # the CUDA graph capture in progress on this thread (graphs.py)
+    views_as_device = False  # a replay under vmap: results are device tensors (mode._replay)
 
 
 local = _Thread()
@@ -38,6 +40,9 @@ S = _State()
 # Called on every sync with (kind, stream_or_None): race.py completes the pending copies it
 # covers. Set by the detector at install.
 on_sync_hooks: list = []
+# Asked first on every sync: a sync inside a CUDA graph capture is not a sync but a failed
+# capture (graphs.on_sync); a hook returning True has reported it. Set by graphs.install.
+capture_hooks: list = []
 
 
 def api_name(func) -> str:
@@ -64,6 +69,10 @@ _API_NAMES: dict = {}
 def sync(kind: str, api: str, *, related: Frame | None = None, stream=None, cxx: bool = True) -> None:
     """One host sync that a GPU would have had, now, on this thread. `cxx`: a C++-level sync
     (the kind torch's sync-debug mode flags), as opposed to an explicit synchronize() call."""
+    if local.capture is not None:
+        for hook in capture_hooks:
+            if hook(kind, api):
+                return
     if cxx and S.debug_mode and kind != "h2d_pageable":  # torch's mode misses pageable staging
         if S.debug_mode >= 2:
             raise RuntimeError(SYNC_WARNING)

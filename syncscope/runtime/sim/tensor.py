@@ -98,7 +98,7 @@ def wrap_view(elem: torch.Tensor) -> HostGuardView:
 
 
 def wrap_as(cls: type, elem: torch.Tensor, device: torch.device | None = None):
-    if cls is HostGuardView:
+    if cls is HostGuardView and not state.local.views_as_device:
         return wrap_view(elem)
     return wrap(elem, device)
 

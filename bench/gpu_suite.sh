@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Everything this repository claims about a real GPU, in two parts (each fits a 10-minute slot):
+#   bench/gpu_suite.sh OUTDIR tests     the GPU test suite (pytest -m gpu) and the copy probe
+#   bench/gpu_suite.sh OUTDIR benches   the benches whose figures docs/gpu-results.md quotes
+# Run from the repository root on the GPU machine. PROMETHEUS names a Prometheus binary for the
+# monitor's rate check (skipped without one).
+set -u
+OUT=${1:?usage: bench/gpu_suite.sh OUTDIR tests|benches}
+PART=${2:?usage: bench/gpu_suite.sh OUTDIR tests|benches}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+py=${PYTHON:-python3}
+$py -c "import sys, torch, triton; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda', torch.version.cuda, '| triton', triton.__version__, '|', torch.cuda.get_device_name(0))" | tee "$OUT/versions.txt"
+case "$PART" in
+  tests)
+    $py -m pytest -m gpu -q -p no:cacheprovider -rs tests 2>&1 | tee "$OUT/gpu_tests.log"
+    $py bench/copy_probe.py 2>&1 | tee "$OUT/copy_probe.txt"
+    ;;
+  benches)
+    $py bench/runtime_overhead.py --steps 30 --out "$OUT/overhead.json" 2>&1 | tail -3
+    $py bench/bubbles_bench.py --window 40 --plain-steps 100 --out "$OUT/bubbles.json" 2>&1 | tail -20
+    $py bench/monitor_overhead.py overhead --rounds 41 --steps 50 --out "$OUT/monitor_overhead.json" 2>&1 | tail -5
+    if [ -n "${PROMETHEUS:-}" ]; then
+      $py bench/monitor_overhead.py rate --device cuda --seconds 40 --prometheus "$PROMETHEUS" --out "$OUT/monitor_rate.json" 2>&1 | tail -5
+    fi
+    ;;
+  *) echo "unknown part: $PART" >&2; exit 2 ;;
+esac

@@ -1,0 +1,231 @@
+"""What the rules see of the function being walked, and what they record.
+
+`FunctionContext` is the walk's state for one function (where each local name lives, its
+annotations, its parameters and what values were computed from) together with the questions rules
+ask about it; `RawFinding` is what `report` records. They live apart from the walk (analyzer.py)
+and from the expression evaluator (evaluate.py) so that modules the walk itself uses (devices.py,
+the rules) can name the context without importing the walk: no import cycle.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from .imports import dotted
+from .rules.base import Fix, Rule
+
+# Tensor methods whose result is a boolean mask (see `FunctionContext.is_bool`).
+BOOL_METHODS = frozenset(
+    "bool eq ne gt lt ge le isnan isinf isfinite logical_and logical_or logical_not logical_xor "
+    "isin any all __eq__ __ne__ __lt__ __gt__ __le__ __ge__ isneginf isposinf signbit".split()
+)
+BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+@dataclass
+class RawFinding:
+    """One sync a rule reported, before it is placed on a line (worker.py) and judged against
+    the other files (engine.py, wholeprogram.py)."""
+
+    code: str
+    function: str
+    stmt: int  # index into the statement spans
+    anchors: list[Any]  # strings, or nodes whose first line of code is the anchor
+    message: str
+    fix: Fix | None = None
+    level: str = "error"
+    # (class, attribute) the flagged value was read from, when known: the run drops the finding
+    # if another file's class says that attribute lives on the host (see engine.py)
+    field: tuple[str, str] | None = None
+    # (qualified function, parameter) when the flagged value is that parameter: the run drops
+    # the finding if every call in the linted tree passes host data for it (see wholeprogram.py)
+    param: tuple[str, str] | None = None
+    # the name of the call in this function whose result the flagged value is computed from
+    # (`lens = helper(cu); lens.tolist()`): the run decides with the callee's return summary
+    origin: str | None = None
+
+
+@dataclass
+class FunctionContext:
+    """What a rule may ask about the function being walked."""
+
+    # the ModuleAnalyzer walking this function (analyzer.py). Not imported here: the walk
+    # imports this module, and rules reach the walk's helpers (`peek`, `index_where`) through it
+    analyzer: Any
+    qualname: str
+    classes: list[str]
+    passive: bool = False  # module/class body: only imports and definitions matter
+    kind: str = "function"  # "module", "class" or "function"
+    env: dict[str, int] = field(default_factory=dict)
+    bools: set[str] = field(default_factory=set)
+    types: dict[str, str] = field(default_factory=dict)  # name -> annotated class name
+    params: list[str] = field(default_factory=list)
+    reassigned: set[str] = field(default_factory=set)
+    copies: dict[str, str] = field(default_factory=dict)  # name -> name it is a host/device copy of
+    # name -> the parameter it was computed from (`lens = cu_seqlens[1:] - cu_seqlens[:-1]`):
+    # a sync on it happens only where a caller passes a device value for that parameter
+    derived: dict[str, str] = field(default_factory=dict)
+    # name -> the function whose result it holds (`lens = helper(cu)` -> "helper")
+    origins: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, str] | None = None
+    stmt: int = 0
+    # inside `if self.x is None: self.x = ...` or a memoized function keyed by a tensor: runs
+    # once per object or key, so not reported here, but a sync for its callers (`latent`)
+    once_depth: int = 0
+    # inside `if key not in CACHE:` / a memoized function of configuration values: runs once
+    cold_depth: int = 0
+
+    # -- questions rules ask -------------------------------------------------------------
+    @property
+    def config(self):
+        return self.analyzer.config
+
+    def alias_table(self) -> dict[str, str]:
+        return self.aliases if self.aliases is not None else self.analyzer.aliases
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        """Qualified name of an imported thing (`torch.cuda.synchronize`), else None."""
+        name = dotted(node)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        target = self.alias_table().get(root)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def is_bool(self, node: cst.BaseExpression) -> bool:
+        """Does this expression look like a boolean mask?"""
+        if isinstance(node, cst.Comparison):
+            return not any(
+                isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons
+            )
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+            return self.is_bool(node.expression)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+            return self.is_bool(node.left) or self.is_bool(node.right)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted(node)
+            if name is not None and name in self.bools:
+                return True
+            last = name.rsplit(".", 1)[-1] if name else (node.attr.value if isinstance(node, cst.Attribute) else "")
+            words = last.lower().strip("_").split("_")
+            return "mask" in words or "masks" in words
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in BOOL_METHODS:
+                    return True
+                if func.attr.value == "to" and any(dotted(a.value) in ("torch.bool", "bool") for a in node.args):
+                    return True
+        return False
+
+    def host_twin(self, node: cst.BaseExpression) -> tuple[str, bool] | None:
+        """A host-side twin of a device value in scope (`mask` -> `mask_cpu`), and whether it is
+        provably a copy of it (a local `mask = mask_cpu.to(...)` or `mask_cpu = mask.cpu()`)
+        rather than only named like one."""
+        if not isinstance(node, cst.Name):
+            return None
+        name = node.value
+        for suffix in self.config.twin_suffixes:
+            twin = name + suffix
+            if twin in self.env or twin in self.params:
+                proven = self.copies.get(name) == twin or self.copies.get(twin) == name
+                return twin, proven
+        return None
+
+    def param_of(self, node: cst.BaseExpression | None) -> str | None:
+        """The parameter a value is computed from, if it is only that parameter's data. A field
+        of `self` counts as the receiver's: where the object lives decides (a host copy of an
+        output object, `out_cpu.tolists()`, holds host tensors)."""
+        node = _root_value(node)
+        if isinstance(node, cst.BinaryOperation):
+            return self.param_of(node.left) or self.param_of(node.right)
+        if isinstance(node, cst.Attribute) and self.classes and self.params and self.params[0] in ("self", "cls"):
+            base = node
+            while isinstance(base, cst.Attribute):
+                base = base.value
+            if isinstance(base, cst.Name) and base.value == self.params[0] and base.value not in self.reassigned:
+                return base.value
+        if not isinstance(node, cst.Name):
+            return None
+        name = node.value
+        if name in self.params and name not in self.reassigned:
+            return name
+        return self.derived.get(name)
+
+    def origin_of(self, node: cst.BaseExpression | None) -> str | None:
+        """The function (of the linted tree, maybe) whose result a value is computed from:
+        `helper(x)[1:].sum()` and `self.plan(x)` come from `helper` and `plan`."""
+        while True:
+            if isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and not isinstance(node.func.value, cst.Name):
+                node = node.func.value  # a method of a computed value: `helper(x).sum()`
+            else:
+                break
+        if isinstance(node, cst.Name):
+            return self.origins.get(node.value)
+        if not isinstance(node, cst.Call):
+            return None
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            if func.value.value in self.alias_table() or func.value.value not in ("self", "cls"):
+                qualified = self.resolve(func)
+                if qualified is None or qualified.startswith(("torch.", "numpy.", "math.")):
+                    return None  # a tensor method, or a library function
+            return func.attr.value
+        if isinstance(func, cst.Name) and func.value not in BUILTIN_NAMES:
+            qualified = self.alias_table().get(func.value, "")
+            return None if qualified.startswith(("torch.", "numpy.", "math.")) else func.value
+        return None
+
+    def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
+               subject: cst.BaseExpression | None = None, fix: Fix | None = None) -> None:
+        if self.passive or self.cold_depth:
+            return
+        # inside `if x is None: x = ...` or a memoized function: not reported here, but still a
+        # sync for whoever calls this function (wholeprogram.py)
+        latent = bool(self.once_depth)
+        anchors: list[Any] = [node]
+        if anchor:
+            anchors.append(anchor)
+        origin = self.origin_of(subject)
+        subject = _root_value(subject)
+        field_read = None
+        if isinstance(subject, cst.Attribute) and isinstance(subject.value, cst.Name):
+            owner = subject.value.value
+            owner_class = self.classes[-1] if owner == "self" and self.classes else self.types.get(owner)
+            if owner_class:
+                field_read = (owner_class, subject.attr.value)
+        source = self.param_of(subject)
+        param = (_qualify(self.analyzer.module_name, self.qualname), source) if source is not None else None
+        found = RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level, field_read, param,
+                           origin)
+        (self.analyzer.latent if latent else self.analyzer.findings).append(found)
+
+
+def _qualify(module: str, qualname: str) -> str:
+    return f"{module}.{qualname}" if module else qualname
+
+
+def _root_value(node):
+    """The name a value is computed from through tensor methods and indexing: `mask.sum()`
+    and `x[:n]` come from `mask` and `x` (used to tell that a helper syncs on a parameter)."""
+    while True:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value not in ("cpu", "numpy", "tolist", "item"):
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, (cst.Comparison,)):
+            node = node.left
+        elif isinstance(node, cst.UnaryOperation):
+            node = node.expression
+        else:
+            return node

@@ -1,0 +1,544 @@
+"""Where the value of an expression lives (see provenance.py), and the rule events that reading
+it raises: name and attribute reads, indexing, truth tests, calls.
+
+`ExpressionEvaluator` is a mixin of `ModuleAnalyzer` (analyzer.py), which owns the statement walk
+and the bindings; this half answers "where is this value" for one expression at a time. It
+expects of its host class: `registry`, `hints`, `class_hints`, `module_name`, and `bind` /
+`bind_loop_target` (a walrus or a comprehension binds names). `annotation_where` reads a type
+annotation the same way, for parameters and annotated assignments.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from . import provenance as P
+from .context import BUILTIN_NAMES, FunctionContext
+from .devices import copy_target, device_where, is_non_blocking
+from .imports import dotted
+from .rules.base import CallInfo
+
+# Tensor attributes and methods that give plain Python values (no tensor, no sync).
+PY_ATTRS = frozenset(
+    "shape dtype device ndim is_cuda is_cpu is_sparse layout requires_grad itemsize nbytes is_leaf "
+    "is_quantized is_meta names".split()
+)
+PY_METHODS = frozenset(
+    "size dim numel element_size nelement is_contiguous data_ptr stride storage_offset get_device "
+    "is_pinned is_floating_point is_complex untyped_storage __len__ startswith endswith join "
+    "format split strip lower upper keys items values".split()
+)
+# torch functions that make a tensor from nothing: their device is where `device=` says, the
+# host otherwise (the `_like` family copies its argument's device instead).
+TORCH_FACTORIES = frozenset(
+    "tensor as_tensor zeros ones empty full arange linspace logspace eye rand randn randint "
+    "randperm empty_strided frombuffer asarray zeros_like ones_like empty_like full_like rand_like "
+    "randn_like randint_like".split()
+)
+# torch namespaces whose calls return streams, events, devices, flags: never tensors.
+TORCH_NON_TENSOR = (
+    "torch.cuda.",
+    "torch.accelerator.",
+    "torch.distributed.",
+    "torch.compiler.",
+    "torch._dynamo.",
+    "torch.device",
+    "torch.Size",
+    "torch.is_",
+    "torch.get_",
+    "torch.set_",
+    "torch.finfo",
+    "torch.iinfo",
+    "torch.numel",
+    "torch.no_grad",
+    "torch.inference_mode",
+    "torch.Generator",
+    "torch.dtype",
+    "torch.library.",
+    "torch.ops.",
+    "torch.jit.",
+    "torch.fx.",
+    "torch.nn.Module",
+    "torch.nn.Parameter",
+    "torch.profiler.",
+    "torch.autograd.",
+    "torch.cpu.",
+    "torch.backends.",
+    "torch.version",
+    "torch.manual_seed",
+    "torch.use_deterministic_algorithms",
+)
+PREDICATE_PREFIXES = ("is_", "has_", "get_", "supports_", "can_")
+PY_BUILTINS = frozenset(
+    "len range isinstance issubclass hasattr callable id hash str repr format bytes int float bool "
+    "complex dict set frozenset tuple list sorted reversed enumerate zip type chr ord bin hex oct "
+    "divmod round abs print memoryview bytearray".split()
+)
+TYPE_HOST_HINTS = ("ndarray", "NDArray", "array")
+TYPE_PY_HINTS = frozenset(
+    "int float bool str bytes list List tuple Tuple dict Dict set Set frozenset Sequence Iterable "
+    "Mapping Callable Any None Optional Union Literal Iterator Generator type".split()
+)
+# Decorators of functions that are not host code run every step: Triton/JIT/CuTe kernels
+# (device code: `@triton.jit`, `@cute.kernel`), never walked, and memoized functions and cached
+# properties (run once per argument), walked for their callers' sake only (see `report`).
+
+
+class ExpressionEvaluator:
+    """The expression half of the walk (a mixin: see the module docstring)."""
+
+    def _expression_handlers(self) -> dict:
+        """Handler of each expression node type (`eval` dispatches), as plain functions taking the
+        analyzer: a table of bound methods kept on the analyzer would make a reference cycle
+        (analyzer -> table -> method -> analyzer) that keeps every function's libcst tree alive
+        until the cyclic collector runs, which lint workers switch off for speed (measured: the
+        workers grew to ~290 MB each on vLLM's tree; 12,141 of 12,527 objects left per file were
+        such trees)."""
+        cls = type(self)
+        return {
+            cst.Name: cls._eval_name,
+            cst.Attribute: cls._eval_attribute,
+            cst.Call: cls._eval_call,
+            cst.Subscript: cls._eval_subscript,
+            cst.BinaryOperation: cls._eval_binary,
+            cst.Comparison: cls._eval_comparison,
+            cst.UnaryOperation: cls._eval_unary,
+            cst.BooleanOperation: cls._eval_boolean,
+            cst.IfExp: cls._eval_ifexp,
+            cst.Integer: _py_handler, cst.Float: _py_handler, cst.Imaginary: _py_handler, cst.SimpleString: _py_handler,
+            cst.ConcatenatedString: _py_handler, cst.Ellipsis: _py_handler,
+            cst.FormattedString: cls._eval_fstring,
+            cst.List: cls._eval_sequence, cst.Tuple: cls._eval_sequence, cst.Set: cls._eval_sequence,
+            cst.Dict: cls._eval_dict,
+            cst.ListComp: cls._eval_comp, cst.SetComp: cls._eval_comp, cst.GeneratorExp: cls._eval_comp,
+            cst.DictComp: cls._eval_comp,
+            cst.Lambda: _unknown_handler,
+            cst.Await: cls._eval_await,
+            cst.Yield: cls._eval_yield,
+            cst.NamedExpr: cls._eval_walrus,
+            cst.StarredElement: cls._eval_starred,
+        }
+
+    # -- expressions ---------------------------------------------------------------------
+    def eval(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+        handler = self._eval_dispatch.get(type(node))
+        if handler is None:
+            return P.UNKNOWN
+        return handler(self, node, ctx)
+
+    def condition(self, test: cst.BaseExpression, ctx: FunctionContext, context: str) -> None:
+        """A value used as a truth value: `bool()` is called on it."""
+        if isinstance(test, cst.BooleanOperation):
+            self.condition(test.left, ctx, context)
+            self.condition(test.right, ctx, context)
+            return
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            self.condition(test.expression, ctx, context)
+            return
+        where = self.eval(test, ctx)
+        for rule in self.registry.condition:
+            rule.on_condition(ctx, test, where, context)
+
+    def _eval_name(self, node: cst.Name, ctx: FunctionContext) -> int:
+        value = node.value
+        if value in ("True", "False", "None"):
+            return P.PY
+        found = ctx.env.get(value)
+        if found is not None:
+            return found
+        if value in ctx.alias_table():
+            return P.PY  # a module or an imported function
+        return self.hints.where(value)
+
+    def _eval_attribute(self, node: cst.Attribute, ctx: FunctionContext) -> int:
+        attr = node.attr.value
+        name = dotted(node)
+        if name is not None:
+            found = ctx.env.get(name)
+            if found is not None:
+                return found
+            root = name.split(".", 1)[0]
+            if root in ctx.alias_table() and root not in ctx.env:
+                return P.PY  # `torch.float16`, `np.int32`: module attributes
+        if name is not None and name.count(".") == 1 and self.class_hints:
+            owner = name.split(".", 1)[0]
+            owner_class = ctx.classes[-1] if owner == "self" and ctx.classes else ctx.types.get(owner)
+            hinted = self.class_hints.get((owner_class, attr)) if owner_class else None
+            if hinted is not None:
+                return hinted
+        receiver = self.eval(node.value, ctx)
+        if attr in self.registry.attribute_names:
+            for rule in self.registry.attribute:
+                rule.on_attribute(ctx, node, receiver)
+        if attr in PY_ATTRS:
+            return P.PY
+        if attr in ("T", "mT", "H", "data", "real", "imag"):
+            return receiver
+        by_name = self.hints.where(attr)
+        if by_name != P.UNKNOWN:
+            return by_name
+        return P.UNKNOWN
+
+    def _eval_subscript_parts(self, node: cst.Subscript, ctx: FunctionContext) -> int:
+        base = self.eval(node.value, ctx)
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                self.eval(element.slice.value, ctx)
+            else:
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        self.eval(part, ctx)
+        return base
+
+    def _eval_subscript(self, node: cst.Subscript, ctx: FunctionContext) -> int:
+        base = self._eval_subscript_parts(node, ctx)
+        for rule in self.registry.subscript_read:
+            rule.on_subscript_read(ctx, node, base)
+        return base
+
+    def index_where(self, node: cst.Subscript, ctx: FunctionContext) -> list[tuple[cst.BaseExpression | None, int]]:
+        """(expression, where) of each index element; slices give (None, PY). Rules call this;
+        it re-evaluates only names and attributes, which has no side effects."""
+        out = []
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                value = element.slice.value
+                out.append((value, self.peek(value, ctx)))
+            else:
+                out.append((None, P.PY))
+        return out
+
+    def peek(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+        """Where a simple expression lives, without emitting events."""
+        if isinstance(node, cst.Name):
+            return self._eval_name(node, ctx)
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            return P.PY
+        if isinstance(node, cst.Attribute):
+            name = dotted(node)
+            if name is not None and name in ctx.env:
+                return ctx.env[name]
+            if node.attr.value in PY_ATTRS:
+                return P.PY
+            by_name = self.hints.where(node.attr.value)
+            if by_name != P.UNKNOWN:
+                return by_name
+            return P.UNKNOWN
+        if isinstance(node, cst.UnaryOperation):
+            return self.peek(node.expression, ctx)
+        if isinstance(node, cst.Comparison):
+            return P.combine(self.peek(node.left, ctx), *(self.peek(c.comparator, ctx) for c in node.comparisons))
+        if isinstance(node, cst.BinaryOperation):
+            return P.combine(self.peek(node.left, ctx), self.peek(node.right, ctx))
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                if method in ("item",):
+                    return P.PY
+                if method in ("cpu", "numpy", "tolist", "pin_memory"):
+                    return P.HOST
+                if method in PY_METHODS:
+                    return P.PY
+                if method == "cuda":
+                    return P.DEVICE
+                if ctx.resolve(func) is None:
+                    return self.peek(func.value, ctx)
+            if isinstance(func, cst.Name) and func.value in PY_BUILTINS and func.value not in ctx.env:
+                return P.PY
+            qual = ctx.resolve(func)
+            if qual is not None and qual.startswith("numpy."):
+                return P.HOST
+            return P.UNKNOWN
+        if isinstance(node, cst.Subscript):
+            return self.peek(node.value, ctx)
+        return P.UNKNOWN
+
+    def _eval_binary(self, node: cst.BinaryOperation, ctx: FunctionContext) -> int:
+        left, right = self.eval(node.left, ctx), self.eval(node.right, ctx)
+        # torch does not mix devices: an operand combined with a host tensor is on the host too
+        if left == P.HOST and right in (P.UNKNOWN, P.TENSOR):
+            self._learn_host(node.right, ctx)
+        elif right == P.HOST and left in (P.UNKNOWN, P.TENSOR):
+            self._learn_host(node.left, ctx)
+        return P.combine(left, right)
+
+    def _learn_host(self, node: cst.BaseExpression, ctx: FunctionContext) -> None:
+        name = dotted(node)
+        if name is not None and not isinstance(node, cst.Call):
+            ctx.env[name] = P.HOST
+
+    def _eval_comparison(self, node: cst.Comparison, ctx: FunctionContext) -> int:
+        wheres = [self.eval(node.left, ctx)] + [self.eval(c.comparator, ctx) for c in node.comparisons]
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+            return P.PY
+        return P.combine(*wheres)
+
+    def _eval_unary(self, node: cst.UnaryOperation, ctx: FunctionContext) -> int:
+        if isinstance(node.operator, cst.Not):
+            self.condition(node.expression, ctx, "not")
+            return P.PY
+        return self.eval(node.expression, ctx)
+
+    def _eval_boolean(self, node: cst.BooleanOperation, ctx: FunctionContext) -> int:
+        # `a or b` calls bool(a); b is returned as it is
+        self.condition(node.left, ctx, node.operator.__class__.__name__.lower())
+        return P.combine(P.PY, self.eval(node.right, ctx))
+
+    def _eval_ifexp(self, node: cst.IfExp, ctx: FunctionContext) -> int:
+        self.condition(node.test, ctx, "ternary")
+        return P.combine(self.eval(node.body, ctx), self.eval(node.orelse, ctx))
+
+    def _eval_fstring(self, node: cst.FormattedString, ctx: FunctionContext) -> int:
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                self.eval(part.expression, ctx)
+        return P.PY
+
+    def _eval_sequence(self, node, ctx: FunctionContext) -> int:
+        wheres = [self.eval(e.value, ctx) for e in node.elements]
+        # a literal list of Python values is host data (what `torch.tensor([...])` copies)
+        return P.combine(P.PY, *wheres)
+
+    def _eval_dict(self, node: cst.Dict, ctx: FunctionContext) -> int:
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                self.eval(element.key, ctx)
+            self.eval(element.value, ctx)
+        return P.PY
+
+    def _eval_comp(self, node, ctx: FunctionContext) -> int:
+        saved = dict(ctx.env)
+        clause = node.for_in
+        while clause is not None:
+            self.bind_loop_target(clause.target, self._iter_where(clause.iter, ctx), ctx)
+            for cond in clause.ifs:
+                self.condition(cond.test, ctx, "comprehension")
+            clause = clause.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self.eval(node.key, ctx)
+            result = self.eval(node.value, ctx)
+        else:
+            result = self.eval(node.elt, ctx)
+        ctx.env = saved
+        return result
+
+    def _iter_where(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+        """Where the items of an iteration live."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value not in ctx.env:
+            name = node.func.value
+            if name == "range":
+                self.eval(node, ctx)
+                return P.PY
+            if name in ("zip", "enumerate", "reversed", "sorted", "list", "tuple"):
+                wheres = [self.eval(a.value, ctx) for a in node.args]
+                return P.combine(*wheres) if wheres else P.UNKNOWN
+        where = self.eval(node, ctx)
+        return where
+
+    def _eval_await(self, node: cst.Await, ctx: FunctionContext) -> int:
+        return self.eval(node.expression, ctx)
+
+    def _eval_yield(self, node: cst.Yield, ctx: FunctionContext) -> int:
+        if isinstance(node.value, cst.BaseExpression):
+            self.eval(node.value, ctx)
+        elif isinstance(node.value, cst.From):
+            self.eval(node.value.item, ctx)
+        return P.UNKNOWN
+
+    def _eval_walrus(self, node: cst.NamedExpr, ctx: FunctionContext) -> int:
+        where = self.eval(node.value, ctx)
+        self.bind(node.target, where, node.value, ctx)
+        return where
+
+    def _eval_starred(self, node: cst.StarredElement, ctx: FunctionContext) -> int:
+        return self.eval(node.value, ctx)
+
+    # -- calls ---------------------------------------------------------------------------
+    def _eval_call(self, node: cst.Call, ctx: FunctionContext) -> int:
+        func = node.func
+        qualname: str | None = None
+        method: str | None = None
+        receiver: cst.BaseExpression | None = None
+        receiver_where: int | None = None
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in ctx.env:
+                qualname = None  # a local variable holding a callable
+            elif name in ctx.alias_table():
+                qualname = ctx.alias_table()[name]
+            elif name in BUILTIN_NAMES:
+                qualname = name
+            else:
+                qualname = f"{self.module_name}.{name}" if self.module_name else name
+        elif isinstance(func, cst.Attribute):
+            method = func.attr.value
+            qualname = ctx.resolve(func)
+            if qualname is None:
+                receiver = func.value
+                receiver_where = self.eval(receiver, ctx)
+                if isinstance(receiver, cst.Name) and receiver.value == "self" and ctx.classes:
+                    qualname = ".".join(filter(None, [self.module_name, *ctx.classes, method]))
+        else:
+            self.eval(func, ctx)
+
+        args: list[tuple[cst.BaseExpression, int]] = []
+        kwargs: dict[str, tuple[cst.BaseExpression, int]] = {}
+        star = False
+        for arg in node.args:
+            where = self.eval(arg.value, ctx)
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = (arg.value, where)
+            elif arg.star:
+                star = True
+            else:
+                args.append((arg.value, where))
+        info = CallInfo(node, qualname, method, receiver, receiver_where, args, kwargs, star)
+        callee = method or (qualname or "").rsplit(".", 1)[-1]
+        if "h2d" in callee.lower() and args:  # `async_tensor_h2d(x, ...)`: x lives on the host
+            name = dotted(args[0][0])
+            if name is not None and args[0][1] in (P.UNKNOWN, P.TENSOR):
+                ctx.env[name] = P.HOST
+
+        last = method if method is not None else (qualname.rsplit(".", 1)[-1] if qualname else None)
+        if last is not None:
+            rules = self.registry.by_name.get(last)
+            if rules:
+                for rule in rules:
+                    if rule.handles(info):
+                        rule.on_call(ctx, info)
+        return self._call_result(info, ctx)
+
+    def _call_result(self, info: CallInfo, ctx: FunctionContext) -> int:
+        qualname, method = info.qualname, info.method
+        if info.receiver is not None:
+            r = info.receiver_where if info.receiver_where is not None else P.UNKNOWN
+            if method == "item":
+                return P.PY
+            if method == "tolist":
+                return P.PY  # Python numbers: storing one is a fill, not a host tensor copy
+            if method in ("cpu", "numpy", "pin_memory"):
+                return P.HOST
+            if method in ("to", "cuda"):
+                target = copy_target(info, ctx) if method == "to" else P.DEVICE
+                if target == P.DEVICE and is_non_blocking(info) and r in (P.UNKNOWN, P.TENSOR):
+                    # nobody copies device memory to the device with non_blocking=True: the
+                    # source is a (pinned) host tensor, from here on
+                    name = dotted(info.receiver)
+                    if name is not None:
+                        ctx.env[name] = P.HOST
+                return target if target is not None else r
+            if method in PY_METHODS:
+                return P.PY
+            if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
+                return r if r >= P.HOST else P.TENSOR
+            if r in (P.HOST, P.TENSOR, P.DEVICE):
+                return r
+            if self.hints.where(method) == P.HOST:
+                return P.HOST  # `buffer.to_numpy()`, `batch.copy_to_cpu()`
+            return P.UNKNOWN if r != P.PY else P.PY
+        if qualname is None:
+            return P.UNKNOWN
+        if not qualname.startswith(("torch.", "numpy.")) and \
+                self.hints.where(qualname.rsplit(".", 1)[-1]) == P.HOST:
+            return P.HOST  # `async_copy_to_np(x)`, `to_cpu(x)`: named for what they return
+        if qualname.startswith("torch."):
+            short = qualname.rsplit(".", 1)[-1]
+            if qualname.startswith(TORCH_NON_TENSOR) or short.lstrip("_").startswith(PREDICATE_PREFIXES) \
+                    or short[:1].isupper():
+                return P.PY  # flags, queries and classes (`torch.cuda.is_available`, `_SymmetricMemory`)
+            if short in TORCH_FACTORIES:
+                device = info.kwarg("device")
+                if device is not None:
+                    return device_where(device, ctx) or P.DEVICE
+                if short.endswith("_like") and info.args:
+                    return info.args[0][1]
+                if short == "as_tensor" and info.args:
+                    return info.args[0][1] if info.args[0][1] >= P.HOST else P.HOST
+                return P.HOST
+            if short == "from_numpy":
+                return P.HOST
+            wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
+            if any(w == P.DEVICE for w in wheres):
+                return P.DEVICE
+            if any(w in (P.TENSOR, P.UNKNOWN) for w in wheres):
+                return P.TENSOR
+            if any(w == P.HOST for w in wheres):
+                return P.HOST
+            return P.TENSOR
+        if qualname.startswith(("numpy.", "array.")):  # array.array is host memory too
+            return P.HOST
+        if qualname.startswith("math."):
+            return P.PY
+        if qualname in PY_BUILTINS:
+            return P.PY
+        if qualname in ("min", "max", "sum"):
+            wheres = [w for _, w in info.args]
+            return P.PY if all(w == P.PY for w in wheres) else P.combine(*wheres)
+        return P.UNKNOWN
+
+
+def _py(node, ctx) -> int:
+    return P.PY
+
+
+def _unknown(node, ctx) -> int:
+    return P.UNKNOWN
+
+
+CONTAINERS = frozenset("list List tuple Tuple Sequence MutableSequence Iterable Iterator dict Dict Mapping "
+                       "MutableMapping set Set frozenset FrozenSet deque Generator Callable type".split())
+
+
+def annotation_where(node: cst.BaseExpression) -> tuple[int | None, str]:
+    """Where a value of this annotated type lives, and its class name when it is a class:
+    `torch.Tensor | None` -> TENSOR; `list[torch.Tensor]` -> PY (a list's truth value is its
+    length, no sync); `np.ndarray` -> HOST; `CommonAttentionMetadata` -> (None, that name)."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            node = cst.parse_expression(str(node.evaluated_value))
+        except Exception:
+            return None, ""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        name = dotted(node) or ""
+        last = name.rsplit(".", 1)[-1]
+        if last == "Tensor" or last == "Parameter":
+            return P.TENSOR, ""
+        if last in TYPE_HOST_HINTS:
+            return P.HOST, ""
+        if last in TYPE_PY_HINTS or last in CONTAINERS:
+            return P.PY, ""
+        return None, last
+    if isinstance(node, cst.Subscript):
+        head = (dotted(node.value) or "").rsplit(".", 1)[-1]
+        if head in CONTAINERS:
+            return P.PY, ""
+        if head in TYPE_HOST_HINTS:
+            return P.HOST, ""
+        if head in ("Optional", "Union", "Annotated"):
+            members = [annotation_where(e.slice.value) for e in node.slice if isinstance(e.slice, cst.Index)]
+            if head == "Annotated":
+                members = members[:1]
+            return _union(members)
+        return None, head
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return _union([annotation_where(node.left), annotation_where(node.right)])
+    return None, ""
+
+
+def _union(members: list[tuple[int | None, str]]) -> tuple[int | None, str]:
+    """`X | None`: None adds nothing; the most device-like member wins."""
+    wheres = [w for w, _ in members if w is not None]
+    names = [n for _, n in members if n]
+    known = [w for w in wheres if w != P.PY] or wheres
+    if names and not any(w != P.PY for w in wheres):
+        return None, names[0]
+    return (max(known) if known else None), (names[0] if names else "")
+
+
+def _py_handler(_analyzer, node, ctx) -> int:
+    return _py(node, ctx)
+
+
+def _unknown_handler(_analyzer, node, ctx) -> int:
+    return _unknown(node, ctx)

@@ -1,0 +1,199 @@
+"""Which syncs a monitor records: a sampled fraction of regions, or of time.
+
+Region sampling (the default): at the entry of each outermost region (`syncscope.region`,
+`--scope`, `--module-forward`) one draw decides whether the trap is armed for the whole region;
+the decision lives in a context variable, so other threads and tasks keep their own. Time slicing
+(for programs without regions): a timer thread arms the trap for `sample * period` seconds out of
+every `period`, for the whole process.
+
+While nothing is armed on a real GPU, the detector is not installed at all (no shims, torch's
+sync-debug mode off), so an unsampled step runs the program's own code and nothing else: the only
+cost is the draw at region entry. The simulated device cannot be taken out (the program runs on
+it), so there the recorder drops what is not sampled.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import os
+import random
+import sys
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+
+from syncscope.runtime.policy import HostSyncError
+from syncscope.runtime.recorder import Recorder
+
+MODES = ("region", "time")
+
+_armed_here: contextvars.ContextVar[bool] = contextvars.ContextVar("syncscope_sampled", default=False)
+
+
+@dataclass
+class SamplingCounts:
+    """Regions (or time slices) seen and armed in this process, for scaling sampled rates."""
+
+    regions: int = 0
+    sampled: int = 0
+    monitored_s: float = 0.0  # time mode
+    sampled_s: float = 0.0
+
+
+class Gate:
+    """Arms and disarms the trap. `arm_detector`/`disarm_detector` are called when the number of
+    armed regions in the process goes from 0 to 1 and back (None on the simulated device)."""
+
+    def __init__(self, sample: float, *, mode: str = "region", period_s: float = 1.0, seed: int | None = None,
+                 arm_detector=None, disarm_detector=None, on_regions=None, on_slice=None):
+        self.sample = sample
+        self.mode = mode
+        self.period_s = period_s
+        self._counts = SamplingCounts()
+        self._random = random.Random(seed).random
+        self._lock = threading.Lock()
+        self._active = 0  # armed regions (or slices) in progress, all threads together
+        self._arm_detector = arm_detector
+        self._disarm_detector = disarm_detector
+        self._on_regions = on_regions  # metrics: called with (regions, sampled regions) to add
+        self._entries = itertools.count(1)  # region mode: outermost regions entered
+        self._reported = 0  # of those, how many the metrics have been told of
+        self._on_slice = on_slice  # metrics: called with (armed seconds, seconds) per time period
+        self._time_armed = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        gate = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: gate() is not None and gate()._forked())
+
+    def _forked(self) -> None:
+        """A forked child counts its own regions (the parent's are the parent's to report), and
+        its lock and slicer thread are its own (threads do not survive a fork)."""
+        self._counts = SamplingCounts()
+        self._entries = itertools.count(1)
+        self._reported = 0
+        self._lock = threading.Lock()
+        self._random = random.Random().random  # not the parent's sequence of draws
+        if self._thread is not None and not self._stop.is_set():
+            self._time_armed = False
+            self.start_slicing()
+
+    @property
+    def counts(self) -> SamplingCounts:
+        if self.mode == "region":
+            self._counts.regions = self.regions_entered()
+        return self._counts
+
+    # -- asked by the recorder on every sync -------------------------------------------------
+    def armed_here(self) -> bool:
+        return self._time_armed if self.mode == "time" else _armed_here.get()
+
+    # -- region mode: called by regions.region() at outermost entry and exit -------------------
+    def enter(self):
+        """At an outermost region's entry. An unsampled region costs a counter step and a draw,
+        with no lock and nothing to undo at exit (it returns None)."""
+        index = next(self._entries)  # atomic under the GIL: the 1-based count of regions so far
+        if self.sample < 1.0 and self._random() >= self.sample:
+            return None
+        with self._lock:
+            self._counts.sampled += 1
+            self._active += 1
+            if self._active == 1 and self._arm_detector is not None:
+                self._arm_detector()
+            # Regions up to this one not yet handed to the metrics (the unsampled ones are added
+            # here, in one write, rather than one write each).
+            unreported = max(0, index - self._reported)
+            self._reported = max(self._reported, index)
+        if self._on_regions is not None:
+            self._on_regions(unreported, 1)
+        return _armed_here.set(True)
+
+    def exit(self, token) -> None:
+        _armed_here.reset(token)
+        with self._lock:
+            self._active -= 1
+            if self._active == 0 and self._disarm_detector is not None:
+                self._disarm_detector()
+
+    def regions_entered(self) -> int:
+        # itertools.count has no way to read it without stepping it; its repr is `count(N)`.
+        return int(repr(self._entries)[6:-1]) - 1
+
+    def flush(self) -> None:
+        """Hand the regions not yet counted to the metrics."""
+        with self._lock:
+            total = self.regions_entered()
+            unreported, self._reported = max(0, total - self._reported), max(self._reported, total)
+        if unreported and self._on_regions is not None:
+            self._on_regions(unreported, 0)
+
+    # -- time mode ----------------------------------------------------------------------------
+    def start_slicing(self) -> None:
+        self._thread = threading.Thread(target=self._slice_loop, name="syncscope-monitor-slices", daemon=True)
+        self._thread.start()
+
+    def _slice_loop(self) -> None:
+        armed_s = self.sample * self.period_s
+        # A random phase, so that processes started together do not all watch the same moments.
+        if self._stop.wait(self._random() * (self.period_s - armed_s)):
+            return
+        while True:
+            started = time.monotonic()
+            self._set_time_armed(True)
+            stopped = self._stop.wait(armed_s)
+            self._set_time_armed(False)
+            stopped = stopped or self._stop.wait(self.period_s - armed_s)
+            elapsed = time.monotonic() - started
+            with self._lock:
+                self._counts.monitored_s += elapsed
+                self._counts.sampled_s += min(armed_s, elapsed)
+            if self._on_slice is not None:
+                self._on_slice(min(armed_s, elapsed), elapsed)
+            if stopped:
+                return
+
+    def _set_time_armed(self, armed: bool) -> None:
+        with self._lock:
+            if armed == self._time_armed:
+                return
+            if armed:
+                self._counts.regions += 1
+                self._counts.sampled += 1
+            hook = self._arm_detector if armed else self._disarm_detector
+            if hook is not None:
+                hook()
+            self._time_armed = armed
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._set_time_armed(False)
+        self.flush()
+
+
+class SampledRecorder(Recorder):
+    """A recorder that keeps only the syncs of sampled regions, and counts each one in the
+    metrics as it records it (so the JSON report and the metrics hold the same syncs)."""
+
+    gate: Gate | None = None
+    metrics = None
+
+    def record(self, kind, api, *, frame=None, **kwargs):
+        gate = self.gate
+        if gate is not None and not gate.armed_here():
+            return None
+        try:
+            event = super().record(kind, api, frame=frame if frame is not None else sys._getframe(1), **kwargs)
+        except HostSyncError:
+            # The error policy raised after keeping the event: count it too (this thread's last).
+            me = threading.current_thread().name
+            self._observe(next((e for e in reversed(self.events) if e.thread == me), None))
+            raise
+        self._observe(event)
+        return event
+
+    def _observe(self, event) -> None:
+        if event is not None and event.in_scope and self.metrics is not None:
+            self.metrics.observe(event)

@@ -1,0 +1,87 @@
+"""Monitor mode on a real GPU (run on the device machine: `pytest -m gpu tests/test_gpu_monitor.py`)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env():
+    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    return env
+
+
+PROGRAM = textwrap.dedent(
+    """
+    import json, sys, urllib.request
+    import torch
+    import syncscope
+
+    x = torch.ones(256, 256, device="cuda")
+    plain_item = torch.Tensor.item
+    mon = syncscope.monitor(sample=0.3, port=int(sys.argv[1]), device="cuda", seed=3)
+    shimmed = []
+    for i in range(200):
+        with syncscope.region("step"):
+            shimmed.append(torch.Tensor.item is not plain_item)
+            torch.cuda._sleep(200_000)  # queued work, so the read below waits for it
+            (x @ x).sum().item()
+        assert torch.Tensor.item is plain_item  # disarmed between regions: no shim at all
+    page = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode()
+    events = list(mon.trap.events)
+    counts = mon.session.gate.counts
+    arms = mon.trap.detector.arms
+    mon.stop()
+    values = {line.split(" ")[0]: float(line.split(" ")[1]) for line in page.splitlines() if line and not line.startswith("#")}
+    print(json.dumps({"shimmed": sum(shimmed), "sampled": counts.sampled, "regions": counts.regions, "arms": arms,
+                      "events": len(events), "measured": sum(e.blocked_ns is not None and e.blocked_ns > 0 for e in events),
+                      "metrics": values}))
+    """
+)
+
+
+def test_the_detector_is_installed_only_in_sampled_regions_and_waits_are_measured(tmp_path):
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    run = subprocess.run([sys.executable, "prog.py", str(_free_port())], cwd=tmp_path, env=_env(), capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.splitlines()[-1])
+    assert out["regions"] == 200 and 30 < out["sampled"] < 90
+    assert out["shimmed"] == out["sampled"] == out["arms"]  # armed exactly for the sampled steps
+    assert out["events"] == out["sampled"] == out["measured"]  # one timed .item() per sampled step
+    syncs = {k: v for k, v in out["metrics"].items() if k.startswith("syncscope_host_syncs_total{")}
+    assert list(syncs.values()) == [out["sampled"]]
+    assert out["metrics"]["syncscope_host_sync_blocked_seconds_per_sync_count"] == out["sampled"]
+    blocked = [v for k, v in out["metrics"].items() if k.startswith("syncscope_host_sync_blocked_seconds_total{")]
+    assert blocked and blocked[0] > 0
+
+
+def test_serve_workers_under_monitor_on_cuda(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "syncscope", "run", "--monitor", "--sample", "0.5", "--device", "cuda",
+         "--metrics-port", str(_free_port()), "--no-table", "-o", "out/r.json",
+         os.path.join(REPO, "examples", "serve_workers.py"), "--batches", "6", "--steps", "10"],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    reports = [json.load(open(p)) for p in glob.glob(str(tmp_path / "out" / "*.json"))]
+    assert len(reports) == 3 and all(r["sampled"] and r["device"] == "cuda" for r in reports)
+    kinds = {s["kind"] for r in reports for s in r["sites"]}
+    assert {"tolist", "device_sync"} <= kinds, kinds
