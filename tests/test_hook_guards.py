@@ -15,11 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = sorted((ROOT / "tests" / "hostile").glob("*.py"))
 
 # What the simulated device cannot run yet (it changes the program: these are bugs, kept visible
-# with strict xfails so that a fix shows up as XPASS). Lazy modules, meta tensors, quantized
-# tensors and COO sparse tensors pass.
+# with strict xfails so that a fix shows up as XPASS). Lazy modules, meta and fake tensors pass.
 SIM_GAPS = {
     "torch_function_subclass.py": "as_subclass() of a simulated tensor (it is already a wrapper subclass)",
-    "meta_and_fake.py": "FakeTensorMode with device='cuda' factories on the simulated device",
     "sparse_and_quantized.py": "sparse CSR tensors moved to the simulated device",
     "wrapper_subclass.py": "a user wrapper subclass moved to the simulated device is wrapped, not moved",
 }

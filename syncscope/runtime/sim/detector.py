@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, mode, race, state
+from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state
 from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
 
@@ -49,7 +49,8 @@ class SimulatedCudaDetector:
             cuda_guard.install(self._patches)  # last: it mirrors and guards what is left
             self._patch_one_hot()
             self._patch_shallow_copy_check()
-            self._patch_lazy_materialize()
+            lazy_params.guard_moves(mode._SPECIAL, mode._call)  # nn.LazyLinear moved with .cuda()
+            lazy_params.patch_materialize(self._patches)
             self._triton.install(self._patches)
             mode.enable_subclass_handler()
             self._threads.install()
@@ -85,25 +86,6 @@ class SimulatedCudaDetector:
             return original(a, b)
 
         self._patches.set(torch, "_has_compatible_shallow_copy_type", compatible)
-
-    def _patch_lazy_materialize(self) -> None:
-        """A lazy parameter moved to the simulated device (mode._lazy_to) is created there when
-        its module first runs, as `materialize` does on a GPU."""
-        mixin = torch.nn.parameter.UninitializedTensorMixin
-        original = mixin.materialize
-
-        def materialize(self, shape, device=None, dtype=None):
-            target = self.__dict__.get(mode.LAZY_DEVICE_ATTR)
-            if target is None or device is not None:
-                return original(self, shape, device=device, dtype=dtype)
-            made = torch.empty(shape, device=target, dtype=dtype or self.data.dtype)
-            if self.cls_to_become is torch.nn.Parameter:
-                made = torch.nn.Parameter(made, requires_grad=self.requires_grad)
-            del self.__dict__[mode.LAZY_DEVICE_ATTR]
-            torch.utils.swap_tensors(self, made)  # the module keeps this very object
-
-        materialize.__doc__ = original.__doc__
-        self._patches.set(mixin, "materialize", materialize)
 
     def _patch_one_hot(self) -> None:
         """`F.one_hot` has no torch-function hook; note it as the API in progress so its sync

@@ -143,8 +143,6 @@ def _record_h2d(source, non_blocking: bool, api: str) -> None:
 
 def _to(func, args, kwargs):
     self = args[0]
-    if isinstance(self, _Uninitialized):
-        return _lazy_to(self, func, args, kwargs)
     if isinstance(self, _SimBase) or on_device_under_functorch(self):
         # device -> host or device -> device: aten `_to_copy`, which dispatch.py classifies (and
         # tracks when non_blocking)
@@ -172,8 +170,6 @@ def _cuda(func, args, kwargs):
         return self
     if on_device_under_functorch(self):
         return _call(func, args, kwargs)
-    if isinstance(self, _Uninitialized):
-        return _lazy_to(self, func, args, kwargs)
     device = kwargs.get("device", args[1] if len(args) > 1 else None)
     non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
     _record_h2d(self, non_blocking, "Tensor.cuda")
@@ -183,26 +179,6 @@ def _cuda(func, args, kwargs):
     if _capturing[0]:
         graphs.note(lambda: elem.copy_(self))
     return wrap(elem, _target_device(0 if device is None else device))
-
-
-_Uninitialized = torch.nn.parameter.UninitializedTensorMixin
-LAZY_DEVICE_ATTR = "_syncscope_sim_device"
-
-
-def _lazy_to(self, func, args, kwargs):
-    """A lazy module's placeholder (`UninitializedParameter`) holds no data to move: as on a GPU
-    it stays uninitialized and only remembers where its data will live; `materialize` (patched by
-    the detector) then creates it there. Moving it for real would turn it into an ordinary
-    parameter of shape (0,) and break `LazyLinear.initialize_parameters`."""
-    if func is T.cuda:
-        self.__dict__[LAZY_DEVICE_ATTR] = state.DEVICE
-        return self
-    device = torch._C._nn._parse_to(*args[1:], **kwargs)[0]
-    if device is not None and device.type == "cuda":
-        self.__dict__[LAZY_DEVICE_ATTR] = state.DEVICE
-        return self
-    self.__dict__.pop(LAZY_DEVICE_ATTR, None)
-    return _call(func, args, kwargs)
 
 
 def _pin_memory(func, args, kwargs):
