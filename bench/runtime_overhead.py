@@ -10,12 +10,23 @@ reproduces within the interval. The loop also does the slicing, `.to()` and inde
 code does, so the timing shims are exercised.
 
     python bench/runtime_overhead.py [--steps 50] [--rounds 41] [--max-rounds 201] [--out result.json]
+
+The `trap+keeper` arm adds what `syncscope run` adds around the trap: the report kept on disk
+while the program runs (runtime/keeper.py: os._exit and signal hooks, a flush thread that wakes
+every 2 s). With no sync in the loop it must cost nothing.
+
+Without a GPU, `--cpu` times the same loop on CPU tensors with the CUDA detector's Python shims
+installed (torch's sync-debug mode needs CUDA and is left out), plain vs shims vs shims+keeper;
+`--compare-with OTHER/syncscope/runtime/cuda.py` adds the shims of another checkout, side by side:
+
+    python bench/runtime_overhead.py --cpu --rounds 21 --compare-with /path/to/base/syncscope/runtime/cuda.py
 """
 
 import argparse
 import contextlib
 import json
 import statistics
+import sys
 import time
 
 import torch
@@ -61,12 +72,13 @@ def time_steps(model, x, positions, pinned_ids, device, steps):
     """Wall time per step (launch + GPU completion) and the launching thread's CPU time per step.
     The CPU time is what syncscope can add to, and it does not count the time this (shared,
     virtualised) host spends running other tenants, which dominates the wall-clock noise."""
-    torch.cuda.synchronize()
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    sync()
     t0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(steps):
         out = step(model, x, positions, pinned_ids, device)
     c1 = time.thread_time()
-    torch.cuda.synchronize()
+    sync()
     return (time.perf_counter() - t0) / steps, (c1 - c0) / steps
 
 
@@ -74,6 +86,101 @@ def time_steps(model, x, positions, pinned_ids, device, steps):
 def trap_arm():
     with syncscope.trap(device="cuda") as t:
         yield t
+
+
+@contextlib.contextmanager
+def keeper_running(t):
+    """What `syncscope run` starts around the program (commands/run.py): a ReportKeeper."""
+    import os
+    import tempfile
+
+    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.runtime.keeper import ReportKeeper
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "report.json")
+        keeper = ReportKeeper(lambda final: write_json_atomic(path, build_report(list(t.events), {}).to_json()), lambda: len(t.events))
+        t.recorder.on_event = keeper.on_event
+        keeper.start()
+        try:
+            yield t
+        finally:
+            keeper.stop()
+            keeper.finish({"status": "ok"})
+
+
+@contextlib.contextmanager
+def keeper_arm():
+    with syncscope.trap(device="cuda") as t, keeper_running(t):
+        yield t
+
+
+@contextlib.contextmanager
+def cpu_shims_arm(cuda_module, keeper=False):
+    """The CUDA detector's Python shims on a CPU-only build (no debug mode: it needs CUDA)."""
+    from syncscope.runtime.recorder import Recorder
+    from syncscope.runtime.trap import Trap
+
+    detector = cuda_module.CudaDetector()
+    recorder = detector._recorder = Recorder(device="cuda")
+    saved = []
+    for spec in cuda_module._shim_specs():
+        saved.append((spec.owner, spec.name, vars(spec.owner).get(spec.name), spec.name in vars(spec.owner)))
+        setattr(spec.owner, spec.name, detector._make_shim(spec, getattr(spec.owner, spec.name)))
+    try:
+        if keeper:
+            with keeper_running(Trap(recorder, "cuda", detector)) as t:
+                yield t
+        else:
+            yield None
+    finally:
+        for owner, name, original, had in reversed(saved):
+            if had:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+
+
+def cpu_main(args):
+    """CPU-time ratios of the shims (and the keeper) on a CPU step loop, arms interleaved."""
+    import importlib.util
+
+    from syncscope.runtime import cuda as current
+
+    arms = {
+        "plain": contextlib.nullcontext,
+        "shims": lambda: cpu_shims_arm(current),
+        "shims+keeper": lambda: cpu_shims_arm(current, keeper=True),
+    }
+    if args.compare_with:
+        spec = importlib.util.spec_from_file_location("syncscope_cuda_compared", args.compare_with)
+        other = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = other  # dataclasses look their module up there
+        spec.loader.exec_module(other)
+        arms["shims (compared checkout)"] = lambda: cpu_shims_arm(other)
+    torch.manual_seed(0)
+    cpu = {name: [] for name in arms}
+    with torch.inference_mode():
+        model = build("cpu", layers=4, d=64)
+        x = torch.randn(2, 16, 64)
+        positions = torch.arange(16)
+        ids = torch.arange(2)
+        for _ in range(3):
+            time_steps(model, x, positions, ids, "cpu", 20)
+        for _ in range(args.rounds):
+            for name, arm in arms.items():
+                with arm():
+                    _, c = time_steps(model, x, positions, ids, "cpu", args.steps)
+                cpu[name].append(c)
+    estimates = {name: median_ratio_interval(cpu["plain"], cpu[name]) for name in arms if name != "plain"}
+    result = {"device": "cpu", "torch": torch.__version__, "plain_cpu_ms": statistics.median(cpu["plain"]) * 1e3,
+              "cpu_ratio_by_arm": {name: e.median for name, e in estimates.items()},
+              "cpu_ratio_ci95_by_arm": {name: [e.low, e.high] for name, e in estimates.items()},
+              "rounds": args.rounds, "steps": args.steps}
+    print(json.dumps(result, indent=1))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(result, fh, indent=1)
 
 
 @contextlib.contextmanager
@@ -131,7 +238,11 @@ def main():
     parser.add_argument("--batch", type=int, default=10, help="rounds added at a time while the interval is too wide")
     parser.add_argument("--target-width", type=float, default=0.01, help="widest acceptable 95%% interval of the wall ratio")
     parser.add_argument("--out")
+    parser.add_argument("--cpu", action="store_true", help="no GPU: CPU-time ratios of the shims and the keeper")
+    parser.add_argument("--compare-with", help="with --cpu: another checkout's syncscope/runtime/cuda.py, as one more arm")
     args = parser.parse_args()
+    if args.cpu:
+        return cpu_main(args)
     device = "cuda"
     torch.manual_seed(0)
     with torch.inference_mode():
@@ -146,7 +257,8 @@ def main():
             step(model, x, positions, pinned_ids, device)
             torch.cuda.synchronize()
         launches = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-        arms = {"plain": contextlib.nullcontext, "trap": trap_arm, "debug_mode_only": debug_mode_arm, "shims_only": shims_arm}
+        arms = {"plain": contextlib.nullcontext, "trap": trap_arm, "debug_mode_only": debug_mode_arm, "shims_only": shims_arm,
+                "trap+keeper": keeper_arm}
         wall = {name: [] for name in arms}
         cpu = {name: [] for name in arms}
         syncs = 0

@@ -209,7 +209,7 @@ def _lint_sites(data: Any, origin: str) -> list[ObservedSite]:
             if not isinstance(item, dict):
                 raise ValueError("not an object")
             raw.append((lint_site(item), item))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise InputError(f"{origin}: finding #{index} is malformed ({exc})") from None
     return [
         ObservedSite(
@@ -292,7 +292,7 @@ def _entry(item: Any, index: int, path: str) -> BaselineEntry:
             count=int(item["count"]) if item.get("count") is not None else None,
             max_per_step=float(budget) if budget is not None else None,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise InputError(f"{path}: site #{index} is malformed ({exc!s})") from None
 
 

@@ -127,6 +127,7 @@ def combine(paths: list[str]) -> dict:
     processes: dict[tuple, list[dict]] = {}
     remapped_events: list[tuple[tuple, dict]] = []
     truncated = 0
+    errors: dict[tuple, int] = {}  # (where, error) -> count over every process
     for path, data, report in inputs:
         own = _parts(data, path)
         raw_sites = data["sites"]
@@ -152,6 +153,10 @@ def combine(paths: list[str]) -> dict:
                 event.setdefault("rank", own[0].rank)
             remapped_events.append((key, event))
         truncated += report.events_truncated
+        for entry in report.errors:
+            key = (str(entry.get("where", "")), str(entry.get("error", "")))
+            count = entry.get("count")
+            errors[key] = errors.get(key, 0) + (count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1)
 
     sites = assign_fingerprints(list(merged.values()))
     index = {_site_key(s): i for i, s in enumerate(sites)}
@@ -170,7 +175,8 @@ def combine(paths: list[str]) -> dict:
         "project_root": inputs[0][1].get("project_root"),
         "combined_from": [p.to_json() for p in parts],
     }
-    out = Report(sites=sites, events=events, meta=meta, events_truncated=truncated).to_json()
+    merged_errors = [{"where": w, "error": e, "count": n} for (w, e), n in sorted(errors.items())]
+    out = Report(sites=sites, events=events, meta=meta, events_truncated=truncated, errors=merged_errors).to_json()
     for s, raw in zip(sites, out["sites"]):
         raw["processes"] = sorted(processes[_site_key(s)], key=lambda p: (p.get("rank") is None, p.get("rank") or 0, p.get("pid") or 0))
     return out

@@ -107,11 +107,13 @@ class _ChildReport:
         self.writing = True  # first: a SIGTERM from here on waits for the write to finish
         try:
             from syncscope.report.model import build_report, write_json_atomic
+            from syncscope.runtime import hook_errors
 
             meta = _child_meta(self.config, self.path, self.process)
             meta.update(status=status, exit_code=exit_code)
             meta.update(getattr(self.recorder, "report_meta", dict)())  # monitor mode: marked sampled
-            write_json_atomic(self.path, build_report(list(self.recorder.events), meta).to_json())
+            report = build_report(list(self.recorder.events), meta, errors=hook_errors.snapshot())
+            write_json_atomic(self.path, report.to_json())
         finally:
             self.writing = False
             self.written = True
@@ -172,12 +174,17 @@ def _run_recorded(process, original, args, kwargs, config, recorder):
     # Ours stays installed to the end: a SIGTERM handler inherited from a parent `syncscope run`
     # would raise in the middle of writing the report.
     signal.signal(signal.SIGTERM, report.on_sigterm)
+    # A target that leaves through os._exit (runtime/keeper.py) writes its report on the way.
+    from syncscope.runtime.keeper import at_os_exit
+
+    undo_exit_hook = at_os_exit(lambda code: report.write("os._exit", code))
     exit_code = None
     try:
         exit_code = original(process, *args, **kwargs)
         return exit_code
     finally:
         report.write("ok" if exit_code == 0 else "exit", exit_code)
+        undo_exit_hook()
 
 
 def _bootstrap(self, *args, **kwargs):

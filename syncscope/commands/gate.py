@@ -12,7 +12,9 @@ import typer
 
 
 def _fail(message: str, code: int = 2) -> None:
-    typer.echo(f"syncscope: error: {message}", err=True)
+    from syncscope.terminal import safe_text  # paths and messages may carry control characters
+
+    typer.echo(f"syncscope: error: {safe_text(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -66,7 +68,9 @@ def register(app: typer.Typer) -> None:
             bl.save_baseline(created, output)
         except OSError as exc:
             _cannot_write(output, exc)
-        typer.echo(f"syncscope: baseline {output}: {len(created.entries)} {observation.origin} site(s) from {source}")
+        from syncscope.terminal import safe_text
+
+        typer.echo(f"syncscope: baseline {safe_text(output)}: {len(created.entries)} {observation.origin} site(s) from {safe_text(source)}")
 
     @app.command("gate")
     def gate_command(
@@ -87,7 +91,9 @@ def register(app: typer.Typer) -> None:
             result = gate.check(observation, accepted, steps=steps)
         except bl.InputError as exc:
             _fail(str(exc))
-        typer.echo(gate.render_text(result, observation, baseline), err=not result.passed)
+        from syncscope.terminal import safe_text
+
+        typer.echo(safe_text(gate.render_text(result, observation, baseline), multiline=True), err=not result.passed)
         if markdown:
             from syncscope.report import markdown as md
 
@@ -100,13 +106,13 @@ def register(app: typer.Typer) -> None:
             write_github(result.new, sys.stdout)
         if update:
             if not result.passed:
-                typer.echo(f"syncscope gate: {baseline} left unchanged (the gate failed; --update only shrinks a passing baseline)", err=True)
+                typer.echo(f"syncscope gate: {safe_text(baseline)} left unchanged (the gate failed; --update only shrinks a passing baseline)", err=True)
             elif result.fixed:
                 try:
                     bl.save_baseline(bl.shrink(accepted, (o.fingerprint for o in observation.sites)), baseline)
                 except OSError as exc:
                     _cannot_write(baseline, exc)
-                typer.echo(f"syncscope gate: {baseline}: dropped {len(result.fixed)} fixed site(s)")
+                typer.echo(f"syncscope gate: {safe_text(baseline)}: dropped {len(result.fixed)} fixed site(s)")
         raise typer.Exit(result.exit_code)
 
     @app.command("combine")
@@ -124,9 +130,11 @@ def register(app: typer.Typer) -> None:
             _fail(str(exc))
         except OSError as exc:
             _cannot_write(output, exc)
+        from syncscope.terminal import safe_text
+
         summary = data["summary"]
         typer.echo(
-            f"syncscope: combined {len(paths)} report(s) from {len(data['combined_from'])} process(es) into {output}: "
+            f"syncscope: combined {len(paths)} report(s) from {len(data['combined_from'])} process(es) into {safe_text(output)}: "
             f"{summary['events']} events at {summary['sites']} sites"
         )
 

@@ -60,6 +60,7 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
     from syncscope.lint.config import ConfigError, find_project_root, load_config
     from syncscope.lint.engine import lint_paths
     from syncscope.lint import output
+    from syncscope.terminal import SafeStream, safe_text
 
     if output_format not in FORMATS:
         print(f"syncscope lint: unknown --output-format {output_format!r} (choose from {', '.join(FORMATS)})", file=sys.stderr)
@@ -71,14 +72,14 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         if ignore:
             config.ignore = config.ignore + ignore
     except ConfigError as error:
-        print(f"syncscope lint: {error}", file=sys.stderr)
+        print(f"syncscope lint: {safe_text(error)}", file=sys.stderr)
         return 2
 
     bar = _progress_bar(progress and output_file is None)
     try:
         lint_run = lint_paths(paths, config, jobs=jobs, use_cache=use_cache, progress=bar)
     except FileNotFoundError as error:
-        print(f"syncscope lint: no such file or directory: {error}", file=sys.stderr)
+        print(f"syncscope lint: no such file or directory: {safe_text(error)}", file=sys.stderr)
         return 2
     finally:
         if bar:
@@ -100,10 +101,12 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         try:
             confirmation = confirm(findings, confirm_report, lint_root=os.path.abspath(config.root))
         except ReportError as error:
-            print(f"syncscope lint: --confirm: {error}", file=sys.stderr)
+            print(f"syncscope lint: --confirm: {safe_text(error)}", file=sys.stderr)
             return 2
         findings = list(confirmation.ranked())  # what a run proved first
     stream = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
+    if output_format in ("text", "concise") or statistics:  # human formats: no raw control characters
+        stream = SafeStream(stream)
     try:
         if statistics:
             output.write_statistics(findings, stream)
@@ -128,14 +131,14 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         if confirmation is not None:
             # Machine formats stay parseable: the cross-check then goes to stderr.
             human = output_format in ("text", "concise") or statistics
-            print(render_text(confirmation), file=stream if human else sys.stderr)
+            print(safe_text(render_text(confirmation), multiline=True), file=stream if human else sys.stderr)
     finally:
         if output_file:
             stream.close()
 
     if lint_run.internal_errors:
         for error in lint_run.internal_errors:
-            print(f"syncscope lint: internal error in {error.splitlines()[0]}", file=sys.stderr)
+            print(f"syncscope lint: internal error in {safe_text(error.splitlines()[0])}", file=sys.stderr)
         return 2
     failing = [f for f in findings if f.level == "error"]
     return 1 if failing and not exit_zero else 0

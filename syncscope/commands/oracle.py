@@ -10,7 +10,9 @@ DEFAULT_REPORT = "syncscope-oracle.json"
 
 
 def _fail(message: str, code: int = 2) -> None:
-    typer.echo(f"syncscope oracle: error: {message}", err=True)
+    from syncscope.terminal import safe_text
+
+    typer.echo(f"syncscope oracle: error: {safe_text(message)}", err=True)
     raise typer.Exit(code)
 
 

@@ -11,7 +11,9 @@ DEFAULT_HTML = "syncscope-report.html"
 
 
 def _fail(message: str, code: int = 2) -> None:
-    typer.echo(f"syncscope: error: {message}", err=True)
+    from syncscope.terminal import safe_text  # paths and messages may carry control characters
+
+    typer.echo(f"syncscope: error: {safe_text(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -37,7 +39,6 @@ def execute(
     import sys
 
     from syncscope.report import console
-    from syncscope.report.model import build_report, run_metadata, write_json_atomic
     from syncscope.runtime import config, regions, runner
     from syncscope.runtime.policy import Policy
     from syncscope.runtime.trap import DeviceUnavailable, resolve_device, trap
@@ -92,27 +93,22 @@ def execute(
         except (ImportError, AttributeError, ValueError) as exc:
             _fail(f"--scope: {exc}")
         stop_following = multiprocess.follow_children(children)
+        # The report is kept on disk while the program runs and written on every way out
+        # (runtime/keeper.py, docs/reliability.md).
+        keeper = _start_keeper(t, resolved, report_path, show_table, session, target=target, args=args, module=module, root=root)
         try:
-            outcome = runner.run_target(target, args, module=module)
+            outcome = runner.run_target(target, args, module=module, on_sigterm_now=keeper.fatal_signal)
         except runner.TargetNotFound as exc:
             _fail(str(exc))
         finally:
+            keeper.keeper.stop()
             stop_following()
             for fn in reversed(undo):
                 fn()
             # Written even when the program raised, exited or was interrupted.
-            gpu = sys.modules["torch"].cuda.get_device_name() if resolved == "cuda" else None
-            meta = run_metadata(device=resolved, gpu=gpu, target=target, args=args, module=module, root=root)
-            if outcome is not None:
-                meta.update(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
-            meta["report_path"] = report_path
-            if t.bubble_window is not None:
-                t.bubble_window.finish()
-            if session is not None:
-                meta.update(session.report_meta())
-            t.recorder.settle_scope()
-            report = build_report(list(t.events), meta, bubbles=t.bubbles)
-            write_json_atomic(report_path, report.to_json())
+            final = {} if outcome is None else dict(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
+            keeper.keeper.finish(final)
+            report = keeper.report
     if session is not None:
         session.finish()  # waits for the scrape that takes the last counts
     if show_table:
@@ -126,6 +122,81 @@ def _monitor_options(sample, sample_by, slice_period, port, directory, top_sites
 
     return MonitorOptions(sample=sample, port=port, directory=directory, mode=sample_by, period_s=slice_period,
                           top_sites=top_sites, exit_wait_s=exit_wait)
+
+
+class _RunReport:
+    """The report of this `syncscope run` process, as `ReportKeeper` writes it."""
+
+    def __init__(self, t, device: str, report_path: str, show_table: bool, session=None, **command) -> None:
+        self.t = t
+        self.session = session  # monitor mode: the report says it was sampled
+        self.device = device
+        self.report_path = report_path
+        self.show_table = show_table
+        self.command = command
+        self.report = None
+        self.keeper = None
+
+    def write(self, final: dict | None) -> None:
+        import sys
+
+        from syncscope.report.model import build_report, run_metadata, write_json_atomic
+        from syncscope.runtime import hook_errors
+
+        gpu = None
+        if final is not None and self.device == "cuda":
+            gpu = sys.modules["torch"].cuda.get_device_name()
+        meta = run_metadata(device=self.device, gpu=gpu, **self.command)
+        if final is None:
+            meta.update(status="running", exit_code=None, error=None)  # a flush while it runs
+        else:
+            window = getattr(self.t, "bubble_window", None)
+            if window is not None:
+                window.finish()
+            self.t.recorder.settle_scope()
+            meta.update(final)
+        if self.session is not None:
+            meta.update(self.session.report_meta())
+        meta["report_path"] = self.report_path
+        # the bubble window is only complete at the end
+        bubbles = getattr(self.t, "bubbles", None) if final is not None else None
+        report = build_report(list(self.t.events), meta, bubbles=bubbles, errors=hook_errors.snapshot())
+        write_json_atomic(self.report_path, report.to_json())
+        if final is not None:
+            self.report = report
+
+    def _final_and_table(self, final: dict) -> None:
+        import sys
+
+        from syncscope.report import console
+
+        self.keeper.finish(final)
+        if self.show_table and self.report is not None:
+            console.render(self.report)
+        sys.stderr.flush()  # not stdout: plain python's os._exit or signal death drops its buffer
+
+    def fatal_signal(self, signum: int) -> None:
+        """SIGTERM/SIGHUP/SIGQUIT: the final report (and table), then die of the signal."""
+        import signal
+
+        from syncscope.runtime.keeper import die_of_signal
+
+        self._final_and_table({"status": "terminated", "exit_code": -signum, "error": signal.Signals(signum).name})
+        die_of_signal(signum)
+
+    def os_exit(self, code: int) -> None:
+        """`os._exit(code)` in the program: the final report (and table); the exit follows."""
+        self._final_and_table({"status": "os._exit", "exit_code": code, "error": None})
+
+
+def _start_keeper(t, device: str, report_path: str, show_table: bool, session=None, **command) -> _RunReport:
+    from syncscope.runtime.keeper import ReportKeeper
+
+    run_report = _RunReport(t, device, report_path, show_table, session, **command)
+    run_report.keeper = ReportKeeper(run_report.write, lambda: len(t.events))
+    t.recorder.on_event = run_report.keeper.on_event
+    run_report.keeper.start(on_fatal=run_report.fatal_signal, on_os_exit=run_report.os_exit)
+    return run_report
 
 
 def register(app: typer.Typer) -> None:
@@ -237,4 +308,6 @@ def write_html_page(path: str, output: str, *, lint: str | None, compare: str | 
         html.write_atomic(output, page)
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror or exc}")
-    typer.echo(f"syncscope: wrote {output} ({len(page.encode('utf-8')) // 1024} KiB, {len(loaded.report.sites)} sites)", err=True)
+    from syncscope.terminal import safe_text
+
+    typer.echo(f"syncscope: wrote {safe_text(output)} ({len(page.encode('utf-8')) // 1024} KiB, {len(loaded.report.sites)} sites)", err=True)

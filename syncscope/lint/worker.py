@@ -12,6 +12,7 @@ import gc
 import io
 import re
 import sys
+import threading
 import tokenize
 import traceback
 from dataclasses import dataclass, field
@@ -145,7 +146,10 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
 def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool = False):
     """The whole per-file pipeline. With keep_tree, also returns the analyzer (for --fix)."""
-    outcome = _analyze_bytes(data, module, is_package, config, keep_tree)
+    try:
+        outcome = _analyze_bytes(data, module, is_package, config, keep_tree)
+    except _TooDeep:
+        outcome = _on_a_deep_stack(_analyze_bytes, data, module, is_package, config, keep_tree)
     result = outcome[0] if keep_tree else outcome
     if may_have_suppressions(data):
         try:
@@ -187,7 +191,45 @@ class _FallBack(Exception):
     """A function could not be handled on its own; lint the file as one module instead."""
 
 
+class _TooDeep(Exception):
+    """The analysis recursed past Python's limit (an expression nested hundreds deep)."""
+
+
+_DEEP_STACK = 512 << 20
+_DEEP_RECURSION = 60_000
+
+
+def _on_a_deep_stack(analyze, data: bytes, module: str, is_package: bool, config, keep_tree: bool):
+    """Analyze once more in a thread with a 512 MiB stack and a high recursion limit (the
+    recursive walks then reach tens of thousands of levels); past that, the file is reported as
+    too deeply nested, like a file `ast.parse` itself cannot nest, never as a crash."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(analyze(data, module, is_package, config, keep_tree))
+        except _TooDeep:
+            pass
+
+    previous_limit, previous_stack = sys.getrecursionlimit(), threading.stack_size()
+    try:
+        threading.stack_size(_DEEP_STACK)
+        sys.setrecursionlimit(_DEEP_RECURSION)
+        worker = threading.Thread(target=run, name="syncscope-deep-file")
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(previous_stack)
+        sys.setrecursionlimit(previous_limit)
+    if outcome:
+        return outcome[0]
+    result = RawResult(findings=[("SYN002", 1, 1, 1, 1, "<module>", "cannot parse file: nested too deeply to analyze", None, "error")])
+    return (result, None) if keep_tree else result
+
+
 def _internal_error() -> RawResult:
+    if isinstance(sys.exc_info()[1], RecursionError):
+        raise _TooDeep()  # not a bug: analyze_bytes retries on a deeper stack
     trace = traceback.format_exc(limit=-3).strip().splitlines()
     return RawResult(findings=[("SYN003", 1, 1, 1, 1, "<module>", "internal error: " + " | ".join(trace[-3:]), None, "error")],
                      internal_error="\n".join(trace))
@@ -198,6 +240,16 @@ def _whole_module(text: str, module: str, is_package: bool, config, keep_tree: b
     rewrite), for --all-functions, and as the fallback."""
     import libcst as cst
 
+    try:
+        # libcst's native parser has no depth guard (tens of thousands of nested operators
+        # overflow the C stack: a segfault); Python's own parser stops such input cleanly first.
+        ast.parse(text)
+    except (RecursionError, MemoryError) as error:
+        reason = str(error) or f"nested too deeply ({type(error).__name__})"
+        result = RawResult(findings=[("SYN002", 1, 1, 1, 1, "<module>", f"cannot parse file: {reason}", None, "error")])
+        return (result, None) if keep_tree else result
+    except (SyntaxError, ValueError):
+        pass  # reported from libcst's parse below, with its position
     try:
         module_node = cst.parse_module(text)
     except cst.ParserSyntaxError as error:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from syncscope.report.model import Report, SiteStats
+from syncscope.terminal import safe_text
 from syncscope.report.model import format_ms as _ms
 
 _MAX_WIDTH = {"function": 32, "region": 20, "source": 48}
@@ -27,7 +28,7 @@ def _row(s: SiteStats, with_bubbles: bool) -> list[str]:
         # GPU idle after the site's syncs (the bubble window): count and total.
         cells += [str(s.bubble_count or 0), _ms(s.bubble_ns or 0)]
     cells += [", ".join(s.regions) or "-", s.source.split("  #")[0]]
-    return [escape(cell) for cell in cells]
+    return [escape(safe_text(cell)) for cell in cells]
 
 
 def _bubble_line(bubbles: dict) -> str:
@@ -52,7 +53,9 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
     console = Console(file=file, stderr=file is None, highlight=False)
     if not console.is_terminal:
         console.width = max(console.width, 200)  # logs and CI: do not squeeze columns to 80
-    device = report.meta.get("device", "?")
+    from rich.markup import escape
+
+    device = escape(safe_text(report.meta.get("device", "?")))
     in_scope, allowed, out_of_scope = report.grouped()
     potential = report.potential()
     title = f"syncscope: {sum(s.count for s in in_scope)} host syncs at {len(in_scope)} sites in scope (device: {device})"
@@ -100,4 +103,4 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
             console.print(f"bubble window: {note}", style="dim")
     path = report.meta.get("report_path")
     if path:
-        console.print(f"report: {path}", style="dim")
+        console.print(f"report: {escape(safe_text(path))}", style="dim")

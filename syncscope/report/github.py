@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from typing import IO, Iterable
 
+from syncscope.terminal import safe_text
+
 _COMMANDS = {"error": "error", "warning": "warning", "note": "notice", "info": "notice"}
 
 
 def _escape_data(text: str) -> str:
+    # GitHub's own rules (actions/toolkit escapeData), after control characters other than
+    # newlines are shown escaped: the log viewer would otherwise interpret ANSI sequences.
+    text = safe_text(text, multiline=True)
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

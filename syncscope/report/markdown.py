@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from syncscope.report.model import format_ms as _ms
+from syncscope.terminal import safe_text
 
 if TYPE_CHECKING:
     from syncscope.baseline import Observation
@@ -20,7 +21,8 @@ MAX_ROWS = 25
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+    cell = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+    return safe_text(cell)  # other control characters shown escaped (the summary may be printed)
 
 
 def _code(text: str, limit: int = 80) -> str:

@@ -108,32 +108,95 @@ class SiteStats:
 
     @classmethod
     def from_json(cls, data: dict) -> "SiteStats":
+        """One site of a saved report; ValueError/TypeError/KeyError when a field has the wrong
+        type (every renderer relies on these types: a damaged file fails here, once, clearly)."""
+        if not isinstance(data, dict):
+            raise TypeError("a site must be an object")
+        related = data.get("related")
+        stack = list(_list(data, "stack"))
+        for frame in stack + ([related] if related is not None else []):
+            if not isinstance(frame, dict):
+                raise TypeError("stack and related must be objects")
+            _str(frame, "path"), _count(frame, "line"), _str(frame, "function")
         return cls(
-            path=data["path"],
-            line=int(data["line"]),
-            function=data["function"],
-            kind=data["kind"],
-            source=data.get("source", ""),
-            in_scope=bool(data["in_scope"]),
-            allowed=bool(data.get("allowed", False)),
-            apis=list(data.get("apis", [])),
-            regions=list(data.get("regions", [])),
-            count=int(data["count"]),
-            blocked_ns=int(data.get("blocked_ns") or 0),
-            measured=int(data.get("blocked_measured", 0)),
-            did_not_block=int(data.get("did_not_block", 0)),
-            stack=list(data.get("stack", [])),
-            related=data.get("related"),
-            allow_reason=data.get("allow_reason"),
-            fingerprint=data.get("fingerprint", ""),
-            bubble_count=_optional_int(data.get("bubble_count")),
-            bubble_ns=_optional_int(data.get("bubble_ns")),
-            bubble_share=None if data.get("bubble_share") is None else float(data["bubble_share"]),
+            path=_str(data, "path"),
+            line=_count(data, "line"),
+            function=_str(data, "function"),
+            kind=_str(data, "kind"),
+            source=_str(data, "source", ""),
+            in_scope=_bool(data, "in_scope"),
+            allowed=_bool(data, "allowed", False),
+            apis=_strs(data, "apis"),
+            regions=_strs(data, "regions"),
+            count=_count(data, "count"),
+            blocked_ns=_count(data, "blocked_ns", 0),
+            measured=_count(data, "blocked_measured", 0),
+            did_not_block=_count(data, "did_not_block", 0),
+            stack=stack,
+            related=related,
+            allow_reason=data.get("allow_reason") if isinstance(data.get("allow_reason"), str) else None,
+            fingerprint=_str(data, "fingerprint", ""),
+            bubble_count=_optional_count(data, "bubble_count"),
+            bubble_ns=_optional_count(data, "bubble_ns"),
+            bubble_share=_optional_share(data, "bubble_share"),
         )
 
 
-def _optional_int(value) -> int | None:
-    return None if value is None else int(value)
+_MISSING = object()
+_LIMIT = 2**63  # counts and nanoseconds beyond int64 are damage, not data
+
+
+def _field(data: dict, key: str, default):
+    value = data.get(key, default) if default is not _MISSING else data[key]
+    return default if value is None and default is not _MISSING else value
+
+
+def _str(data: dict, key: str, default=_MISSING) -> str:
+    value = _field(data, key, default)
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _count(data: dict, key: str, default=_MISSING) -> int:
+    value = _field(data, key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _LIMIT:
+        raise ValueError(f"{key} must be a whole number >= 0, not {str(value)[:40]}")
+    return value
+
+
+def _bool(data: dict, key: str, default=_MISSING) -> bool:
+    value = _field(data, key, default)
+    if not isinstance(value, bool):
+        raise TypeError(f"{key} must be true or false")
+    return value
+
+
+def _list(data: dict, key: str) -> list:
+    value = data.get(key) or []
+    if not isinstance(value, list):
+        raise TypeError(f"{key} must be a list")
+    return value
+
+
+def _strs(data: dict, key: str) -> list[str]:
+    value = _list(data, key)
+    if not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{key} must be a list of strings")
+    return list(value)
+
+
+def _optional_count(data: dict, key: str) -> int | None:
+    return None if data.get(key) is None else _count(data, key)
+
+
+def _optional_share(data: dict, key: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{key} must be a fraction between 0 and 1, not {str(value)[:40]}")
+    return float(value)
 
 
 def _site_key(e: HostSyncEvent) -> tuple:
@@ -241,6 +304,9 @@ class Report:
     events: list[dict]
     meta: dict[str, Any]
     events_truncated: int = 0
+    # Internal errors of syncscope's hooks, caught so the program went on (runtime/hook_errors.py):
+    # [{"where", "error", "count"}]. Reports older than this field load with none.
+    errors: list[dict] = field(default_factory=list)
 
     @property
     def in_scope_sites(self) -> list[SiteStats]:
@@ -277,6 +343,7 @@ class Report:
             "sites": [s.to_json() for s in self.sites],
             "events": self.events,
             "events_truncated": self.events_truncated,
+            "errors": self.errors,
         }
 
     @classmethod
@@ -287,16 +354,51 @@ class Report:
             readable = " and ".join(str(v) for v in READABLE_VERSIONS)
             raise ReportError(f"{origin}: report schema version {data.get('version')!r}, this syncscope reads {readable}")
         try:
+            if not isinstance(data.get("sites"), list):
+                raise TypeError('no "sites" list')
             sites = [SiteStats.from_json(s) for s in data["sites"]]
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ReportError(f"{origin}: malformed site entry ({exc})") from None
         try:
             events = list(data.get("events", []))
             events_truncated = int(data.get("events_truncated", 0))
-        except (TypeError, ValueError) as exc:
+            _check_events(events, len(sites))
+            _check_meta(data)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ReportError(f"{origin}: malformed events ({exc})") from None
-        meta = {k: v for k, v in data.items() if k not in ("schema", "version", "summary", "sites", "events", "events_truncated")}
-        return cls(sites=sites, events=events, meta=meta, events_truncated=events_truncated)
+        errors = data.get("errors", [])
+        if not isinstance(errors, list) or not all(isinstance(e, dict) for e in errors):
+            raise ReportError(f"{origin}: malformed \"errors\" (a list of objects expected)")
+        meta = {k: v for k, v in data.items() if k not in ("schema", "version", "summary", "sites", "events", "events_truncated", "errors")}
+        return cls(sites=sites, events=events, meta=meta, events_truncated=events_truncated, errors=list(errors))
+
+
+def _is_int(value: Any, *, none: bool = True) -> bool:
+    return (value is None and none) or (isinstance(value, int) and not isinstance(value, bool) and abs(value) < _LIMIT)
+
+
+_EVENT_INTS = ("pid", "blocked_ns")  # or null; ts_ns is always a number (timelines sort on it)
+_EVENT_TEXTS = ("thread", "region", "api")
+
+
+def _check_events(events: list, n_sites: int) -> None:
+    """Every reader (tables, Perfetto, combine) indexes and sorts events: check them once here."""
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or not _is_int(e.get("site"), none=False) or not 0 <= e["site"] < n_sites:
+            raise ValueError(f"event #{i} does not name a site of this report")
+        bad = [k for k in _EVENT_INTS if not _is_int(e.get(k))] + ["ts_ns"] * (not _is_int(e.get("ts_ns", 0), none=False)) + [
+            k for k in _EVENT_TEXTS if not (e.get(k) is None or isinstance(e.get(k), str))
+        ] + [k for k in ("waited",) if not (e.get(k) is None or isinstance(e.get(k), bool))]
+        if bad:
+            raise ValueError(f"event #{i}: {bad[0]} = {e.get(bad[0])!r}")
+
+
+def _check_meta(data: dict) -> None:
+    if not _is_int(data.get("pid")):
+        raise ValueError(f"pid = {data.get('pid')!r}")
+    parts = data.get("combined_from")
+    if parts is not None and not (isinstance(parts, list) and all(isinstance(p, dict) and _is_int(p.get("pid")) for p in parts)):
+        raise ValueError("combined_from must list the processes as objects with an integer pid")
 
 
 def run_metadata(*, device: str, gpu: str | None, target: str, args: list[str], module: bool, root: str, mode: str | None = None) -> dict[str, Any]:
@@ -344,8 +446,9 @@ def event_to_json(e: HostSyncEvent, site_index: int) -> dict:
     }
 
 
-def build_report(events: list[HostSyncEvent], meta: dict[str, Any], bubbles=None) -> Report:
-    """`bubbles`: the bubble window's `WindowResult` (trap(bubbles=True)), if any."""
+def build_report(events: list[HostSyncEvent], meta: dict[str, Any], bubbles=None, errors: list[dict] | None = None) -> Report:
+    """`bubbles`: the bubble window's `WindowResult` (trap(bubbles=True)), if any; `errors`: the
+    hooks' internal errors (runtime/hook_errors.py)."""
     sites = sites_from_events(events, bubbles)
     index = {(s.path, s.line, s.kind, s.in_scope, s.allowed): i for i, s in enumerate(sites)}
     kept = events[:MAX_EVENTS]
@@ -356,6 +459,7 @@ def build_report(events: list[HostSyncEvent], meta: dict[str, Any], bubbles=None
         events=[event_to_json(e, index[_site_key(e)]) for e in kept],
         meta=meta,
         events_truncated=len(events) - len(kept),
+        errors=list(errors or []),
     )
 
 

@@ -40,7 +40,7 @@ def load_allow_rules(start: str) -> tuple[AllowRule, ...]:
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # TOMLDecodeError, and UnicodeDecodeError for bad UTF-8
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     table = data
     for key in ("tool", "syncscope", "run"):

@@ -31,11 +31,16 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import c10d_waits, capture_sites, nvtx_marks, pageable
+from syncscope.runtime import c10d_waits, capture_sites, hook_errors, nvtx_marks, pageable
 from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
+from syncscope.runtime.policy import HostSyncError
 from syncscope.runtime.recorder import Recorder
 _is_compiling = torch.compiler.is_compiling
+# The detector reads metadata (device, dtype, is_pinned) of tensors it did not create; with this
+# on, a tensor subclass's __torch_function__ does not see those reads (the program's own calls
+# reach it as under plain python).
+_no_subclass_hooks = torch._C.DisableTorchFunctionSubclass
 
 
 # -- classifying a call from its arguments (metadata reads only, never data) -------------------
@@ -120,8 +125,17 @@ def _non_blocking(args, kwargs, position: int) -> bool:
     return len(args) > position and isinstance(args[position], bool) and args[position]
 
 
+_Uninitialized = torch.nn.parameter.UninitializedTensorMixin
+
+
+def _pageable_host(t: Any) -> bool:
+    """Plain CPU memory that is not pinned. A lazy module's placeholder parameter has no memory
+    at all (and raises on `is_pinned`): it is no copy source or destination to warn about."""
+    return isinstance(t, torch.Tensor) and not isinstance(t, _Uninitialized) and t.device.type == "cpu" and not t.is_pinned()
+
+
 def _pageable_h2d(src: Any) -> bool:
-    return isinstance(src, torch.Tensor) and src.device.type == "cpu" and not src.is_pinned()
+    return _pageable_host(src)
 
 
 def _predict_to(args, kwargs) -> str | None:
@@ -143,7 +157,7 @@ def _predict_copy(args, kwargs) -> str | None:
         return None
     if dst.is_cuda and _pageable_h2d(src):
         return K.H2D_PAGEABLE
-    if _is_cuda_tensor(src) and dst.device.type == "cpu" and not dst.is_pinned():
+    if _is_cuda_tensor(src) and _pageable_host(dst):
         return K.CPU_COPY  # non_blocking into pageable host memory cannot be asynchronous
     return None
 
@@ -345,7 +359,13 @@ class CudaDetector:
         def shim(*args, **kwargs):
             if _is_compiling():  # traced by Dynamo: stay invisible so no graph break is ours
                 return original(*args, **kwargs)
-            predicted = predict(args, kwargs) if predict is not None else None
+            predicted = None
+            if predict is not None:
+                try:
+                    with _no_subclass_hooks():  # reading metadata must not call a subclass's __torch_function__
+                        predicted = predict(args, kwargs)
+                except Exception as exc:  # a tensor kind we do not know: never the program's error
+                    hook_errors.note(f"cuda detector ({spec.api})", exc)
             try:
                 calls = local.calls
             except AttributeError:
@@ -382,10 +402,28 @@ class CudaDetector:
         recorder = self._recorder
         if recorder is None:
             return
-        kind = predicted or spec.classify(args, kwargs)
+        try:
+            if predicted is not None:
+                kind = predicted
+            else:
+                with _no_subclass_hooks():
+                    kind = spec.classify(args, kwargs)
+        except Exception as exc:
+            hook_errors.note(f"cuda detector ({spec.api})", exc)
+            kind = K.OTHER  # the sync happened: keep it, unclassified
         blocked_ns = end - start
-        waited = _pageable_copy_waited(spec, args, blocked_ns) if kind == K.H2D_PAGEABLE else None
-        event = recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
+        try:
+            waited = _pageable_copy_waited(spec, args, blocked_ns) if kind == K.H2D_PAGEABLE else None
+        except Exception as exc:
+            hook_errors.note(f"cuda detector ({spec.api})", exc)
+            waited = None
+        try:
+            event = recorder.record(kind, spec.api, blocked_ns=blocked_ns, detector="cuda", frame=sys._getframe(2), waited=waited)
+        except HostSyncError:
+            raise  # the error policy, asked for by the user
+        except Exception as exc:
+            hook_errors.note("recorder", exc)
+            return
         on_sync = recorder.on_sync
         if on_sync is not None and event is not None:
             # The bubble window: the wait, and when this bookkeeping (which the device idles

@@ -19,5 +19,7 @@ class HostSyncError(RuntimeError):
         self.api = api
         self.location = location
         self.source = source
+        from syncscope.terminal import safe_text  # the message ends up on a terminal
+
         detail = f": {source}" if source else ""
-        super().__init__(f"host sync ({kind}, {api}) at {location}{detail}")
+        super().__init__(safe_text(f"host sync ({kind}, {api}) at {location}{detail}"))

@@ -16,6 +16,7 @@ from syncscope.runtime import nvtx_marks, regions
 from syncscope.runtime.events import Frame, HostSyncEvent
 from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.site import relative_path
+from syncscope.terminal import safe_text
 
 MAX_STACK = 24
 _RUNNER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
@@ -95,6 +96,8 @@ class Recorder:
     # Told of each timed sync (event, wait start, wait end, bookkeeping done; perf_counter_ns) by
     # the CUDA detector: the bubble window (runtime/bubble_window.py) sets it while it runs.
     on_sync: Callable | None = None
+    # Called with each new event (runtime/keeper.py flushes the report on a new site).
+    on_event: Callable[[HostSyncEvent], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._internal = _InternalFrames()
@@ -146,6 +149,8 @@ class Recorder:
         )
         self.events.append(event)
         nvtx_marks.mark(event)
+        if self.on_event is not None:
+            self.on_event(event)
         if in_scope and reason is None:
             self._apply_policy(event)
         return event
@@ -189,7 +194,7 @@ class Recorder:
                 return
             self._warned.add(key)
         print(
-            f"syncscope: host sync {event.kind} ({event.api}) at {location}: {event.source}",
+            safe_text(f"syncscope: host sync {event.kind} ({event.api}) at {location}: {event.source}"),
             file=sys.stderr,
             flush=True,
         )

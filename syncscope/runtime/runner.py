@@ -91,13 +91,18 @@ def _exit_code(code: object) -> tuple[int, str | None]:
     return 1, str(code)  # sys.exit("message") prints the message and exits 1
 
 
-def run_target(target: str, args: list[str], *, module: bool = False) -> Outcome:
-    """Run the program in this process. Never raises for the program's own errors."""
+def run_target(target: str, args: list[str], *, module: bool = False, on_sigterm_now=None) -> Outcome:
+    """Run the program in this process. Never raises for the program's own errors.
+    `on_sigterm_now(signum)`, when given, handles SIGTERM where it arrives (write the report and
+    die of the signal, as plain python dies without running `finally` blocks); without it SIGTERM
+    unwinds the program as a `Terminated` exception."""
     _check_target(target, module)
     saved_argv, saved_path0, saved_main = sys.argv[:], sys.path[0], sys.modules.get("__main__")
     previous_term = signal.getsignal(signal.SIGTERM)
 
     def on_sigterm(signum, frame):
+        if on_sigterm_now is not None:
+            on_sigterm_now(signum)
         raise Terminated()
 
     in_main_thread = True

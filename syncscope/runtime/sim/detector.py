@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, mode, race, state
+from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state
 from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
 
@@ -49,6 +49,8 @@ class SimulatedCudaDetector:
             cuda_guard.install(self._patches)  # last: it mirrors and guards what is left
             self._patch_one_hot()
             self._patch_shallow_copy_check()
+            lazy_params.guard_moves(mode._SPECIAL, mode._call)  # nn.LazyLinear moved with .cuda()
+            lazy_params.patch_materialize(self._patches)
             self._triton.install(self._patches)
             mode.enable_subclass_handler()
             self._threads.install()

@@ -1,0 +1,61 @@
+"""Damaged input files (hypothesis): the report, baseline, lint-JSON and config readers, through
+every command that reads them, keep the contract in tests/fuzz_support.py: a correct result or
+exit 2 with one clear line; never a traceback, never a changed input. bench/fuzz.py runs the
+same with many more cases."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests import fuzz_support as fz
+
+FUZZ = settings(max_examples=25, deadline=None, database=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory):
+    return fz.make_seeds(tmp_path_factory.mktemp("seeds"))
+
+
+@pytest.fixture(scope="module")
+def cli():
+    return fz.runner_and_app()
+
+
+def test_seed_files_are_read_cleanly(seeds, cli, tmp_path):
+    runner, app = cli
+    for kind in ("report", "baseline", "lint_json", "lint_baseline", "config"):
+        codes = fz.outcome_counts(kind, fz.Damage("none", 0), seeds, tmp_path, runner, app)
+        assert 2 not in codes, (kind, codes)  # undamaged: every command gives a result
+
+
+@pytest.mark.parametrize("kind", ["report", "baseline", "lint_json", "lint_baseline", "config"])
+def test_damaged_files_keep_the_contract(seeds, cli, tmp_path, kind):
+    runner, app = cli
+
+    @FUZZ
+    @given(damage=fz.damages())
+    def check(damage):
+        fz.outcome_counts(kind, damage, seeds, tmp_path, runner, app)
+
+    check()
+
+
+@pytest.mark.parametrize("how", ["truncate", "bad_utf8", "wrong_type", "drop", "huge", "bytes"])
+def test_runtime_allow_config_is_a_clear_error_or_rules(seeds, tmp_path, how):
+    from syncscope.runtime import config
+
+    @FUZZ
+    @given(damage=fz.damages([how]))
+    def check(damage):
+        (tmp_path / "pyproject.toml").write_bytes(damage.apply(seeds["config"].read_bytes()))
+        try:
+            rules = config.load_allow_rules(str(tmp_path))
+        except config.ConfigError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert all(isinstance(r.path, str) for r in rules)
+
+    check()
