@@ -129,3 +129,29 @@ def test_combine_adds_up_the_errors_of_every_process(tmp_path):
     write_json_atomic(str(b), build_report([], {"device": "sim", "pid": 2, "host": "h"}, errors=[{**same, "count": 3}]).to_json())
     data = combine_files([str(a), str(b)], str(tmp_path / "c.json"))
     assert data["errors"] == [{**same, "count": 5}]
+
+
+def test_a_shimmed_method_stays_allowed_on_lazy_parameters():
+    # torch hands the shim (now `Tensor.to`) to a lazy parameter's __torch_function__, which lets
+    # through only the functions on its allow-list: the shim must be on it while installed.
+    torch = pytest.importorskip("torch")
+    from syncscope.runtime.cuda import _allow_on_lazy_parameters, _lazy_parameter_allowlist
+
+    original = torch.Tensor.to
+
+    def shim(*args, **kwargs):
+        return original(*args, **kwargs)
+
+    added: list = []
+    try:
+        torch.Tensor.to = shim
+        with pytest.raises(ValueError, match="uninitialized parameter"):
+            torch.nn.LazyLinear(4).to("cpu")
+        _allow_on_lazy_parameters(original, shim, added)
+        torch.nn.LazyLinear(4).to("cpu")  # as under plain python
+        assert added == [shim]
+    finally:
+        torch.Tensor.to = original
+        for extra in added:
+            _lazy_parameter_allowlist().remove(extra)
+    assert shim not in _lazy_parameter_allowlist()

@@ -276,7 +276,12 @@ def _basic_indexing_fast_path(shim: Callable, original: Callable) -> Callable:
     def getitem(self, index):
         for part in index if type(index) is tuple else (index,):
             if isinstance(part, Tensor):
-                if part.is_cuda and part.dtype not in masks:
+                if type(part) is Tensor:
+                    on_device, dtype = part.is_cuda, part.dtype
+                else:  # a subclass: reading its metadata must not call its __torch_function__
+                    with _no_subclass_hooks():
+                        on_device, dtype = part.is_cuda, part.dtype
+                if on_device and dtype not in masks:
                     continue
                 return shim(self, index)
             if isinstance(part, list):
@@ -284,6 +289,27 @@ def _basic_indexing_fast_path(shim: Callable, original: Callable) -> Callable:
         return original(self, index)
 
     return getitem
+
+
+def _lazy_parameter_allowlist() -> list | None:
+    """The methods an uninitialized (lazy) parameter lets through its `__torch_function__`
+    (`.cuda()`, `.to()`, `.cpu()`, ...); torch checks the called function against it."""
+    try:
+        from torch.nn.parameter import UninitializedTensorMixin
+    except ImportError:
+        return None
+    allowed = getattr(UninitializedTensorMixin, "_allowed_methods", None)
+    return allowed if isinstance(allowed, list) else None
+
+
+def _allow_on_lazy_parameters(original, shim, added: list) -> None:
+    """A shimmed `Tensor.cuda` is what torch's C code hands to a lazy parameter's
+    `__torch_function__`; without this, `model.cuda()` of an `nn.LazyLinear` raised "Attempted to
+    use an uninitialized parameter" under syncscope where plain python runs (seen on the H100)."""
+    allowed = _lazy_parameter_allowlist()
+    if allowed is not None and original in allowed and shim not in allowed:
+        allowed.append(shim)
+        added.append(shim)
 
 
 def _set_debug_mode_quietly(mode) -> None:
@@ -305,6 +331,7 @@ class CudaDetector:
         self._previous_debug_mode = 0
         self._c10d: c10d_waits.C10dWaits | None = None
         self._capture_watch = capture_sites.CaptureBeginWatch()
+        self._lazy_allowed: list = []  # shims added to the lazy parameters' allow-list
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
@@ -313,7 +340,10 @@ class CudaDetector:
             # Restore exactly what was there: the owner's own attribute, or none (inherited).
             own = vars(spec.owner).get(spec.name)
             self._originals.append((spec.owner, spec.name, own, spec.name in vars(spec.owner)))
-            setattr(spec.owner, spec.name, self._make_shim(spec, getattr(spec.owner, spec.name)))
+            original = getattr(spec.owner, spec.name)
+            shim = self._make_shim(spec, original)
+            setattr(spec.owner, spec.name, shim)
+            _allow_on_lazy_parameters(original, shim, self._lazy_allowed)
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
         # c10d's C++ waits would print torch's sync warning to stderr (c10d_waits.py)
@@ -336,6 +366,11 @@ class CudaDetector:
             self._c10d.uninstall()
             self._c10d = None
         _set_debug_mode_quietly(self._previous_debug_mode)
+        allowed = _lazy_parameter_allowlist()
+        for shim in self._lazy_allowed:
+            if allowed is not None and shim in allowed:
+                allowed.remove(shim)
+        self._lazy_allowed.clear()
         for owner, name, original, had_own in reversed(self._originals):
             if had_own:
                 setattr(owner, name, original)
