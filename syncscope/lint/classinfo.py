@@ -52,42 +52,28 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
     return hints
 
 
-def _statements(body: list):
-    """Every statement in `body`, nested blocks and closures included, but not the bodies of
-    nested classes (their `self` is another object). Statements only: walking every expression
-    node as well (`ast.walk`) made this a quarter of a cold lint run."""
+def _statements(body: list, into_classes: bool = False):
+    """Every statement in `body`, nested blocks and closures included; the bodies of nested
+    classes only with `into_classes` (in a method they belong to another object's `self`).
+    Statements only: walking every expression node as well (`ast.walk`) made this a quarter of
+    a cold lint run."""
     for stmt in body:
         yield stmt
-        if isinstance(stmt, ast.ClassDef):
+        if isinstance(stmt, ast.ClassDef) and not into_classes:
             continue
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list):
-                yield from _statements(inner)
+                yield from _statements(inner, into_classes)
         for handler in getattr(stmt, "handlers", ()):
-            yield from _statements(handler.body)
+            yield from _statements(handler.body, into_classes)
         for case in getattr(stmt, "cases", ()):
-            yield from _statements(case.body)
+            yield from _statements(case.body, into_classes)
 
 
 def _classes(body: list):
     """Every class defined in `body`, at any depth (in functions, branches, other classes)."""
-    for stmt in _statements_all(body):
-        if isinstance(stmt, ast.ClassDef):
-            yield stmt
-
-
-def _statements_all(body: list):
-    for stmt in body:
-        yield stmt
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list):
-                yield from _statements_all(inner)
-        for handler in getattr(stmt, "handlers", ()):
-            yield from _statements_all(handler.body)
-        for case in getattr(stmt, "cases", ()):
-            yield from _statements_all(case.body)
+    return (stmt for stmt in _statements(body, into_classes=True) if isinstance(stmt, ast.ClassDef))
 
 
 def _from_annotation(node: ast.AST) -> int | None:

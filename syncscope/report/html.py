@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from syncscope.report.model import Report, ReportError, SiteStats, format_ms
+from syncscope.report.model import Report, ReportError, SiteStats, format_ms, read_report_json
 from syncscope.report.sources import SourceIndex
 
 PAGE_ROWS = 200  # sites table rows laid out at a time (sorting and filtering see all of them)
@@ -55,13 +55,7 @@ class LoadedReport:
 
 
 def load(path: str) -> LoadedReport:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such report") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read report ({exc})") from None
+    data = read_report_json(path)
     report = Report.from_json(data, origin=path)
     raw = [s if isinstance(s, dict) else {} for s in data.get("sites", [])]
     return LoadedReport(report, raw, path)

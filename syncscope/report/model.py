@@ -490,12 +490,16 @@ def write_json_atomic(path: str, data: Any) -> None:
         raise
 
 
-def load_report(path: str) -> Report:
+def read_report_json(path: str):
+    """A report file's JSON as written, or a ReportError saying in one line why it cannot be read."""
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            return json.load(fh)
     except FileNotFoundError:
         raise ReportError(f"{path}: no such report") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportError(f"{path}: cannot read report ({exc})") from None
-    return Report.from_json(data, origin=path)
+
+
+def load_report(path: str) -> Report:
+    return Report.from_json(read_report_json(path), origin=path)
