@@ -214,7 +214,7 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
                     module, is_package = module_name(absolute)
                     full = analyze_file(absolute, module, is_package, config, False)
                 results[rel] = full
-    solved = solve(results)
+    solved = solve(dict(sorted(results.items())))  # file order, not the workers' arrival order: the same roots every run
     if cache is not None:
         cache.put_solved(key, solved)
     return solved
