@@ -10,10 +10,10 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..site import Site, with_occurrences
-from .cache import Cache, content_hash, tree_key
+from .cache import FACT_FIELDS, Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
 from .provenance import HOST, PY
@@ -209,10 +209,12 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
         for rel, result in list(results.items()):
             if not result.has_facts:
                 full = cache.with_facts(rel, result)
-                if full is None:  # facts lost from the cache: analyze the file again
+                if full is None:  # facts lost from the cache: read them from the file again
                     absolute = abs_paths[rel]
                     module, is_package = module_name(absolute)
-                    full = analyze_file(absolute, module, is_package, config, False)
+                    facts = analyze_file(absolute, module, is_package, config, False)  # roots need the rules
+                    # only the facts: the cached findings stay exactly what they were
+                    full = replace(result, **{name: getattr(facts, name) for name in FACT_FIELDS}, has_facts=True)
                 results[rel] = full
     solved = solve(dict(sorted(results.items())))  # file order, not the workers' arrival order: the same roots every run
     if cache is not None:
