@@ -120,15 +120,16 @@ class Cache:
     def get_solved(self, key: str):
         if self._solved is None:
             self._solved = _load(self._file("solved"), list)
-        for stored_key, value in self._solved:
-            if stored_key == key:
-                return value
+        for item in self._solved:
+            if isinstance(item, tuple) and len(item) == 2 and item[0] == key:
+                return item[1]
         return None
 
     def put_solved(self, key: str, value) -> None:
         if self._solved is None:
             self._solved = _load(self._file("solved"), list)
-        self._solved = [(key, value)] + [item for item in self._solved if item[0] != key][:SOLVED_KEPT - 1]
+        kept = [item for item in self._solved if isinstance(item, tuple) and len(item) == 2 and item[0] != key]
+        self._solved = [(key, value)] + kept[:SOLVED_KEPT - 1]
         self.solved_dirty = True
 
     def save(self) -> None:
