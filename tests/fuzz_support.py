@@ -56,7 +56,7 @@ def _events():
 
 def make_seeds(directory: Path) -> dict[str, Path]:
     """Real files of every kind a command reads, written by syncscope's own writers."""
-    from syncscope import baseline as bl
+    from syncscope.ci import baseline as bl
     from syncscope.report.model import build_report, write_json_atomic
 
     directory.mkdir(parents=True, exist_ok=True)

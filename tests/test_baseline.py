@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from syncscope import baseline as bl
-from syncscope import gate
+from syncscope.ci import baseline as bl
+from syncscope.ci import gate
 from test_gate_support import lint_output, runtime_report, write
 
 BEFORE = '''\

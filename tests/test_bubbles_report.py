@@ -12,7 +12,7 @@ import sys
 
 from typer.testing import CliRunner
 
-from syncscope import combine
+from syncscope.ci import combine
 from syncscope.cli import app
 from syncscope.report import console, perfetto
 from syncscope.report.model import build_report, load_report, write_json_atomic

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from syncscope import combine
+from syncscope.ci import combine
 from syncscope.cli import app
 from syncscope.report.model import load_report
 from test_gate_support import runtime_report, write
@@ -114,7 +114,7 @@ def test_cli_combine_and_bad_input(tmp_path):
 WRITER = r'''
 import json, sys
 sys.path.insert(0, {tests!r})
-from syncscope import combine
+from syncscope.ci import combine
 from syncscope.report.model import write_json_atomic
 from test_gate_support import runtime_report
 me, rounds, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -164,8 +164,8 @@ def test_concurrent_combines_into_one_output(tmp_path):
 
 def test_the_gate_says_which_rank_a_new_site_is_on(tmp_path):
     """A combined torchrun report gated against a baseline: the new site names its rank."""
-    from syncscope import baseline as bl
-    from syncscope import gate
+    from syncscope.ci import baseline as bl
+    from syncscope.ci import gate
 
     clean = "def step(x, lens):\n    a = lens.sum().item()\n"
     before = [write(tmp_path, f"b{r}.json", runtime_report(clean, pid=10 + r, rank=r)) for r in range(2)]

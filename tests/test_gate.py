@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from syncscope import baseline as bl
-from syncscope import gate
+from syncscope.ci import baseline as bl
+from syncscope.ci import gate
 from syncscope.cli import app
 from test_gate_support import lint_output, runtime_report, write
 

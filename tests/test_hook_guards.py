@@ -120,7 +120,7 @@ def test_lazy_parameters_keep_working_under_the_simulated_device():
 
 
 def test_combine_adds_up_the_errors_of_every_process(tmp_path):
-    from syncscope.combine import combine_files
+    from syncscope.ci.combine import combine_files
     from syncscope.report.model import build_report, write_json_atomic
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from html_support import GPU_SITES, HOSTILE, gpu_report, hostile_report, oracle_report, write_json
 from syncscope.cli import app
-from syncscope.confirm import confirm
+from syncscope.ci.confirm import confirm
 from syncscope.report import html
 from syncscope.report.diff import compare
 from syncscope.report.model import Report

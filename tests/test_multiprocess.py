@@ -12,7 +12,8 @@ import textwrap
 
 import pytest
 
-from syncscope import combine, multiprocess
+from syncscope.ci import combine
+from syncscope.runtime import multiprocess
 
 # A program whose syncs are recorded by hand (`recorder.record`, what a detector calls), so the
 # plumbing is tested on any machine, whatever detector exists: the null detector below is

@@ -111,9 +111,9 @@ def test_the_cycle_finder_finds_cycles_and_only_cycles():
 
 def test_relative_and_function_level_imports_are_edges(tmp_path):
     fake = tmp_path / "mod.py"
-    fake.write_text("from . import site\ndef f():\n    from .runtime import regions\n    import syncscope.gate\n")
+    fake.write_text("from . import site\ndef f():\n    from .runtime import regions\n    import syncscope.ci.gate\n")
     edges = _imported_modules("syncscope.mod", fake)
-    assert edges == {"syncscope.site", "syncscope.runtime.regions", "syncscope.gate"}
+    assert edges == {"syncscope.site", "syncscope.runtime.regions", "syncscope.ci.gate"}
 
 
 def test_no_import_cycle_inside_the_package():

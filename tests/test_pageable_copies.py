@@ -15,7 +15,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from syncscope import combine
+from syncscope.ci import combine
 from syncscope.cli import app
 from syncscope.report import console, markdown
 from syncscope.report.model import Report, build_report

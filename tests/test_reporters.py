@@ -12,7 +12,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from syncscope import combine
+from syncscope.ci import combine
 from syncscope.cli import app
 from syncscope.report import markdown, perfetto
 from syncscope.report.model import Report, load_report

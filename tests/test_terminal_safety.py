@@ -155,7 +155,7 @@ def _strings(value):
 def test_sarif_and_json_escape_control_characters():
     from syncscope.report.sarif import write_sarif
 
-    from syncscope.baseline import _runtime_sites
+    from syncscope.ci.baseline import _runtime_sites
 
     report = hostile_report()
     sites, _ = _runtime_sites(report.to_json(), "r.json")

@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
         """Accept every in-scope site of SOURCE: later gates fail only on sites not in it."""
         import os
 
-        from syncscope import baseline as bl
+        from syncscope.ci import baseline as bl
 
         if os.path.exists(output) and not force:
             _fail(f"{output} exists; pass --force to replace it, or `syncscope gate --update` to shrink it")
@@ -82,8 +82,8 @@ def register(app: typer.Typer) -> None:
         github: bool = typer.Option(False, "--github", help="also print GitHub workflow annotations for the new sites"),
     ) -> None:
         """Exit 1 when REPORT has a sync site the baseline does not accept, else 0."""
-        from syncscope import baseline as bl
-        from syncscope import gate
+        from syncscope.ci import baseline as bl
+        from syncscope.ci import gate
 
         try:
             accepted = bl.load_baseline(baseline)
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
         output: str = typer.Option("syncscope-combined.json", "-o", "--output", help="merged report to write"),
     ) -> None:
         """Merge the reports of several processes (workers, torchrun ranks) into one."""
-        from syncscope import combine
+        from syncscope.ci import combine
 
         try:
             paths = combine.discover(list(reports or []), output)
@@ -175,7 +175,7 @@ def _export_shared(path: str, format: str) -> str:
     import io
 
     import syncscope
-    from syncscope import baseline as bl
+    from syncscope.ci import baseline as bl
 
     try:
         observation = bl.load_observation(path)  # the one read of the report

@@ -95,7 +95,7 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
     findings = lint_run.findings
     confirmation = None
     if confirm_report is not None:
-        from syncscope.confirm import confirm, render_text
+        from syncscope.ci.confirm import confirm, render_text
         from syncscope.report.model import ReportError
 
         try:

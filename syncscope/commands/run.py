@@ -71,9 +71,9 @@ def execute(
             session = monitor_session.start(monitor)
         except monitor_session.MonitorError as exc:
             _fail(str(exc))
-    # Child processes and torchrun ranks (issue 6, syncscope/multiprocess.py): each rank gets a
+    # Child processes and torchrun ranks (issue 6, syncscope/runtime/multiprocess.py): each rank gets a
     # report name of its own, and multiprocessing children write reports of their own.
-    from syncscope import multiprocess
+    from syncscope.runtime import multiprocess
 
     children = multiprocess.ChildConfig(
         os.path.abspath(report_path), resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward,

@@ -24,7 +24,7 @@ class Monitor:
     """A running monitor in this process (and the children it follows)."""
 
     def __init__(self, options: MonitorOptions, *, device: str, report: str | None, scope, module_forward: bool, root: str):
-        from syncscope import multiprocess
+        from syncscope.runtime import multiprocess
         from syncscope.monitoring import session as monitor_session
         from syncscope.runtime.trap import resolve_device
 

@@ -63,7 +63,7 @@ def load(path: str) -> LoadedReport:
 
 def load_lint(path: str) -> list[dict]:
     """Findings of `syncscope lint --output-format json` (a list, or an object with `findings`)."""
-    from syncscope.baseline import lint_site
+    from syncscope.ci.baseline import lint_site
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -210,11 +210,11 @@ def _timeline(report: Report) -> dict:
 
 
 def _lint_overlay(loaded: LoadedReport, findings: list[dict], sources: SourceIndex, records: list[dict], root: str | None) -> dict:
-    """Findings as `syncscope lint --confirm` matches them (syncscope/confirm.py): confirmed by the
+    """Findings as `syncscope lint --confirm` matches them (syncscope/ci/confirm.py): confirmed by the
     run, static only (no event reached them), runtime only (syncs no rule caught). The lint output
     is read as made from the run's project root, as `lint --confirm` assumes."""
-    from syncscope.baseline import lint_site
-    from syncscope.confirm import confirm
+    from syncscope.ci.baseline import lint_site
+    from syncscope.ci.confirm import confirm
 
     result = confirm(findings, loaded.report)
     index = {id(s): i for i, s in enumerate(loaded.report.sites)}

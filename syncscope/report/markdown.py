@@ -13,8 +13,8 @@ from syncscope.report.model import format_ms as _ms
 from syncscope.terminal import safe_text
 
 if TYPE_CHECKING:
-    from syncscope.baseline import Observation
-    from syncscope.gate import GateResult
+    from syncscope.ci.baseline import Observation
+    from syncscope.ci.gate import GateResult
     from syncscope.report.model import Report
 
 MAX_ROWS = 25

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from syncscope.baseline import Baseline, BaselineEntry, InputError, Observation, ObservedSite
+from syncscope.ci.baseline import Baseline, BaselineEntry, InputError, Observation, ObservedSite
 
 EXIT_OK = 0
 EXIT_NEW_SITES = 1

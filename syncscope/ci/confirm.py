@@ -85,7 +85,7 @@ def _site_of(finding: Any) -> Site:
     if isinstance(site, Site):
         return site
     if isinstance(finding, dict):  # one object of `syncscope lint --output-format json`
-        from syncscope.baseline import lint_site
+        from syncscope.ci.baseline import lint_site
 
         return lint_site(finding)
     raise TypeError(f"cannot tell where finding {finding!r} is: give a Site, an object with .site, or a lint JSON dict")
