@@ -305,7 +305,7 @@ def write_html_page(path: str, output: str, *, lint: str | None, compare: str | 
         sys.stdout.write(page)
         return
     try:
-        html.write_atomic(output, page)
+        html.write_text_atomic(output, page)
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror or exc}")
     from syncscope.terminal import safe_text

@@ -21,12 +21,11 @@ import base64
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from syncscope.report.model import Report, ReportError, SiteStats, format_ms, read_report_json
+from syncscope.report.model import Report, ReportError, SiteStats, format_ms, read_report_json, write_text_atomic
 from syncscope.report.sources import SourceIndex
 
 PAGE_ROWS = 200  # sites table rows laid out at a time (sorting and filtering see all of them)
@@ -410,22 +409,3 @@ def render(loaded: LoadedReport, *, lint: list[dict] | None = None, lint_path: s
         d=data, lint_path=lint_path, page_rows=PAGE_ROWS, css=css, js=js, css_hash=_csp_hash(css), js_hash=_csp_hash(js),
         data_json=_script_json(_embedded(data)),
     )
-
-
-def write_atomic(path: str, text: str) -> None:
-    """A temporary file beside `path`, then a rename: nobody opens half a page."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".syncscope-", suffix=".tmp", dir=directory)
-    try:
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

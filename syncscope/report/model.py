@@ -471,14 +471,18 @@ def _umask() -> int:
 
 def write_json_atomic(path: str, data: Any) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """A temporary file beside `path`, synced, then renamed over it: nobody opens half a file."""
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".syncscope-", suffix=".tmp", dir=directory)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; a report is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
