@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -126,8 +127,14 @@ def overhead(args) -> dict:
         wall = {name: [] for name in arms}
         cpu = {name: [] for name in arms}
         started = time.monotonic()
-        for r in range(args.rounds):
-            names = list(arms) if r % 2 == 0 else list(reversed(arms))  # alternate the order
+        # Each round runs the arms in a fresh random order: with a fixed or alternating order an
+        # arm's neighbours are always the same (the disarmed arm always beside the armed one), and
+        # on the H100 host that position alone moved an arm by ~1% (a `debug_mode_only` arm of
+        # runtime_overhead.py came out 1.1% faster than plain).
+        order = random.Random(1)
+        for _ in range(args.rounds):
+            names = list(arms)
+            order.shuffle(names)
             for name in names:
                 w, c = run(args.steps, arms[name])
                 wall[name].append(w)
@@ -138,6 +145,13 @@ def overhead(args) -> dict:
     counts = gates["monitor"].counts
     loop_regions, loop_sampled = counts.regions, counts.sampled
     detector = monitor.trap.detector if monitor else None
+    arm_disarm_us = None
+    if arm is not None:  # what a sampled step pays at its region's entry and exit, in isolation
+        began = time.perf_counter()
+        for _ in range(200):
+            arm()
+            disarm()
+        arm_disarm_us = (time.perf_counter() - began) / 200 * 1e6
     region_ns = _region_cost_ns(regions)  # the real monitor's region entry, per step, in isolation
     sampler, regions.sampler = regions.sampler, None
     region_alone_ns = _region_cost_ns(regions)  # the same region without the monitor's draw
@@ -177,6 +191,7 @@ def overhead(args) -> dict:
         "region_without_monitor_ns": region_alone_ns,  # syncscope.region()'s own cost: the rest is the monitor's
         "regions": loop_regions,  # of the real monitor's arm
         "sampled_regions": loop_sampled,
+        "arm_disarm_us": arm_disarm_us,
         "detector_arms": getattr(detector, "arms", None),  # GPU: installs, the armed arm's steps included
         "syncs_recorded": events,  # the loop is sync-free: must be 0
     }
@@ -185,8 +200,6 @@ def overhead(args) -> dict:
 def _mixed(times: dict, sample: float, resamples: int = 2000) -> dict:
     """1 + (1 - s)(d - 1) + s(a - 1), with d and a the median paired ratios of the disarmed and
     armed arms, and its percentile-bootstrap 95% interval (rounds resampled, both arms together)."""
-    import random
-
     def estimate(rows):
         d = statistics.median(times["disarmed"][i] / times["plain"][i] for i in rows)
         a = statistics.median(times["armed"][i] / times["plain"][i] for i in rows)
@@ -379,7 +392,8 @@ def main() -> None:
               f"{pct(result['mixed_cpu_ratio']['ratio'])}; by arm (median paired wall ratio, p10..p90): "
               + ", ".join(f"{name} {pct(v['median'])} ({pct(v['p10'])}..{pct(v['p90'])})" for name, v in by_arm.items())
               + f"; region entry in isolation {result['region_entry_ns']:.0f} ns = {100 * result['region_entry_over_plain_step']:.4f}% "
-              f"of a plain step (the region alone, no monitor: {result['region_without_monitor_ns']:.0f} ns)")
+              f"of a plain step (the region alone, no monitor: {result['region_without_monitor_ns']:.0f} ns); "
+              f"arm + disarm {result['arm_disarm_us'] or 0:.0f} us")
     else:
         print(f"sync rate: true {result['true_rate_per_s']:.1f}/s, Prometheus (scaled by the sampled fraction) "
               f"{result['estimated_rate_per_s']:.1f}/s ({100 * (result['estimated_over_true'] - 1):+.1f}%), "
