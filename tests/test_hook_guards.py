@@ -5,6 +5,7 @@ hook is caught, counted in the report's `errors` and shown once, never raised in
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = sorted((ROOT / "tests" / "hostile").glob("*.py"))
 
-# What the simulated device cannot run yet (it changes the program: these are bugs, kept visible
-# with strict xfails so that a fix shows up as XPASS). Lazy modules, meta and fake tensors pass.
-SIM_GAPS = {
-    "torch_function_subclass.py": "as_subclass() of a simulated tensor (it is already a wrapper subclass)",
-    "sparse_and_quantized.py": "sparse CSR tensors moved to the simulated device",
-    "wrapper_subclass.py": "a user wrapper subclass moved to the simulated device is wrapped, not moved",
-}
+# What the simulated device cannot run yet (it would change the program: a bug, kept visible with
+# a strict xfail so that a fix shows up as XPASS). Empty: lazy modules, meta and fake tensors,
+# `__torch_function__` subclasses (`as_subclass` of a device tensor included), sparse COO and
+# compressed layouts, quantized tensors and wrapper subclasses all run as under plain python.
+SIM_GAPS: dict[str, str] = {}
 
 
 def _run(cmd, cwd):
@@ -38,9 +37,16 @@ def _compare(tmp_path, program: Path, device: str):
     assert traced.returncode == plain.returncode, traced.stderr[-3000:]
     assert traced.stdout == plain.stdout
     assert "Traceback" not in traced.stderr
+    assert _warning_lines(traced.stderr) == _warning_lines(plain.stderr)  # torch's warnings at the program's lines
     data = json.loads(report.read_text())
     assert data["errors"] == [], data["errors"]  # guarded, not merely caught
     return data
+
+
+def _warning_lines(stderr: str) -> list[str]:
+    """`path:line: SomeWarning: message` lines, each with the source line Python prints under it."""
+    lines = stderr.splitlines()
+    return [f"{line}\n{lines[i + 1] if i + 1 < len(lines) else ''}" for i, line in enumerate(lines) if re.match(r"^\S.*:\d+: \w*Warning: ", line)]
 
 
 def _sim_case(path):

@@ -24,6 +24,8 @@ _SIM_TYPES = (SimulatedCudaTensor, HostGuardView)
 _CPU = torch.device("cpu")
 _MISSING = object()
 _rules: dict = {}  # op -> rule or None, filled on first use
+# Not dispatcher ops (no rule to look up): what torch asks the strideless wrappers of tensor.py.
+_rules.update(dict.fromkeys((torch.ops.prim.layout.default, aten.sym_stride.default, aten.sym_size.default, aten.stride.default)))
 _capturing = graphs.capturing
 
 # Ops that may mix device tensors with host tensors of any size on a real GPU.
@@ -261,6 +263,9 @@ def tensor_repr(t) -> str:
         return text
     inner = text[len("tensor(") : -1]
     end = inner.rfind("]") + 1 if inner.startswith("[") else (inner.find(", ") % (len(inner) + 1))
+    if t._elem.layout is not torch.strided and "size=(" in inner:  # sparse: the device is the first suffix
+        end = inner.rfind("size=(")
+        return f"tensor({inner[:end]}device='{t.device}', {inner[end:]})"
     return f"tensor({inner[:end]}, device='{t.device}'{inner[end:]})"
 
 
