@@ -122,14 +122,19 @@ _OutsideInferenceMode = torch._C._InferenceMode
 
 
 _allocates_alone: set = set()  # composite ops whose pieces allocate on the device by themselves
+# A CUDA build of torch has CUDA kernels: there such a piece does not fail, it allocates on the
+# real GPU (a real cuda scalar among simulated tensors, which the CPU kernels then refuse), or
+# fails with the driver's error on a machine without one. So a CUDA build catches every piece.
+_REAL_CUDA_KERNELS = torch.backends.cuda.is_built()
 
 
 def _decompose(func, args, kwargs):
     """Run a composite op as its pieces. Some pieces allocate on the device with no device tensor
     among their arguments (`where(c, x, 0.)` makes a cuda scalar); our dispatch mode, popped
     while it handles this op, must then see them: pushed again for those ops only (a push costs
-    more than most ops), found by their first failure (CUDA's allocator, before any write)."""
-    if func not in _allocates_alone:
+    more than most ops), found by their first failure (CUDA's allocator, before any write) on a
+    CPU-only build, pushed for every composite on a CUDA build."""
+    if func not in _allocates_alone and not _REAL_CUDA_KERNELS:
         try:
             return func.decompose(*args, **kwargs)
         except (NotImplementedError, RuntimeError) as exc:
