@@ -33,6 +33,8 @@ CONFIG = """\
 select = ["SYN1", "SYN2"]
 ignore = ["SYN105"]
 all-functions = false
+per-file-ignores = { "tests/*" = ["SYN2"] }
+cache-dir = ".cache"
 
 [[tool.syncscope.run.allow]]
 path = "serve/*.py"
@@ -141,10 +143,50 @@ def damage_json(data: bytes, rng: random.Random, how: str) -> bytes:
     huge number put in, a list emptied or repeated. `how@key`: only inside the top-level `key`
     (`wrong_type@bubbles`: the bubble window object)."""
     doc = json.loads(data)
+    if _damage_doc(doc, rng, how) is None:
+        return data
+    return json.dumps(doc).encode()  # NaN/Infinity written as Python does: not strict JSON either
+
+
+def damage_toml(data: bytes, rng: random.Random, how: str) -> bytes:
+    """The same structural changes to a TOML document (the config): a table where a string is
+    expected (`tool = "x"`), a number for a list, an array of tables for a table, ..."""
+    import tomllib
+
+    doc = tomllib.loads(data.decode())
+    if _damage_doc(doc, rng, how, toml=True) is None:
+        return data
+    return "\n".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in doc.items()).encode()
+
+
+def _toml_key(key: str) -> str:
+    return json.dumps(key, ensure_ascii=False)
+
+
+def _toml_value(value) -> str:
+    """Inline TOML (TOML's basic strings take JSON's escapes; integers beyond 64 bits and the
+    like make a file tomllib refuses, which is a case too)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if value != value else "inf" if value == float("inf") else "-inf" if value == float("-inf") else repr(value)
+    if isinstance(value, (int, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+
+
+TOML_WRONG = [v for v in WRONG if v is not None] + [[{"a": "b"}], {"select": 3}]  # TOML has no null
+
+
+def _damage_doc(doc, rng: random.Random, how: str, toml: bool = False):
+    """Damage `doc` in place; None where it has nothing to damage."""
+    wrong = TOML_WRONG if toml else WRONG
     how, _, under = how.partition("@")
     paths = [p for p in _paths(doc) if p and (not under or p[0] == under)]
     if not paths:
-        return data
+        return None
     path = rng.choice(paths)
     parent = _parent(doc, path)
     key = path[-1]
@@ -154,14 +196,14 @@ def damage_json(data: bytes, rng: random.Random, how: str) -> bytes:
         else:
             parent.pop(key)
     elif how == "wrong_type":
-        parent[key] = rng.choice(WRONG)
+        parent[key] = rng.choice(wrong)
     elif how == "huge":
         parent[key] = rng.choice(HUGE)
     elif how == "repeat" and isinstance(parent[key], list):
         parent[key] = parent[key] * 50
     else:
-        parent[key] = rng.choice(WRONG)
-    return json.dumps(doc).encode()  # NaN/Infinity written as Python does: not strict JSON either
+        parent[key] = rng.choice(wrong)
+    return doc
 
 
 BAD_UTF8 = [b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28", b"\x00", b"\xef\xbb\xbf"]
@@ -191,7 +233,11 @@ class Damage:
             return b""
         try:
             return damage_json(data, rng, self.kind)
-        except (ValueError, KeyError, IndexError, TypeError):  # not JSON (the TOML config): bytes
+        except (ValueError, KeyError, IndexError, TypeError):  # not JSON: the TOML config
+            pass
+        try:
+            return damage_toml(data, random.Random(self.seed), self.kind)
+        except (ValueError, KeyError, IndexError, TypeError):  # neither: bytes
             return Damage("bytes", self.seed).apply(data)
 
 

@@ -83,3 +83,22 @@ def test_a_damaged_bubble_window_is_one_clear_line(seeds, cli, tmp_path, bubbles
     for args in (["report", str(damaged)], ["export", str(damaged), "--format", "perfetto"]):
         assert fz.check_command(runner, app, args, [damaged]) == 2
         assert "bubbles" in runner.invoke(app, args).stderr
+
+
+@pytest.mark.parametrize(
+    "toml",
+    ['tool = "x"', "[tool]\nsyncscope = 3", "[[tool.syncscope]]\nlint = {}", "[tool.syncscope]\nlint = [1, 2]",
+     '[tool.syncscope.lint]\nselect = 3', '[tool.syncscope.lint]\nall-functions = "yes"', "[tool.syncscope.lint]\ncache-dir = []",
+     "[tool.syncscope.lint]\nskip-functions = [1]", '[tool.syncscope.lint]\nper-file-ignores = { "tests/*" = 3 }',
+     '[tool.syncscope.lint]\nper-file-ignores = { "tests/*" = { "a" = 1 } }', '[tool.syncscope.lint]\nper-file-ignores = "SYN2"',
+     'lint = "x"', "lint = 1979-05-27"],
+    ids=lambda t: t.replace("\n", " ")[:40],
+)
+def test_a_wrong_type_in_the_lint_config_is_one_clear_line(seeds, cli, tmp_path, toml):
+    runner, app = cli
+    config = tmp_path / "pyproject.toml"
+    config.write_text(toml + "\n")
+    for args in (["lint", "--no-cache", "--config", str(config), str(seeds["source"])],
+                 ["lint", "--no-cache", "--output-format", "json", "--config", str(config), str(seeds["source"])]):
+        assert fz.check_command(runner, app, args, [config]) == 2
+        assert "must be" in runner.invoke(app, args).stderr
