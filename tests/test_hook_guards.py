@@ -161,3 +161,32 @@ def test_a_shimmed_method_stays_allowed_on_lazy_parameters():
         for extra in added:
             _lazy_parameter_allowlist().remove(extra)
     assert shim not in _lazy_parameter_allowlist()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_reports_only_its_own_errors(tmp_path, capsys):
+    from syncscope.ci.combine import combine_files
+    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.runtime import hook_errors
+
+    hook_errors.reset()
+    hook_errors.note("cuda detector (Tensor.to)", ValueError("in the parent"))
+    child_path = tmp_path / "child.json"
+    pid = os.fork()
+    if pid == 0:  # the child: what multiprocess._ChildReport writes for a forked worker
+        code = 1
+        try:
+            hook_errors.note("simulated device (Tensor.cpu)", RuntimeError("in the child"))
+            meta = {"device": "sim", "pid": os.getpid(), "host": "h"}
+            write_json_atomic(str(child_path), build_report([], meta, errors=hook_errors.snapshot()).to_json())
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    parent_path = tmp_path / "parent.json"
+    write_json_atomic(str(parent_path), build_report([], {"device": "sim", "pid": os.getpid(), "host": "h"}, errors=hook_errors.snapshot()).to_json())
+    child = json.loads(child_path.read_text())["errors"]
+    assert child == [{"where": "simulated device (Tensor.cpu)", "error": "RuntimeError: in the child", "count": 1}]
+    combined = combine_files([str(parent_path), str(child_path)], str(tmp_path / "all.json"))["errors"]
+    assert sorted((e["error"], e["count"]) for e in combined) == [("RuntimeError: in the child", 1), ("ValueError: in the parent", 1)]
+    hook_errors.reset()
