@@ -97,3 +97,13 @@ def test_a_warning_of_syncscope_outside_a_program_call_is_left_alone():
             warnings.simplefilter("always")
             warnings.warn_explicit("from nowhere", UserWarning, warning_sites.__file__, 1)
     assert _where(caught) == [(warning_sites.__file__, 1, "UserWarning", "from nowhere")]
+
+
+def test_the_cuda_detectors_own_sync_warning_is_left_on_its_channel():
+    # torch's sync-debug warning raised inside a shim is how the CUDA detector learns of a sync:
+    # it never reaches the program, so it is not re-located (no cost per sync)
+    from syncscope.runtime.events import SYNC_WARNING
+
+    shim_file = warning_sites._CUDA_DETECTOR
+    assert warning_sites._detector_channel(warnings.WarningMessage(UserWarning(SYNC_WARNING), UserWarning, shim_file, 1))
+    assert not warning_sites._detector_channel(warnings.WarningMessage(UserWarning("Sparse CSR"), UserWarning, shim_file, 1))

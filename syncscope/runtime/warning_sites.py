@@ -26,8 +26,11 @@ import re
 import sys
 import warnings
 
+from syncscope.runtime.events import SYNC_WARNING
+
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _OVERRIDES = os.sep + os.path.join("torch", "overrides.py")
+_CUDA_DETECTOR = os.path.join(_RUNTIME_DIR, "cuda.py")
 _FILTER = ("always", None, Warning, re.compile(r"syncscope\.runtime(\.|$)"), 0)
 _saved: list = []  # the `_showwarnmsg` replaced (one entry while installed)
 
@@ -42,7 +45,7 @@ def install() -> None:
 
 def rearm() -> None:
     """(Re)put the filter in front: `catch_warnings` blocks restore the filter list on exit."""
-    if _FILTER not in warnings.filters:
+    if _saved and _FILTER not in warnings.filters:
         warnings.filters.insert(0, _FILTER)
         warnings._filters_mutated()
 
@@ -62,7 +65,7 @@ def _ours(filename: str) -> bool:
 
 
 def _showwarnmsg(msg) -> None:
-    if not _ours(msg.filename or ""):
+    if not _ours(msg.filename or "") or _detector_channel(msg):
         return _forward(msg)
     frames = _frames(sys._getframe(1), msg.filename, msg.lineno)
     if frames is None:  # no frame of the program above ours (e.g. raised at the top level)
@@ -79,6 +82,12 @@ def _showwarnmsg(msg) -> None:
         registry=module_globals.setdefault("__warningregistry__", {}),
         source=msg.source,
     )
+
+
+def _detector_channel(msg) -> bool:
+    """torch's sync-debug warning raised inside the CUDA detector's shims: the detector's own
+    channel (it records the sync and shows nothing), left as it is at no extra cost per sync."""
+    return msg.filename == _CUDA_DETECTOR and str(msg.message).startswith(SYNC_WARNING)
 
 
 def _forward(msg) -> None:
