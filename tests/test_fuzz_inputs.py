@@ -102,3 +102,19 @@ def test_a_wrong_type_in_the_lint_config_is_one_clear_line(seeds, cli, tmp_path,
                  ["lint", "--no-cache", "--output-format", "json", "--config", str(config), str(seeds["source"])]):
         assert fz.check_command(runner, app, args, [config]) == 2
         assert "must be" in runner.invoke(app, args).stderr
+
+
+@pytest.mark.parametrize("field,value", [("host", [1, "a"]), ("created", 3.5), ("rank", "0"), ("pid", "7"),
+                                         ("combined_from", [{"pid": 1, "host": {}}]), ("combined_from", [{"pid": 1, "report": 2}])])
+def test_a_damaged_process_identity_is_one_clear_line(seeds, cli, tmp_path, field, value):
+    # combine keys, de-duplicates and sorts on (host, pid, created, rank): a list there was a
+    # TypeError traceback (found by bench/fuzz.py --inputs 6000 --seed 23)
+    import json
+
+    runner, app = cli
+    data = json.loads(seeds["report"].read_text())
+    data[field] = value
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(data))
+    for args in (["combine", str(damaged), str(seeds["report2"]), "-o", str(tmp_path / "out.json")], ["report", str(damaged)]):
+        assert fz.check_command(runner, app, args, [damaged]) == 2

@@ -363,10 +363,13 @@ class Report:
             events = list(data.get("events", []))
             events_truncated = int(data.get("events_truncated", 0))
             _check_events(events, len(sites))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ReportError(f"{origin}: malformed events ({exc})") from None
+        try:
             _check_meta(data)
             _check_bubbles(data.get("bubbles"), len(sites))
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ReportError(f"{origin}: malformed events ({exc})") from None
+            raise ReportError(f"{origin}: malformed report fields ({exc})") from None
         errors = data.get("errors", [])
         if not isinstance(errors, list) or not all(isinstance(e, dict) for e in errors):
             raise ReportError(f"{origin}: malformed \"errors\" (a list of objects expected)")
@@ -395,11 +398,21 @@ def _check_events(events: list, n_sites: int) -> None:
 
 
 def _check_meta(data: dict) -> None:
-    if not _is_int(data.get("pid")):
-        raise ValueError(f"pid = {data.get('pid')!r}")
+    if not _process_ok(data):
+        raise ValueError(f"pid, rank, host or created = {_short([data.get(k) for k in ('pid', 'rank', 'host', 'created')])}")
     parts = data.get("combined_from")
-    if parts is not None and not (isinstance(parts, list) and all(isinstance(p, dict) and _is_int(p.get("pid")) for p in parts)):
+    if parts is not None and not (isinstance(parts, list) and all(isinstance(p, dict) and _process_ok(p) and _is_text(p.get("report")) for p in parts)):
         raise ValueError("combined_from must list the processes as objects with an integer pid")
+
+
+def _process_ok(entry: dict) -> bool:
+    """A process's identity (combine keys and sorts on it): integer pid and rank, text host and
+    creation time, each or null."""
+    return _is_int(entry.get("pid")) and _is_int(entry.get("rank")) and _is_text(entry.get("host")) and _is_text(entry.get("created"))
+
+
+def _is_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
 
 
 _BUBBLE_INTS = ("steps", "warmup", "window_start_ns", "window_end_ns", "window_ns", "gpu_time_ns", "total_idle_ns", "syncscope_ns",
