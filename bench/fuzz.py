@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-KINDS = ("report", "baseline", "lint_json", "lint_baseline", "config")
+KINDS = ("report", "report_bubbles", "baseline", "lint_json", "lint_baseline", "config")
 
 
 def fuzz_inputs(cases: int, seed: int) -> tuple[int, int]:
@@ -36,7 +36,8 @@ def fuzz_inputs(cases: int, seed: int) -> tuple[int, int]:
         runner, app = fz.runner_and_app()
         for i in range(cases):
             kind = KINDS[i % len(KINDS)]
-            damage = fz.Damage(rng.choice(fz.JSON_DAMAGE), rng.randrange(2**32))
+            kinds = fz.JSON_DAMAGE + fz.BUBBLE_DAMAGE if kind == "report_bubbles" else fz.JSON_DAMAGE
+            damage = fz.Damage(rng.choice(kinds), rng.randrange(2**32))
             tried += 1
             try:
                 fz.outcome_counts(kind, damage, seeds, tmp, runner, app)

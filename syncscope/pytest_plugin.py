@@ -83,6 +83,9 @@ def _rearm(trap) -> None:
     rearm = getattr(getattr(trap, "detector", None), "rearm", None)
     if rearm is not None:
         rearm()
+    from syncscope.runtime import warning_sites
+
+    warning_sites.rearm()  # the filter that lets warnings raised in our handlers reach the program's line
 
 
 def describe(events: list, nodeid: str, device: str) -> str:

@@ -33,6 +33,8 @@ CONFIG = """\
 select = ["SYN1", "SYN2"]
 ignore = ["SYN105"]
 all-functions = false
+per-file-ignores = { "tests/*" = ["SYN2"] }
+cache-dir = ".cache"
 
 [[tool.syncscope.run.allow]]
 path = "serve/*.py"
@@ -54,6 +56,29 @@ def _events():
     return out
 
 
+def _report_with_bubble_window(meta: dict) -> dict:
+    """A report with the top-level `bubbles` object (`run --bubbles`), its window attributed by
+    the same pure function the GPU path uses, on a synthetic timeline (no GPU here)."""
+    import dataclasses
+
+    from syncscope.report.model import build_report
+    from syncscope.runtime.bubble_window import WindowResult
+    from syncscope.runtime.bubbles import GpuActivity, SyncMark, attribute
+    from syncscope.runtime.events import Frame
+    from syncscope.runtime.recorder import Recorder
+
+    rec = Recorder(device="cuda", root="/proj")
+    acts, marks = [], []
+    for i in range(3):
+        t = i * 3_000_000
+        acts.append(GpuActivity(0, 7, t, t + 1_000_000))
+        rec.record("item", "Tensor.item", blocked_ns=20_000, stack=(Frame("serve/loop.py", 7, "step"),))
+        marks.append(SyncMark(len(rec.events) - 1, t + 981_000, t + 1_001_000, t + 1_011_000))
+    rec.events[:] = [dataclasses.replace(e, ts_ns=m.wait_end_ns) for e, m in zip(rec.events, marks)]
+    window = WindowResult(attribute(acts, marks, (0, 9_000_000)), "program", 0, 0, marks, len(acts), {"open_ns": 1, "close_ns": 2, "analysis_ns": 3})
+    return build_report(rec.events, {**meta, "device": "cuda"}, bubbles=window).to_json()
+
+
 def make_seeds(directory: Path) -> dict[str, Path]:
     """Real files of every kind a command reads, written by syncscope's own writers."""
     from syncscope.ci import baseline as bl
@@ -67,6 +92,8 @@ def make_seeds(directory: Path) -> dict[str, Path]:
     write_json_atomic(str(seeds["report"]), build_report(_events(), meta, errors=errors).to_json())
     seeds["report2"] = directory / "report2.json"
     write_json_atomic(str(seeds["report2"]), build_report(_events()[:4], {**meta, "pid": 101}).to_json())
+    seeds["report_bubbles"] = directory / "report-bubbles.json"
+    write_json_atomic(str(seeds["report_bubbles"]), _report_with_bubble_window(meta))
     seeds["baseline"] = directory / "baseline.json"
     bl.save_baseline(bl.create(bl.load_observation(str(seeds["report"])), budget_slack=2.0, steps=3), str(seeds["baseline"]))
 
@@ -113,11 +140,53 @@ def _parent(root, path):
 
 def damage_json(data: bytes, rng: random.Random, how: str) -> bytes:
     """One structural change to a JSON document: a key dropped, a value of the wrong type or a
-    huge number put in, a list emptied or repeated."""
+    huge number put in, a list emptied or repeated. `how@key`: only inside the top-level `key`
+    (`wrong_type@bubbles`: the bubble window object)."""
     doc = json.loads(data)
-    paths = [p for p in _paths(doc) if p]
-    if not paths:
+    if _damage_doc(doc, rng, how) is None:
         return data
+    return json.dumps(doc).encode()  # NaN/Infinity written as Python does: not strict JSON either
+
+
+def damage_toml(data: bytes, rng: random.Random, how: str) -> bytes:
+    """The same structural changes to a TOML document (the config): a table where a string is
+    expected (`tool = "x"`), a number for a list, an array of tables for a table, ..."""
+    import tomllib
+
+    doc = tomllib.loads(data.decode())
+    if _damage_doc(doc, rng, how, toml=True) is None:
+        return data
+    return "\n".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in doc.items()).encode()
+
+
+def _toml_key(key: str) -> str:
+    return json.dumps(key, ensure_ascii=False)
+
+
+def _toml_value(value) -> str:
+    """Inline TOML (TOML's basic strings take JSON's escapes; integers beyond 64 bits and the
+    like make a file tomllib refuses, which is a case too)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if value != value else "inf" if value == float("inf") else "-inf" if value == float("-inf") else repr(value)
+    if isinstance(value, (int, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+
+
+TOML_WRONG = [v for v in WRONG if v is not None] + [[{"a": "b"}], {"select": 3}]  # TOML has no null
+
+
+def _damage_doc(doc, rng: random.Random, how: str, toml: bool = False):
+    """Damage `doc` in place; None where it has nothing to damage."""
+    wrong = TOML_WRONG if toml else WRONG
+    how, _, under = how.partition("@")
+    paths = [p for p in _paths(doc) if p and (not under or p[0] == under)]
+    if not paths:
+        return None
     path = rng.choice(paths)
     parent = _parent(doc, path)
     key = path[-1]
@@ -127,14 +196,14 @@ def damage_json(data: bytes, rng: random.Random, how: str) -> bytes:
         else:
             parent.pop(key)
     elif how == "wrong_type":
-        parent[key] = rng.choice(WRONG)
+        parent[key] = rng.choice(wrong)
     elif how == "huge":
         parent[key] = rng.choice(HUGE)
     elif how == "repeat" and isinstance(parent[key], list):
         parent[key] = parent[key] * 50
     else:
-        parent[key] = rng.choice(WRONG)
-    return json.dumps(doc).encode()  # NaN/Infinity written as Python does: not strict JSON either
+        parent[key] = rng.choice(wrong)
+    return doc
 
 
 BAD_UTF8 = [b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28", b"\x00", b"\xef\xbb\xbf"]
@@ -164,11 +233,16 @@ class Damage:
             return b""
         try:
             return damage_json(data, rng, self.kind)
-        except (ValueError, KeyError, IndexError, TypeError):  # not JSON (the TOML config): bytes
+        except (ValueError, KeyError, IndexError, TypeError):  # not JSON: the TOML config
+            pass
+        try:
+            return damage_toml(data, random.Random(self.seed), self.kind)
+        except (ValueError, KeyError, IndexError, TypeError):  # neither: bytes
             return Damage("bytes", self.seed).apply(data)
 
 
 JSON_DAMAGE = ["truncate", "bad_utf8", "bytes", "empty", "drop", "wrong_type", "huge", "repeat"]
+BUBBLE_DAMAGE = ["drop@bubbles", "wrong_type@bubbles", "huge@bubbles", "repeat@bubbles"]
 
 
 def damages(kinds=JSON_DAMAGE):
@@ -179,7 +253,7 @@ def damages(kinds=JSON_DAMAGE):
 def commands_for(kind: str, damaged: Path, seeds: dict[str, Path], out: Path) -> list[list[str]]:
     """The commands that read a file of this kind."""
     d, s, o = str(damaged), {k: str(v) for k, v in seeds.items()}, str(out)
-    if kind in ("report", "report2"):
+    if kind in ("report", "report2", "report_bubbles"):
         return [
             ["report", d], ["report", d, "--format", "json"],
             ["gate", d, "--baseline", s["baseline"], "--steps", "3"],

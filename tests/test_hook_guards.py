@@ -5,6 +5,7 @@ hook is caught, counted in the report's `errors` and shown once, never raised in
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = sorted((ROOT / "tests" / "hostile").glob("*.py"))
 
-# What the simulated device cannot run yet (it changes the program: these are bugs, kept visible
-# with strict xfails so that a fix shows up as XPASS). Lazy modules, meta and fake tensors pass.
-SIM_GAPS = {
-    "torch_function_subclass.py": "as_subclass() of a simulated tensor (it is already a wrapper subclass)",
-    "sparse_and_quantized.py": "sparse CSR tensors moved to the simulated device",
-    "wrapper_subclass.py": "a user wrapper subclass moved to the simulated device is wrapped, not moved",
-}
+# What the simulated device cannot run yet (it would change the program: a bug, kept visible with
+# a strict xfail so that a fix shows up as XPASS). Empty: lazy modules, meta and fake tensors,
+# `__torch_function__` subclasses (`as_subclass` of a device tensor included), sparse COO and
+# compressed layouts, quantized tensors and wrapper subclasses all run as under plain python.
+SIM_GAPS: dict[str, str] = {}
 
 
 def _run(cmd, cwd):
@@ -38,9 +37,23 @@ def _compare(tmp_path, program: Path, device: str):
     assert traced.returncode == plain.returncode, traced.stderr[-3000:]
     assert traced.stdout == plain.stdout
     assert "Traceback" not in traced.stderr
+    if device == "cuda" or not _host_has_cuda():  # (on a GPU host plain python runs CUDA kernels, the sim CPU ones)
+        assert _warning_lines(traced.stderr) == _warning_lines(plain.stderr)  # torch's warnings at the program's lines
     data = json.loads(report.read_text())
     assert data["errors"] == [], data["errors"]  # guarded, not merely caught
     return data
+
+
+def _host_has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _warning_lines(stderr: str) -> list[str]:
+    """`path:line: SomeWarning: message` lines, each with the source line Python prints under it."""
+    lines = stderr.splitlines()
+    return [f"{line}\n{lines[i + 1] if i + 1 < len(lines) else ''}" for i, line in enumerate(lines) if re.match(r"^\S.*:\d+: \w*Warning: ", line)]
 
 
 def _sim_case(path):
@@ -155,3 +168,32 @@ def test_a_shimmed_method_stays_allowed_on_lazy_parameters():
         for extra in added:
             _lazy_parameter_allowlist().remove(extra)
     assert shim not in _lazy_parameter_allowlist()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_reports_only_its_own_errors(tmp_path, capsys):
+    from syncscope.ci.combine import combine_files
+    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.runtime import hook_errors
+
+    hook_errors.reset()
+    hook_errors.note("cuda detector (Tensor.to)", ValueError("in the parent"))
+    child_path = tmp_path / "child.json"
+    pid = os.fork()
+    if pid == 0:  # the child: what multiprocess._ChildReport writes for a forked worker
+        code = 1
+        try:
+            hook_errors.note("simulated device (Tensor.cpu)", RuntimeError("in the child"))
+            meta = {"device": "sim", "pid": os.getpid(), "host": "h"}
+            write_json_atomic(str(child_path), build_report([], meta, errors=hook_errors.snapshot()).to_json())
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    parent_path = tmp_path / "parent.json"
+    write_json_atomic(str(parent_path), build_report([], {"device": "sim", "pid": os.getpid(), "host": "h"}, errors=hook_errors.snapshot()).to_json())
+    child = json.loads(child_path.read_text())["errors"]
+    assert child == [{"where": "simulated device (Tensor.cpu)", "error": "RuntimeError: in the child", "count": 1}]
+    combined = combine_files([str(parent_path), str(child_path)], str(tmp_path / "all.json"))["errors"]
+    assert sorted((e["error"], e["count"]) for e in combined) == [("RuntimeError: in the child", 1), ("ValueError: in the parent", 1)]
+    hook_errors.reset()

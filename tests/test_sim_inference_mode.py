@@ -56,3 +56,23 @@ def test_inference_tensors_and_version_counters():
         with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
             made.add_(1)
         assert normal.tolist() == [1.0] * 4
+
+
+@pytest.mark.parametrize("case", ["where_scalar", "to_device_dtype", "masked_fill", "pad", "bool_mask"])
+def test_a_cuda_build_keeps_every_piece_of_a_composite_on_the_simulated_device(case, monkeypatch):
+    # On a CUDA build the pieces of a composite (where(c, x, 0.)'s scalar) would allocate on the
+    # real GPU, found by no failure: the simulated device catches every piece there. The CPU build
+    # runs the same path when told it has CUDA kernels; on a CUDA build this is the default.
+    from syncscope.runtime.sim import dispatch
+
+    monkeypatch.setattr(dispatch, "_REAL_CUDA_KERNELS", True)
+    monkeypatch.setattr(dispatch, "_allocates_alone", set())
+    base = torch.arange(12.0).view(3, 4)
+    want = CASES[case](base.clone(), "cpu")
+    with syncscope.trap(device="sim"):
+        x = base.cuda()
+        got = CASES[case](x, x.device)
+        assert type(got).__name__ == "SimulatedCudaTensor"
+        got = got.cpu()
+    assert got.dtype == want.dtype and torch.equal(got, want)
+    assert dispatch._allocates_alone == set()  # nothing was found by failing

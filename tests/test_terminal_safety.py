@@ -212,3 +212,31 @@ def test_warn_policy_line_is_safe(capsys):
     recorder.record("item", "Tensor.item", stack=(Frame(f"{HOSTILE}.py", 1, "f"),))
     assert_safe(capsys.readouterr().err)
     assert_safe(str(HostSyncError("item", "Tensor.item", f"{HOSTILE}.py:1", HOSTILE)))
+
+
+def test_oracle_tables_show_hostile_text_escaped_and_not_as_markup(tmp_path):
+    from syncscope.oracle import render
+    from syncscope.oracle.compare import Comparison
+
+    markup = "[red]fake[/red]"
+    source = tmp_path / "step.py"
+    source.write_text(f"def step(x):\n    n = x.item()  # {HOSTILE} {markup}\n    return n\n")
+    line = {"path": str(source), "function": f"step{HOSTILE}{markup}", "scope": HOSTILE, "line": 2, "verdict": "blocked",
+            "hits": 3, "blocked_hits": 3, "wait_ns": 10**6, "ratio": 0.9, "source": f"n = x.item() {HOSTILE}{markup}"}
+    out = io.StringIO()
+    render.render_source([line], str(tmp_path), file=out)
+    render.render_summary({"lines": [line], "calibration": {"device": HOSTILE + markup, "sleep_ns": 10**6, "cycles": 5},
+                           "repeat": 2, "tracer": HOSTILE}, f"/tmp/{HOSTILE}{markup}.json", file=out)
+    render.render_comparison(Comparison(blind_spots=[line]), f"hook{HOSTILE}{markup}.json", file=out)
+    text = out.getvalue()
+    assert_safe(text)
+    assert "\\x1b]0;pwned\\x07" in text  # shown, escaped
+    assert text.count("[red]fake") == text.count("fake") >= 4  # the brackets are text, not rich markup
+
+
+def test_monitor_metric_labels_are_safe():
+    from syncscope.monitoring.metrics import SiteFold
+
+    site, kind, function = SiteFold(10).labels(f"src/{HOSTILE}.py", 7, f"Model.{HOSTILE}", "item")
+    assert_safe(site + function)
+    assert site == f"src/{safe_text(HOSTILE)}.py:7" and function == f"Model.{safe_text(HOSTILE)}"

@@ -201,9 +201,9 @@ def load_config(root: str, config_file: str | None = None, overrides: dict | Non
                 data = tomllib.load(handle)
         except (OSError, ValueError) as error:
             raise ConfigError(f"{path}: {error}") from error
-        table = data.get("tool", {}).get("syncscope", {}).get("lint", {})
+        table = _table(data, ("tool", "syncscope", "lint"), path)
         if config_file and not table:
-            table = data.get("lint", {})  # a standalone file may use a plain [lint] table
+            table = _table(data, ("lint",), path)  # a standalone file may use a plain [lint] table
     elif config_file:
         raise ConfigError(f"config file not found: {config_file}")
     known = {f.name for f in fields(LintConfig)}
@@ -221,6 +221,30 @@ def load_config(root: str, config_file: str | None = None, overrides: dict | Non
     return config
 
 
+def _table(data: dict, keys: tuple[str, ...], path: str) -> dict:
+    """`data[keys[0]][keys[1]]...`, {} where absent; a key holding something other than a table
+    (`tool = "x"`, `[[tool.syncscope]]`) is a configuration error, not a traceback."""
+    table = data
+    for depth, key in enumerate(keys):
+        table = table.get(key, {})
+        if not isinstance(table, dict):
+            found = "an array of tables" if isinstance(table, list) and table and all(isinstance(t, dict) for t in table) else _toml_type(table)
+            raise ConfigError(f"{path}: [{'.'.join(keys[: depth + 1])}] must be a table, not {found}")
+    return table
+
+
+def _toml_type(value) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return f"a {type(value).__name__}"  # dates and times
+
+
 def _check_type(name: str, value):
     default = getattr(LintConfig(), name)
     if isinstance(default, bool):
@@ -234,7 +258,10 @@ def _check_type(name: str, value):
     elif isinstance(default, dict):
         if not isinstance(value, dict):
             raise ConfigError(f"[tool.syncscope.lint] {name.replace('_', '-')} must be a table")
-        value = {k: ([v] if isinstance(v, str) else list(v)) for k, v in value.items()}
+        value = {k: ([v] if isinstance(v, str) else v) for k, v in value.items()}
+        bad = [k for k, v in value.items() if not isinstance(v, list) or not all(isinstance(c, str) for c in v)]
+        if bad:
+            raise ConfigError(f"[tool.syncscope.lint] {name.replace('_', '-')}: {bad[0]!r} must be a list of strings, not {_toml_type(value[bad[0]])}")
     elif isinstance(default, str) and not isinstance(value, str):
         raise ConfigError(f"[tool.syncscope.lint] {name.replace('_', '-')} must be a string")
     return value

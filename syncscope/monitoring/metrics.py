@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import threading
 
+from syncscope.terminal import safe_text
+
 DEFAULT_TOP_SITES = 50
 OTHER = "other"
 LABELS = ("site", "kind", "function")
@@ -44,7 +46,9 @@ class SiteFold:
                 known = self._known.get(key)
                 if known is None:
                     if len(self._known) < self.limit:
-                        known = (f"{path}:{line}", function)
+                        # label values end up on terminals (`curl .../metrics`) and dashboards:
+                        # control characters of a hostile path or name shown escaped
+                        known = (safe_text(f"{path}:{line}"), safe_text(function))
                         self._known[key] = known
                     else:
                         return (OTHER, kind, OTHER)

@@ -9,6 +9,15 @@ import os
 from typing import TextIO
 
 from syncscope.oracle.compare import Comparison
+from syncscope.terminal import safe_text
+
+
+def _safe(text: object) -> str:
+    """Untrusted text (paths, function names, source lines, device names from a report or a
+    repository) for a rich string: control characters escaped, and `[...]` not read as markup."""
+    from rich.markup import escape
+
+    return escape(safe_text(text))
 
 STYLES = {"blocked": "bold white on red", "uncertain": "black on yellow", "free": "", None: "dim"}
 MARKS = {"blocked": "BLOCKED", "uncertain": "?", "free": "", None: ""}
@@ -50,7 +59,7 @@ def render_source(lines: list[dict], root: str | None = None, file: TextIO | Non
         blocked = sum(l["verdict"] == "blocked" for l in group)
         uncertain = sum(l["verdict"] == "uncertain" for l in group)
         table = Table(
-            title=f"{path}: {function} (scope {scope}): {blocked} blocked, {uncertain} uncertain, {len(group)} lines timed",
+            title=f"{_safe(path)}: {_safe(function)} (scope {_safe(scope)}): {blocked} blocked, {uncertain} uncertain, {len(group)} lines timed",
             title_justify="left",
             box=None,
             pad_edge=False,
@@ -71,11 +80,11 @@ def render_source(lines: list[dict], root: str | None = None, file: TextIO | Non
                     f"{entry['blocked_hits']}/{entry['hits']}" if entry["blocked_hits"] else str(entry["hits"]),
                     _ms(entry["wait_ns"]),
                     f"{entry['ratio']:.2f}",
-                    Text(text, style=style),
+                    Text(safe_text(text), style=style),
                     style=style if verdict in ("blocked", "uncertain") else None,
                 )
             else:
-                table.add_row(str(number), "", "", "", "", Text(text, style="dim"), style="dim")
+                table.add_row(str(number), "", "", "", "", Text(safe_text(text), style="dim"), style="dim")
         console.print(table)
         console.print()
 
@@ -88,8 +97,8 @@ def render_summary(section: dict, report_path: str | None, file: TextIO | None =
     cost = section.get("cost") or {}
     console.print(
         f"[bold]syncscope oracle[/]: {counts['blocked']} blocked, {counts['uncertain']} uncertain, "
-        f"{counts['free']} free lines; sleep {_ms(cal.get('sleep_ns'))} ms = {cal.get('cycles')} cycles on {cal.get('device')}; "
-        f"repeat {section.get('repeat')}, tracer {section.get('tracer')}; "
+        f"{counts['free']} free lines; sleep {_ms(cal.get('sleep_ns'))} ms = {cal.get('cycles')} cycles on {_safe(cal.get('device'))}; "
+        f"repeat {_safe(section.get('repeat'))}, tracer {_safe(section.get('tracer'))}; "
         f"{cost.get('line_hits', 0)} traced line runs in {cost.get('wall_s', 0):.2f} s"
     )
     if counts["uncertain"]:
@@ -99,7 +108,7 @@ def render_summary(section: dict, report_path: str | None, file: TextIO | None =
             style="yellow",
         )
     if report_path:
-        console.print(f"report: {report_path}", style="dim")
+        console.print(f"report: {_safe(report_path)}", style="dim")
 
 
 def render_comparison(comparison: Comparison, hook_path: str, file: TextIO | None = None) -> None:
@@ -108,14 +117,14 @@ def render_comparison(comparison: Comparison, hook_path: str, file: TextIO | Non
     console = _console(file)
 
     def ref(line: dict) -> str:
-        return f"{line['path']}:{line['line']}"
+        return _safe(f"{line['path']}:{line['line']}")
 
-    table = Table(title=f"hook blind spots: lines the oracle found blocked that {hook_path} does not report", title_style="bold red", title_justify="left")
+    table = Table(title=f"hook blind spots: lines the oracle found blocked that {_safe(hook_path)} does not report", title_style="bold red", title_justify="left")
     for name in ("line", "function", "ratio", "source"):
         table.add_column(name, no_wrap=name != "source")
     for line in comparison.blind_spots:
-        table.add_row(ref(line), line["function"], f"{line['ratio']:.2f}", line.get("source", ""))
-    console.print(table if comparison.blind_spots else f"[green]no hook blind spots[/]: every line the oracle found blocked is in {hook_path}")
+        table.add_row(ref(line), _safe(line["function"]), f"{line['ratio']:.2f}", _safe(line.get("source", "")))
+    console.print(table if comparison.blind_spots else f"[green]no hook blind spots[/]: every line the oracle found blocked is in {_safe(hook_path)}")
 
     reverse = comparison.hook_only + comparison.hook_uncertain
     if reverse:
@@ -123,7 +132,7 @@ def render_comparison(comparison: Comparison, hook_path: str, file: TextIO | Non
         for name in ("line", "oracle", "hook kinds", "source"):
             table.add_column(name, no_wrap=name != "source")
         for line, sites in reverse:
-            table.add_row(ref(line), line["verdict"], ", ".join(sorted({s.kind for s in sites})), line.get("source", ""))
+            table.add_row(ref(line), _safe(line["verdict"]), _safe(", ".join(sorted({s.kind for s in sites}))), _safe(line.get("source", "")))
         console.print(table)
     else:
         console.print("[green]no hook report on a line the oracle found free[/]")

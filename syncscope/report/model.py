@@ -338,7 +338,7 @@ class Report:
                 "allowed_events": sum(s.count for s in self.sites if s.allowed),
                 "out_of_scope_events": sum(s.count for s in self.sites if not s.in_scope),
                 "blocked_ns": sum(s.blocked_ns for s in self.sites),
-                "bubble_ns": self.meta["bubbles"]["bubble_ns"] if self.meta.get("bubbles") else None,
+                "bubble_ns": self.meta["bubbles"].get("bubble_ns") if self.meta.get("bubbles") else None,
             },
             "sites": [s.to_json() for s in self.sites],
             "events": self.events,
@@ -363,9 +363,13 @@ class Report:
             events = list(data.get("events", []))
             events_truncated = int(data.get("events_truncated", 0))
             _check_events(events, len(sites))
-            _check_meta(data)
         except (TypeError, ValueError, OverflowError) as exc:
             raise ReportError(f"{origin}: malformed events ({exc})") from None
+        try:
+            _check_meta(data)
+            _check_bubbles(data.get("bubbles"), len(sites))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ReportError(f"{origin}: malformed report fields ({exc})") from None
         errors = data.get("errors", [])
         if not isinstance(errors, list) or not all(isinstance(e, dict) for e in errors):
             raise ReportError(f"{origin}: malformed \"errors\" (a list of objects expected)")
@@ -394,11 +398,64 @@ def _check_events(events: list, n_sites: int) -> None:
 
 
 def _check_meta(data: dict) -> None:
-    if not _is_int(data.get("pid")):
-        raise ValueError(f"pid = {data.get('pid')!r}")
+    if not _process_ok(data):
+        raise ValueError(f"pid, rank, host or created = {_short([data.get(k) for k in ('pid', 'rank', 'host', 'created')])}")
     parts = data.get("combined_from")
-    if parts is not None and not (isinstance(parts, list) and all(isinstance(p, dict) and _is_int(p.get("pid")) for p in parts)):
+    if parts is not None and not (isinstance(parts, list) and all(isinstance(p, dict) and _process_ok(p) and _is_text(p.get("report")) for p in parts)):
         raise ValueError("combined_from must list the processes as objects with an integer pid")
+
+
+def _process_ok(entry: dict) -> bool:
+    """A process's identity (combine keys and sorts on it): integer pid and rank, text host and
+    creation time, each or null."""
+    return _is_int(entry.get("pid")) and _is_int(entry.get("rank")) and _is_text(entry.get("host")) and _is_text(entry.get("created"))
+
+
+def _is_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+_BUBBLE_INTS = ("steps", "warmup", "window_start_ns", "window_end_ns", "window_ns", "gpu_time_ns", "total_idle_ns", "syncscope_ns",
+                "bubble_count", "bubble_ns", "gap_count", "syncs_in_window", "activities", "gaps_truncated")
+_GAP_INTS = ("device", "start_ns", "end_ns", "idle_ns")
+
+
+def _check_bubbles(bubbles: Any, n_sites: int) -> None:
+    """The top-level bubble window (docs/report-schema.md): every key its readers (the console
+    line, Perfetto's GPU tracks, the summary) use has the schema's type, where present."""
+    if bubbles is None:
+        return
+    if not isinstance(bubbles, dict):
+        raise ValueError(f"bubbles = {_short(bubbles)} (an object expected)")
+    bad = [k for k in _BUBBLE_INTS if not _is_int(bubbles.get(k, 0), none=False)]
+    bad += [k for k in ("release_lag_ns",) if not _is_int(bubbles.get(k))]
+    bad += [k for k in ("mode",) if not isinstance(bubbles.get(k, ""), str)]
+    bad += [k for k in ("idle_ns", "overhead_ns") if not _is_int_map(bubbles.get(k, {}))]
+    bad += [k for k in ("devices",) if not (isinstance(bubbles.get(k, []), list) and all(_is_int(d, none=False) for d in bubbles.get(k, [])))]
+    bad += [k for k in ("notes",) if not (isinstance(bubbles.get(k, []), list) and all(isinstance(n, str) for n in bubbles.get(k, [])))]
+    if bad:
+        raise ValueError(f"bubbles.{bad[0]} = {_short(bubbles.get(bad[0]))}")
+    gaps = bubbles.get("gaps", [])
+    if not isinstance(gaps, list):
+        raise ValueError(f"bubbles.gaps = {_short(gaps)} (a list expected)")
+    for i, gap in enumerate(gaps):
+        if not isinstance(gap, dict):
+            raise ValueError(f"bubbles.gaps #{i} is not an object")
+        bad = [k for k in _GAP_INTS if not _is_int(gap.get(k, 0), none=False)] + ["start_ns"] * ("start_ns" not in gap) + ["end_ns"] * ("end_ns" not in gap)
+        bad += [k for k in ("cause",) if not (gap.get(k) is None or isinstance(gap.get(k), str))]
+        site = gap.get("site")
+        bad += ["site"] * (site is not None and not (_is_int(site, none=False) and 0 <= site < n_sites))
+        if bad:
+            raise ValueError(f"bubbles.gaps #{i}: {bad[0]} = {_short(gap.get(bad[0]))}")
+
+
+def _is_int_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and _is_int(v, none=False) for k, v in value.items())
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def run_metadata(*, device: str, gpu: str | None, target: str, args: list[str], module: bool, root: str, mode: str | None = None) -> dict[str, Any]:

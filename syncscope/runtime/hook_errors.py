@@ -8,6 +8,7 @@ lands in the report's `errors` list, and one line on stderr says so (once per pr
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -51,3 +52,17 @@ def reset() -> None:
     with _lock:
         _counts.clear()
         _shown[0] = False
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a multiprocessing worker) writes a report of its own: the parent's counts
+    are the parent's to report (`combine` would add them twice), and its line on stderr was the
+    parent's. The lock is made anew: another thread may have held it at the fork."""
+    global _lock
+    _lock = threading.Lock()
+    _counts.clear()
+    _shown[0] = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

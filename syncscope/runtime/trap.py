@@ -11,7 +11,7 @@ import contextlib
 import os
 from typing import Iterable, Iterator, Protocol
 
-from syncscope.runtime import regions
+from syncscope.runtime import regions, warning_sites
 from syncscope.runtime.events import HostSyncEvent
 from syncscope.runtime.policy import Policy
 from syncscope.runtime.recorder import AllowRule, Recorder
@@ -136,6 +136,7 @@ def trap(
     undo_scopes = []
     declared_before = regions.scoping.declared
     detector.install(recorder)
+    warning_sites.install()  # warnings raised inside the detector's handlers name the program's line
     try:
         if window is not None:
             window.install()
@@ -151,6 +152,7 @@ def trap(
         recorder.settle_scope()
         for undo in reversed(undo_scopes):
             undo()
+        warning_sites.uninstall()
         detector.uninstall()
         regions.scoping.declared = declared_before
 

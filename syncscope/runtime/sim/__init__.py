@@ -7,6 +7,7 @@ would have had. See docs/simulated-device.md.
 - mode.py        the Python-API layer: factories, host->device copies, DeviceGuard replay
 - cuda_api.py    the fake `torch.cuda` surface: devices, streams, events, synchronize
 - race.py        the non_blocking device->host read-before-sync hazard
+- subclasses.py  the program's own tensor subclasses (torch-function and wrapper) on the device
 - triton_bridge.py  Triton kernels on simulated tensors through the interpreter
 - detector.py    `SimulatedCudaDetector` (install / uninstall)
 """

@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state
+from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state, subclasses
 from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
 
@@ -51,6 +51,8 @@ class SimulatedCudaDetector:
             self._patch_shallow_copy_check()
             lazy_params.guard_moves(mode._SPECIAL, mode._call)  # nn.LazyLinear moved with .cuda()
             lazy_params.patch_materialize(self._patches)
+            subclasses.guard_moves(mode._SPECIAL, mode._call)  # a wrapper subclass moves its inner tensor
+            subclasses.install(self._patches, mode.handle)  # as_subclass of a device tensor
             self._triton.install(self._patches)
             mode.enable_subclass_handler()
             self._threads.install()

@@ -24,6 +24,8 @@ _SIM_TYPES = (SimulatedCudaTensor, HostGuardView)
 _CPU = torch.device("cpu")
 _MISSING = object()
 _rules: dict = {}  # op -> rule or None, filled on first use
+# Not dispatcher ops (no rule to look up): what torch asks the strideless wrappers of tensor.py.
+_rules.update(dict.fromkeys((torch.ops.prim.layout.default, aten.sym_stride.default, aten.sym_size.default, aten.stride.default)))
 _capturing = graphs.capturing
 
 # Ops that may mix device tensors with host tensors of any size on a real GPU.
@@ -120,14 +122,19 @@ _OutsideInferenceMode = torch._C._InferenceMode
 
 
 _allocates_alone: set = set()  # composite ops whose pieces allocate on the device by themselves
+# A CUDA build of torch has CUDA kernels: there such a piece does not fail, it allocates on the
+# real GPU (a real cuda scalar among simulated tensors, which the CPU kernels then refuse), or
+# fails with the driver's error on a machine without one. So a CUDA build catches every piece.
+_REAL_CUDA_KERNELS = torch.backends.cuda.is_built()
 
 
 def _decompose(func, args, kwargs):
     """Run a composite op as its pieces. Some pieces allocate on the device with no device tensor
     among their arguments (`where(c, x, 0.)` makes a cuda scalar); our dispatch mode, popped
     while it handles this op, must then see them: pushed again for those ops only (a push costs
-    more than most ops), found by their first failure (CUDA's allocator, before any write)."""
-    if func not in _allocates_alone:
+    more than most ops), found by their first failure (CUDA's allocator, before any write) on a
+    CPU-only build, pushed for every composite on a CUDA build."""
+    if func not in _allocates_alone and not _REAL_CUDA_KERNELS:
         try:
             return func.decompose(*args, **kwargs)
         except (NotImplementedError, RuntimeError) as exc:
@@ -261,6 +268,9 @@ def tensor_repr(t) -> str:
         return text
     inner = text[len("tensor(") : -1]
     end = inner.rfind("]") + 1 if inner.startswith("[") else (inner.find(", ") % (len(inner) + 1))
+    if t._elem.layout is not torch.strided and "size=(" in inner:  # sparse: the device is the first suffix
+        end = inner.rfind("size=(")
+        return f"tensor({inner[:end]}device='{t.device}', {inner[end:]})"
     return f"tensor({inner[:end]}, device='{t.device}'{inner[end:]})"
 
 

@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import autocast, graphs, race, state, whole_ops
+from syncscope.runtime.sim import autocast, graphs, race, state, subclasses, whole_ops
 from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
@@ -173,9 +173,8 @@ def _cuda(func, args, kwargs):
     device = kwargs.get("device", args[1] if len(args) > 1 else None)
     non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
     _record_h2d(self, non_blocking, "Tensor.cuda")
-    memory_format = kwargs.get("memory_format", torch.preserve_format)
-    with _DisableSubclass():
-        elem = self.clone(memory_format=memory_format)
+    with _DisableSubclass():  # (an explicit preserve_format is refused by sparse compressed layouts)
+        elem = self.clone(memory_format=kwargs["memory_format"]) if "memory_format" in kwargs else self.clone()
     if _capturing[0]:
         graphs.note(lambda: elem.copy_(self))
     return wrap(elem, _target_device(0 if device is None else device))
@@ -309,7 +308,6 @@ def _call(func, args, kwargs):
         raise
     finally:
         local.api, local.api_args = previous, previous_args
-
 
 
 def _replayed(func, args, kwargs):
@@ -523,8 +521,8 @@ class SimulatedDispatchMode(TorchDispatchMode):
                 if isinstance(value, _SimBase):
                     return _dispatch_op(type(value), func, args, kwargs)
             device = kwargs.get("device")
-            if device is not None and device.type == "cuda":
-                return _dispatch_op(SimulatedCudaTensor, func, args, kwargs)
+            if device is not None and device.type == "cuda":  # (a wrapper subclass moves its inner tensor itself)
+                return _dispatch_op(SimulatedCudaTensor, func, args, kwargs) if not subclasses.wrapper_in(types) else NotImplemented
         return func(*args, **kwargs)
 
 
@@ -535,6 +533,8 @@ class SimulatedCudaMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if not installed[0]:  # a thread that outlived the trap: step aside
             return func(*args, **(kwargs or {}))
+        if types and subclasses.goes_first(types):  # a user subclass's own __torch_function__ runs first
+            return subclasses.their_torch_function(self, func, types, args, kwargs)
         return handle(func, args, kwargs)
 
 

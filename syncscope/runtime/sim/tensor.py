@@ -75,15 +75,37 @@ class HostGuardView(_SimBase):
 
 def _wrapper_around(cls: type, elem: torch.Tensor, device: torch.device, requires_grad: bool):
     """A `cls` wrapper with `elem`'s geometry, reporting `device`, holding `elem`."""
+    try:
+        strides, offset = elem.stride(), elem.storage_offset()
+    except RuntimeError:  # sparse compressed layouts (CSR, CSC, BSR, BSC) have no strides
+        return _strideless_wrapper_around(cls, elem, device, requires_grad)
     out = _make_wrapper(
         cls,
         elem.size(),
-        strides=elem.stride(),
-        storage_offset=elem.storage_offset(),
+        strides=strides,
+        storage_offset=offset,
         dtype=elem.dtype,
         layout=elem.layout,
         device=device,
         requires_grad=requires_grad,
+    )
+    out._elem = elem
+    return out
+
+
+def _strideless_wrapper_around(cls: type, elem: torch.Tensor, device: torch.device, requires_grad: bool):
+    """torch's C++ asks a tensor of a sparse compressed layout for its layout through an
+    implementation a wrapper does not have: the wrapper's layout and strides are asked of
+    `__torch_dispatch__` instead (`prim.layout`, `aten.stride`), which answers with `elem`'s."""
+    out = _make_wrapper(
+        cls,
+        elem.size(),
+        dtype=elem.dtype,
+        layout=elem.layout,
+        device=device,
+        requires_grad=requires_grad,
+        dispatch_layout=True,
+        dispatch_sizes_strides_policy="strides",
     )
     out._elem = elem
     return out
