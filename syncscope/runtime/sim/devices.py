@@ -16,25 +16,13 @@ have no rule in the sync model); device<->host copies are reported as on one dev
 
 from __future__ import annotations
 
-import os
 import threading
 
 import torch
 
 from syncscope.runtime.sim import state
 
-ENV = "SYNCSCOPE_SIM_DEVICES"
-
-
-def _count_from_env() -> int:
-    text = os.environ.get(ENV, "2").strip()
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if not 1 <= count <= 64:
-        raise ValueError(f"{ENV}={text!r}: expected a number of simulated GPUs from 1 to 64")
-    return count
+from syncscope.runtime.sim import DEVICES_ENV as ENV, simulated_device_count
 
 
 count = [1]  # set at install
@@ -155,7 +143,7 @@ def _checked(answer):
 
 def install(p) -> None:
     """After cuda_api.install: replaces its one-device answers."""
-    count[0] = _count_from_env()
+    count[0] = simulated_device_count()
     DEVICES[:] = [state.DEVICE] + [torch.device("cuda", i) for i in range(1, count[0])]
     several[0] = False
     current.index = 0
