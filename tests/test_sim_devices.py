@@ -127,3 +127,25 @@ def test_a_bad_device_count_is_one_error_line_and_exit_2(tmp_path):
     )
     assert proc.returncode == 2 and "ran" not in proc.stdout
     assert proc.stderr.strip().splitlines() == ["syncscope: error: SYNCSCOPE_SIM_DEVICES='0': expected a number of simulated GPUs from 1 to 64"]
+
+
+@pytest.mark.usefixtures("grad_mode")
+def test_data_parallel_splits_the_batch_over_the_simulated_gpus():
+    def run(device):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).to(device)
+        out = torch.nn.DataParallel(model)(torch.randn(8, 3).to(device))
+        grad = None
+        if out.requires_grad:
+            out.square().sum().backward()
+            grad = model[0].weight.grad.cpu()
+        return out.detach().cpu(), grad
+
+    want = run("cpu")
+    with syncscope.trap(device="sim") as t:
+        got = run("cuda")
+    assert torch.equal(got[0], want[0])
+    if want[1] is not None:
+        # the replicas' gradients are summed across devices: CPU's up to summation order
+        torch.testing.assert_close(got[1], want[1])
+    assert {e.kind for e in t.events} == {K.H2D_COPY, K.CPU_COPY}  # .to(device) and .cpu() only

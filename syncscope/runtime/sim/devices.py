@@ -169,6 +169,7 @@ def install(p) -> None:
             "current_device_idx": lambda: current.index,
             "set_device_index": set_device,
             "set_device_idx": set_device,
+            "device_index": device,  # `with torch.accelerator.device_index(i)` (nn.parallel)
         }.items():
             if hasattr(acc, name):
                 p.set(acc, name, value)
