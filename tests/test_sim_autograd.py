@@ -16,6 +16,8 @@ from tests.sim_grad_modes import MODES, grad_mode  # noqa: F401
 
 @pytest.mark.parametrize("name", programs.VALID + programs.INVALID)
 def test_training_program_matches_plain_cpu_and_reports_the_gpus_syncs(tmp_path, name):
+    if torch.cuda.is_available():  # plain python would take the real GPU: tests/test_gpu_training.py
+        pytest.skip("plain python runs these programs on the GPU here; the GPU half is tests/test_gpu_training.py")
     path = programs.write(tmp_path, name)
     plain, _ = programs.run(path)
     simulated, sites = programs.run(path, device="sim")
