@@ -37,11 +37,24 @@ def _source(device: str, report: dict) -> str:
     return f"cuda: {report.get('gpu') or 'GPU'}, torch {report.get('torch')}, python {report.get('python')}, transformers {hf}"
 
 
+def _format(data: dict) -> str:
+    """JSON with one site per line, so that a regenerated file's git diff reads site by site."""
+    lines = ["{", f' "source": {json.dumps(data["source"])},']
+    if data.get("notes"):
+        lines.append(f' "notes": {json.dumps(data["notes"], indent=2).replace(chr(10), chr(10) + " ")},')
+    lines.append(' "programs": {')
+    programs = list(data["programs"].items())
+    for i, (name, sites) in enumerate(programs):
+        body = ",\n".join(f"   {json.dumps(site)}" for site in sites)
+        lines.append(f"  {json.dumps(name)}: [\n{body}\n  ]" + ("," if i < len(programs) - 1 else ""))
+    lines += [" }", "}", ""]
+    return "\n".join(lines)
+
+
 def _write_atomic(path: Path, data: dict) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
+        f.write(_format(data))
     os.replace(tmp, path)
 
 
@@ -63,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_reports:
         for name in names:
             path = args.from_reports / f"{name}.{args.device}.json"
-            reports[name] = json.loads(path.read_text()) if path.exists() else None
+            report = json.loads(path.read_text()) if path.exists() else None
+            reports[name] = report if report is not None and report.get("exit_code") == 0 else None
     else:
         out = args.reports or Path(tempfile.mkdtemp(prefix="parity-"))
         out.mkdir(parents=True, exist_ok=True)
@@ -93,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.write:
         first = next((r for r in reports.values() if r is not None), {})
-        programs = dict(expected["programs"])
+        programs, notes = dict(expected["programs"]), dict(expected.get("notes", {}))
         for name in names:
             if reports[name] is not None:
                 programs[name] = sorted(list(s) for s in site_set(reports[name]))
-        _write_atomic(EXPECTED, {"source": _source(args.device, first), "programs": dict(sorted(programs.items()))})
+                notes.pop(name, None)  # a note says where a set not from this source came from
+        data = {"source": _source(args.device, first), "notes": notes, "programs": dict(sorted(programs.items()))}
+        _write_atomic(EXPECTED, data)
         print(f"wrote {EXPECTED}")
     return 1 if failed else 0
 
