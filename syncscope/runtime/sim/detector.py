@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state
+from syncscope.runtime.sim import autocast, autograd, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state
 from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
 
@@ -46,6 +46,7 @@ class SimulatedCudaDetector:
             autocast.install(self._patches)
             graphs.install(self._patches)
             compile_eager.install(self._patches)
+            autograd.install(self._patches)
             cuda_guard.install(self._patches)  # last: it mirrors and guards what is left
             self._patch_one_hot()
             self._patch_shallow_copy_check()

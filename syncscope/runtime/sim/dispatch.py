@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from syncscope.runtime.sim import graphs, race, state, sync_model
+from syncscope.runtime.sim import autograd, graphs, race, state, sync_model
 from syncscope.runtime.sim import tensor as _tensor_module
 from syncscope.runtime.sim.tensor import HostGuardView, SimulatedCudaTensor, _SimBase, is_pinned, mark_pinned, wrap_as
 
@@ -116,6 +116,7 @@ dispatch_mode = None  # mode.py sets it: a factory of the simulated device's dis
 # its version counter to the base's), so its wrapper is made outside inference mode.
 _view_ops: dict = {}
 _inference_mode_enabled = torch.is_inference_mode_enabled
+_grad_enabled = torch.is_grad_enabled
 _OutsideInferenceMode = torch._C._InferenceMode
 
 
@@ -186,7 +187,10 @@ def dispatch(cls, func, args, kwargs):
 
     # -- run on the CPU ---------------------------------------------------------------------------
     try:
-        out = func(*uargs, **ukwargs)
+        if _grad_enabled() and autograd.records(uargs, ukwargs):
+            out = autograd.run_recording(func, uargs, ukwargs, args)  # the graph, on the CPU tensors
+        else:
+            out = func(*uargs, **ukwargs)
     except NotImplementedError as exc:
         raise _unsupported(func, exc) from exc
     except RuntimeError as exc:

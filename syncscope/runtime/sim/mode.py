@@ -25,7 +25,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import autocast, graphs, race, state, whole_ops
+from syncscope.runtime.sim import graphs, race, state, whole_ops
+from syncscope.runtime.sim import autograd as sim_autograd
 from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
@@ -41,7 +42,6 @@ from syncscope.runtime.sim.tensor import (
 
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
 _capturing = graphs.capturing
-_autocast_cuda = autocast.cuda_enabled
 _GUARD_ERROR = "not linked with support for cuda devices"
 _CPU = torch.device("cpu")
 T = torch.Tensor
@@ -412,61 +412,13 @@ def _build_special() -> None:
 
 
 _build_special()
-
-
-_is_grad_enabled = torch.is_grad_enabled
-_warned_autograd = [False]
-
-
-def _needs_grad(args) -> bool:
-    if not _has_sim(args):
-        return False  # no simulated tensor: nothing to check (the common case on host code)
-    with _DisableSubclass():  # reading .requires_grad must not come back through this handler
-        return _any_requires_grad(args)
-
-
-def _any_requires_grad(args) -> bool:
-    for arg in args:
-        if isinstance(arg, _SimBase):
-            if arg.requires_grad:
-                return True
-        elif type(arg) in (list, tuple):
-            for item in arg:
-                if isinstance(item, _SimBase) and item.requires_grad:
-                    return True
-    return False
-
-
-def _without_autograd(func, args, kwargs):
-    """torch's autograd engine asks the CUDA DeviceGuard for the stream of every device tensor
-    it records, and a CPU-only build aborts the process there. The simulated device targets
-    inference: ops on simulated tensors that require grad run with grad disabled (same values;
-    no graph), once noted on stderr."""
-    if not _warned_autograd[0]:
-        _warned_autograd[0] = True
-        import sys
-
-        print(
-            "syncscope simulated device: autograd is not simulated; ops on CUDA tensors that "
-            "require grad run without recording a graph (wrap inference in torch.inference_mode() "
-            "to silence this)",
-            file=sys.stderr,
-        )
-    with torch.no_grad():
-        return _dispatch_call(func, args, kwargs)
+_SPECIAL.update(sim_autograd.handlers(_has_sim))  # the autograd surface of a wrapper: autograd.py
 
 
 def handle(func, args, kwargs):
     """The one torch-function handler (mode and subclass)."""
     if kwargs is None:
         kwargs = {}
-    if _autocast_cuda[0] and (_needs_grad(args) or (kwargs and _needs_grad(tuple(kwargs.values())))):
-        args = autocast.without_grad(args)
-        kwargs = dict(zip(kwargs, autocast.without_grad(tuple(kwargs.values()))))
-        with torch.no_grad():
-            return _dispatch_call(func, args, kwargs)
-    if _is_grad_enabled() and _needs_grad(args):
-        return _without_autograd(func, args, kwargs)
     if race.T.tensors:
         copy = race.check_call(args, kwargs)
         if copy is not None:

@@ -90,7 +90,8 @@ def _wrapper_around(cls: type, elem: torch.Tensor, device: torch.device, require
 
 
 def wrap(elem: torch.Tensor, device: torch.device | None = None) -> SimulatedCudaTensor:
-    return _wrapper_around(SimulatedCudaTensor, elem, device or state.DEVICE, elem.requires_grad)
+    # Never requires grad itself: autograd runs on `elem` (autograd.py says why).
+    return _wrapper_around(SimulatedCudaTensor, elem, device or state.DEVICE, False)
 
 
 def wrap_view(elem: torch.Tensor) -> HostGuardView:

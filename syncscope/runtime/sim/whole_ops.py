@@ -29,7 +29,7 @@ def run_whole_on_cpu(call, func, args, kwargs):
                 f"Expected all tensors to be on the same device, but found at least two devices, "
                 f"{state.DEVICE} and cpu! (syncscope simulated device, in {state.api_name(func)})"
             )
-    with _DisableSubclass(), _NoPythonDispatch(), torch.no_grad():
+    with _DisableSubclass(), _NoPythonDispatch():  # grad mode as the program set it: autograd.py
         out = func(*uargs, **ukwargs)
     if graphs.capturing[0]:
         graphs.note(lambda: out.copy_(func(*uargs, **ukwargs)))
