@@ -112,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
             if reports[name] is not None:
                 programs[name] = sorted(list(s) for s in site_set(reports[name]))
                 notes.pop(name, None)  # a note says where a set not from this source came from
-        data = {"source": _source(args.device, first), "notes": notes, "programs": dict(sorted(programs.items()))}
+        source = _source(args.device, first)
+        if expected.get("source") and expected["source"] != source:
+            for name in programs:  # sets this run did not replace keep the file's old source
+                if name not in names or reports[name] is None:
+                    notes.setdefault(name, f"from: {expected['source']}")
+        data = {"source": source, "notes": notes, "programs": dict(sorted(programs.items()))}
         _write_atomic(EXPECTED, data)
         print(f"wrote {EXPECTED}")
     return 1 if failed else 0
