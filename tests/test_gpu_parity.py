@@ -13,24 +13,29 @@ from __future__ import annotations
 
 import pytest
 
-from tests.parity.support import diff, expected_sites, load_expected, program_names, run_many, site_set, stable_across_devices
+from tests.parity.support import (
+    diff, expected_sites, load_expected, missing_modules, program_names, run_many, runnable, site_set,
+    stable_across_devices,
+)
 
 pytestmark = pytest.mark.gpu
-pytest.importorskip("transformers")
 NAMES = program_names()
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("parity-gpu")
-    jobs = [(name, out, None, None) for name in NAMES] + [(name, out, "cuda", None) for name in NAMES]
-    jobs += [(name, out, None, "cpu") for name in NAMES if stable_across_devices(name)]
+    names = runnable(NAMES)
+    jobs = [(name, out, None, None) for name in names] + [(name, out, "cuda", None) for name in names]
+    jobs += [(name, out, None, "cpu") for name in names if stable_across_devices(name)]
     results = run_many(jobs, workers=4)
     return {(job[0], job[2] or job[3] or "plain-cuda"): run for job, run in zip(jobs, results)}
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_program_on_the_gpu_prints_plain_output_and_reports_the_expected_sites(runs, name):
+    if missing_modules(name):
+        pytest.skip(f"needs {', '.join(missing_modules(name))} (not installed here)")
     plain, traced = runs[(name, "plain-cuda")], runs[(name, "cuda")]
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert traced.returncode == 0, traced.stderr[-3000:]

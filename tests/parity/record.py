@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reports", type=Path, help="keep the reports (and stdout) in this folder")
     parser.add_argument("--from-reports", type=Path, help="read NAME.DEVICE.json reports from this folder instead of running")
     parser.add_argument("--only", nargs="*", help="these programs only (file stems)")
+    parser.add_argument("--workers", type=int, default=2, help="programs run at a time")
     args = parser.parse_args(argv)
 
     names = args.only or program_names()
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = args.reports or Path(tempfile.mkdtemp(prefix="parity-"))
         out.mkdir(parents=True, exist_ok=True)
-        runs = run_many([(name, out, args.device, None) for name in names])
+        runs = run_many([(name, out, args.device, None) for name in names], workers=args.workers)
         for name, run in zip(names, runs):
             (out / f"{name}.{args.device}.stdout").write_text(run.stdout)
             (out / f"{name}.{args.device}.stderr").write_text(run.stderr)

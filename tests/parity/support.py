@@ -35,6 +35,15 @@ def stable_across_devices(name: str) -> bool:
     return any(line.strip() == _STABLE_MARK for line in program_path(name).read_text().splitlines())
 
 
+def missing_modules(name: str) -> list[str]:
+    """Third-party modules the program imports that this interpreter lacks (transformers on a bare
+    GPU image: install the carried wheels), so that a test can skip it and say why."""
+    import importlib.util
+
+    wanted = re.findall(r"^(?:from|import) (transformers|triton)\b", program_path(name).read_text(), re.MULTILINE)
+    return sorted({m for m in wanted if importlib.util.find_spec(m) is None})
+
+
 @dataclass(frozen=True)
 class Run:
     returncode: int
@@ -64,6 +73,10 @@ def run_program(name: str, out_dir: Path, device: str | None = None, reference: 
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=_env(**extra))
     data = json.loads(report.read_text()) if device is not None and report.exists() else None
     return Run(proc.returncode, proc.stdout, proc.stderr, data)
+
+
+def runnable(names: list[str]) -> list[str]:
+    return [name for name in names if not missing_modules(name)]
 
 
 def run_many(jobs: list[tuple], workers: int = 2) -> list[Run]:
