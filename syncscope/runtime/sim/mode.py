@@ -286,9 +286,9 @@ def _factory(func, args, kwargs):
     args = tuple(a._elem if isinstance(a, _SimBase) else a for a in args)
     with _DisableSubclass():
         out = func(*args, **ukwargs)
-    if copies and (not isinstance(out, torch.Tensor) or out.numel()):
-        state.sync(K.H2D_COPY, state.api_name(func))
     if isinstance(out, torch.Tensor):
+        if copies and out.numel():  # recorded once the size is known
+            state.sync(K.H2D_COPY, state.api_name(func))
         if _capturing[0]:  # a factory inside a capture fills its tensor again on each replay
             graphs.note(lambda: out.copy_(func(*args, **ukwargs)))
         return wrap(out, device)
