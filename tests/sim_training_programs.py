@@ -156,19 +156,19 @@ assert sorted(VALID + INVALID) == sorted(PROGRAMS)
 _MARK = re.compile(r"#\s*sync:\s*([a-z0-9_, ]+)$")
 
 
-def expected(name: str) -> set[tuple[int, str]]:
+def expected(name: str, programs: dict | None = None) -> set[tuple[int, str]]:
     """The (line, kind) set the program's `# sync:` comments name."""
     found = set()
-    for number, text in enumerate(PROGRAMS[name].splitlines(), 1):
+    for number, text in enumerate((programs or PROGRAMS)[name].splitlines(), 1):
         match = _MARK.search(text.rstrip())
         if match:
             found.update((number, kind.strip()) for kind in match.group(1).split(","))
     return found
 
 
-def write(tmp_path: Path, name: str) -> Path:
+def write(tmp_path: Path, name: str, programs: dict | None = None) -> Path:
     path = tmp_path / f"{name}.py"
-    path.write_text(PROGRAMS[name])
+    path.write_text((programs or PROGRAMS)[name])
     return path
 
 
@@ -186,3 +186,42 @@ def run(path: Path, device: str | None = None):
             runpy.run_path(str(path), run_name="__main__")
     sites = {(e.site.line, e.kind) for e in trap.events if Path(e.site.path).name == path.name}
     return out.getvalue(), sites
+
+
+# -- two GPUs (tests/test_sim_devices.py; on the GPU only where torch sees two) ---------------------
+DEVICES_HEADER = """\
+import torch
+cuda = torch.cuda.is_available()
+d0, d1 = ("cuda:0", "cuda:1") if cuda else ("cpu", "cpu")
+torch.manual_seed(0)
+"""
+
+DEVICE_PROGRAMS = {
+    # VALID: a model split over two GPUs, activations handed over device to device; trained.
+    "two_gpu_pipeline": DEVICES_HEADER + """\
+first = torch.nn.Linear(6, 16).to(d0)  # sync: h2d_copy
+second = torch.nn.Linear(16, 1).to(d1)  # sync: h2d_copy
+x = torch.randn(32, 6).to(d0)  # sync: h2d_copy
+y = torch.randn(32, 1).to(d1)  # sync: h2d_copy
+opt = torch.optim.SGD([*first.parameters(), *second.parameters()], lr=0.05, momentum=0.9)
+for step in range(3):
+    opt.zero_grad()
+    h = torch.relu(first(x)).to(d1)
+    loss = torch.nn.functional.mse_loss(second(h), y)
+    loss.backward()
+    opt.step()
+with torch.no_grad():
+    both = torch.cat([first.weight.flatten(), second.weight.flatten().to(d0), second(h).flatten().to(d0)])
+print([round(v, 6) for v in both.tolist()])  # sync: tolist
+""",
+    # INVALID: reads on the second GPU block the host as on the first.
+    "two_gpu_reads": DEVICES_HEADER + """\
+b = torch.randn(8).to(d1)  # sync: h2d_copy
+keep = b > 0
+picked = b[keep]  # sync: bool_mask_index
+total = picked.sum().item()  # sync: item
+moved = b.to(d0)
+back = moved.cpu()  # sync: cpu_copy
+print(round(total, 5), [round(v, 5) for v in back.tolist()])
+""",
+}

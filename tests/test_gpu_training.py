@@ -21,3 +21,16 @@ def test_training_program_on_the_gpu_reports_the_simulated_devices_syncs(tmp_pat
     # print the same digits.
     assert on_gpu == plain
     assert sites == programs.expected(name)
+
+
+@pytest.mark.parametrize("name", sorted(programs.DEVICE_PROGRAMS))
+def test_two_gpu_program_on_the_gpu_reports_the_simulated_devices_syncs(tmp_path, name):
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices (nvidia-h200-x2)")
+    path = programs.write(tmp_path, name, programs.DEVICE_PROGRAMS)
+    plain, _ = programs.run(path)
+    on_gpu, sites = programs.run(path, device="cuda")
+    assert on_gpu == plain
+    assert sites == programs.expected(name, programs.DEVICE_PROGRAMS)

@@ -124,3 +124,68 @@ def test_uninstall_leaves_cpu_autograd_and_optimizers_as_they_were():
     (w * 2).sum().backward()
     assert torch.equal(w.grad, torch.full((3,), 2.0))
     assert MODES  # the grad-mode table the fixture uses is importable here
+
+
+class _Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        count = (x > 0).sum()
+        ctx.mark_non_differentiable(count)
+        return x * x * scale, count
+
+    @staticmethod
+    def backward(ctx, grad, _count_grad):
+        (x,) = ctx.saved_tensors
+        if bool(x.abs().max() > 100):  # custom-backward-sync
+            grad = grad.clamp(-1, 1)
+        return 2 * x * grad * ctx.scale, None
+
+
+class _Times(torch.autograd.Function):  # the setup_context style
+    @staticmethod
+    def forward(x, k):
+        return x * k
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.k = inputs[1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.k, None
+
+
+def test_custom_functions_and_checkpointing_carry_the_gradient():
+    from torch.utils.checkpoint import checkpoint
+
+    def run(device):
+        torch.manual_seed(0)
+        layer = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.GELU()).to(device)
+        x = torch.randn(5, 3).to(device).requires_grad_()
+        h = checkpoint(layer, x, use_reentrant=False) + checkpoint(layer, x, use_reentrant=True)
+        squared, count = _Scaled.apply(h, 0.5)
+        loss = squared.sum() + _Times.apply(h, 3.0).sum()
+        loss.backward()
+        return [layer[0].weight.grad.cpu(), x.grad.cpu(), count.cpu()], (count.requires_grad, squared.requires_grad)
+
+    want = run("cpu")
+    with syncscope.trap(device="sim") as t:
+        got = run("cuda")
+    assert all(torch.equal(a, b) for a, b in zip(want[0], got[0])) and got[1] == want[1] == (False, True)
+    line = next(n for n, text in enumerate(open(__file__).read().splitlines(), 1) if text.endswith("# custom-backward-sync"))
+    # a sync in a custom backward: at its own line, as the GPU detector sees it on autograd's thread
+    # (the rest: the .to(device) copies and the .cpu() reads)
+    assert {(e.site.line, e.kind) for e in t.events if e.kind not in (K.H2D_COPY, K.CPU_COPY)} == {(line, K.ITEM)}
+
+
+def test_tensors_passed_by_keyword_carry_the_gradient():
+    def run(device):
+        w = torch.arange(3.0).to(device).requires_grad_()
+        torch.cat(tensors=[w, w * 2]).square().sum().backward()
+        return w.grad.cpu()
+
+    want = run("cpu")
+    with syncscope.trap(device="sim"):
+        assert torch.equal(run("cuda"), want)

@@ -36,7 +36,8 @@ def _mine(events):
 # -- the device as a program sees it ---------------------------------------------------------------
 def test_cuda_surface_answers_like_one_gpu():
     with syncscope.trap(device="sim") as t:
-        assert torch.cuda.is_available() and torch.cuda.device_count() == 1
+        # two simulated GPUs by default (SYNCSCOPE_SIM_DEVICES; tests/test_sim_devices.py)
+        assert torch.cuda.is_available() and torch.cuda.device_count() == 2
         assert torch.cuda.current_device() == 0
         assert "simulated" in torch.cuda.get_device_name()
         assert torch.cuda.get_device_capability() == (9, 0)

@@ -8,6 +8,10 @@ would have had. See docs/simulated-device.md.
 - cuda_api.py    the fake `torch.cuda` surface: devices, streams, events, synchronize
 - race.py        the non_blocking device->host read-before-sync hazard
 - triton_bridge.py  Triton kernels on simulated tensors through the interpreter
+- autograd.py    autograd: the graph on the held CPU tensors, backward ops through the sync model
+- devices.py     several simulated GPUs (cuda:0, cuda:1, ...), the current device per thread
+  (device_count.py: how many; comm.py: nn.DataParallel's scatter/gather across them)
+- custom_functions.py  custom autograd Functions on the held tensors
 - detector.py    `SimulatedCudaDetector` (install / uninstall)
 """
 

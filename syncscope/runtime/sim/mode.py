@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import graphs, race, state, whole_ops
+from syncscope.runtime.sim import devices, graphs, race, state, whole_ops
 from syncscope.runtime.sim import autograd as sim_autograd
 from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
@@ -75,8 +75,8 @@ def _is_cuda(device) -> bool:
 
 
 def _target_device(device) -> torch.device:
-    """The simulated device is one GPU: every `cuda` / `cuda:N` request lands on cuda:0."""
-    return state.DEVICE
+    """`cuda` (the thread's current device), `cuda:N`, `N`: one of the simulated GPUs (devices.py)."""
+    return devices.resolve(device)
 
 
 def _has_sim(args) -> bool:
@@ -108,7 +108,8 @@ def _from_views(value, originals):
         for original in originals:
             if isinstance(original, SimulatedCudaTensor) and original._elem is value._elem:
                 return original
-        return wrap(value._elem)
+        device = next((o._sim_dev for o in originals if isinstance(o, _SimBase) and o._sim_dev), None)
+        return wrap(value._elem, device)
     if type(value) in (list, tuple):
         return type(value)(_from_views(v, originals) for v in value)
     return value
@@ -169,7 +170,8 @@ def _to(func, args, kwargs):
 def _cuda(func, args, kwargs):
     self = args[0]
     if isinstance(self, _SimBase):
-        return self
+        device = kwargs.get("device", args[1] if len(args) > 1 else None)
+        return whole_ops.to_other_device(self, _target_device(device))
     if on_device_under_functorch(self):
         return _call(func, args, kwargs)
     device = kwargs.get("device", args[1] if len(args) > 1 else None)
@@ -180,7 +182,7 @@ def _cuda(func, args, kwargs):
         elem = self.clone(memory_format=memory_format)
     if _capturing[0]:
         graphs.note(lambda: elem.copy_(self))
-    return wrap(elem, _target_device(0 if device is None else device))
+    return wrap(elem, _target_device(device))
 
 
 def _pin_memory(func, args, kwargs):
@@ -359,7 +361,7 @@ def _getitem(func, args, kwargs):
     if type(self) is SimulatedCudaTensor and _is_basic(index):
         # Fast path: a view of the CPU data, no replay needed.
         with _NoPythonDispatch():
-            return wrap(self._elem[index])
+            return wrap(self._elem[index], self._sim_dev)
     return _replayed(func, args, kwargs)
 
 

@@ -34,6 +34,7 @@ class _SimBase(torch.Tensor):
     """Shared by both wrappers: the held CPU tensor and the dispatch entry point."""
 
     _elem: torch.Tensor
+    _sim_dev = None  # the device, for cuda:1 and up (devices.py); None: cuda:0
 
     # The Python-API layer lives in mode.py (a torch-function handler); keep torch's default
     # subclass handling out of the hot path.
@@ -86,6 +87,8 @@ def _wrapper_around(cls: type, elem: torch.Tensor, device: torch.device, require
         requires_grad=requires_grad,
     )
     out._elem = elem
+    if device.index:
+        out._sim_dev = device
     return out
 
 
