@@ -37,4 +37,4 @@ with torch.no_grad():
         x = x + layer(torch.nn.functional.layer_norm(x, (DIM,)))
     load = torch.bincount(layer.router(x).argmax(-1), minlength=EXPERTS)
 print("expert load:", load.tolist())
-print("checksum:", round(x.abs().sum().item(), 2))
+print("strongest feature:", x.abs().argmax(-1)[:8].tolist(), "peak:", round(x.abs().max().item()))  # an .item() for a log line
