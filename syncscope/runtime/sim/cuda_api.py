@@ -276,6 +276,19 @@ def _seed(seed) -> None:
     torch.default_generator.manual_seed(int(seed))
 
 
+def _record_stream_accepting(original):
+    """`Tensor.record_stream` that takes a simulated stream: torch's argument parser refuses any
+    object that is not a C++ Stream ("unknown parameter type") before a tensor subclass is asked.
+    The allocator has nothing to hold back here (the data is CPU memory), so it is a no-op."""
+
+    def record_stream(self, stream):
+        if isinstance(stream, SimStream):
+            return None
+        return original(self, stream)
+
+    return record_stream
+
+
 def install(p: Patches) -> None:
     cuda = torch.cuda
     props = SimDeviceProperties()
@@ -326,6 +339,7 @@ def install(p: Patches) -> None:
     for name, value in values.items():
         p.set(cuda, name, value)
     p.set(torch, "Generator", SimGenerator)
+    p.set(torch.Tensor, "record_stream", _record_stream_accepting(torch.Tensor.record_stream))
     nvtx = getattr(cuda, "nvtx", None)
     if nvtx is not None:
         for name in ("range_push", "range_pop", "mark", "range_start", "range_end"):

@@ -135,6 +135,8 @@ def _replay(func, args, kwargs):
 
 # -- special cases -----------------------------------------------------------------------------------
 def _record_h2d(source, non_blocking: bool, api: str) -> None:
+    if source.numel() == 0:
+        return  # ATen's copy_ returns before any transfer when there is no element
     if non_blocking:
         if not is_pinned(source):
             state.sync(K.H2D_PAGEABLE, api)
@@ -204,7 +206,8 @@ def _tolist(func, args, kwargs):
     self = args[0]
     if not isinstance(self, _SimBase):
         return _call(func, args, kwargs)
-    state.sync(K.TOLIST, "Tensor.tolist")
+    if self.numel():  # an empty tensor's host copy moves nothing: no transfer, no wait on a GPU
+        state.sync(K.TOLIST, "Tensor.tolist")
     return self._elem.tolist()
 
 
@@ -248,9 +251,10 @@ def _new_tensor(func, args, kwargs):
         with _DisableSubclass():
             elem = data._elem.detach().to(dtype, copy=True)
     else:
-        state.sync(K.H2D_COPY, "Tensor.new_tensor")
         with _DisableSubclass():
             elem = torch.tensor(data, dtype=dtype)
+        if elem.numel():  # nothing to copy, no transfer (ATen's copy_ returns early)
+            state.sync(K.H2D_COPY, "Tensor.new_tensor")
     out = wrap(elem, _target_device(device))
     if kwargs.get("requires_grad"):
         out.requires_grad_(True)
@@ -267,6 +271,7 @@ def _factory(func, args, kwargs):
     ukwargs = dict(kwargs)
     ukwargs["device"] = _CPU
     pinned = ukwargs.pop("pin_memory", False)
+    copies = False
     if name in _COPYING_FACTORIES:
         data = args[0] if args else kwargs.get("data")
         if isinstance(data, _SimBase):
@@ -276,13 +281,15 @@ def _factory(func, args, kwargs):
             if name == "as_tensor" and elem is data._elem:
                 return data
             return wrap(elem, device)
-        state.sync(K.H2D_COPY, state.api_name(func))
+        copies = True  # host data to the device: a blocking copy, unless there is no element
     elif pinned:
         raise RuntimeError("pin_memory=True is only for host tensors")
     args = tuple(a._elem if isinstance(a, _SimBase) else a for a in args)
     with _DisableSubclass():
         out = func(*args, **ukwargs)
     if isinstance(out, torch.Tensor):
+        if copies and out.numel():  # recorded once the size is known
+            state.sync(K.H2D_COPY, state.api_name(func))
         if _capturing[0]:  # a factory inside a capture fills its tensor again on each replay
             graphs.note(lambda: out.copy_(func(*args, **ukwargs)))
         return wrap(out, device)

@@ -103,6 +103,8 @@ def _masked_fill(args, kwargs) -> str | None:
 # -- copies ------------------------------------------------------------------------------------
 def _copy(args, kwargs) -> str | None:
     dst, src = args[0], args[1]
+    if dst.numel() == 0:
+        return None  # ATen's copy_ returns before any transfer when there is nothing to copy
     non_blocking = bool(_arg(args, kwargs, 2, "non_blocking", False))
     dst_dev, src_dev = on_device(dst), on_device(src)
     if dst_dev and _host_tensor(src):
@@ -120,8 +122,8 @@ def _copy(args, kwargs) -> str | None:
 
 def _to_copy(args, kwargs) -> str | None:
     device = kwargs.get("device")
-    if device is None:
-        return None
+    if device is None or args[0].numel() == 0:
+        return None  # no element, no transfer (ATen's copy_ returns early): `torch.tensor([], device="cuda")`
     if device.type == "cuda" and _host_tensor(args[0]):  # host -> device from inside C++
         if not kwargs.get("non_blocking"):
             return K.H2D_COPY
