@@ -35,6 +35,7 @@ from syncscope.runtime.sim.tensor import (
     _SimBase,
     is_pinned,
     mark_pinned,
+    unwrap_nested,
     wrap,
     wrap_view,
 )
@@ -278,7 +279,7 @@ def _factory(func, args, kwargs):
         state.sync(K.H2D_COPY, state.api_name(func))
     elif pinned:
         raise RuntimeError("pin_memory=True is only for host tensors")
-    args = tuple(a._elem if isinstance(a, _SimBase) else a for a in args)
+    args = unwrap_nested(args)  # torch.tensor([cuda_t, ...], device=...) reads each on the host
     with _DisableSubclass():
         out = func(*args, **ukwargs)
     if isinstance(out, torch.Tensor):
