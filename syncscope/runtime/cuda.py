@@ -320,30 +320,6 @@ def _set_debug_mode_quietly(mode) -> None:
         torch.cuda.set_sync_debug_mode(mode)
 
 
-def _run_shims_as_eager_code(shims: list) -> None:
-    """After a graph break at a shimmed call (an `.item()` in a `torch.compile`d function) the call
-    runs eagerly, but Dynamo compiles the shim's own frame as a new frame, where `is_compiling()`
-    is True: the shim called straight through and the sync arrived as an unnamed C++ warning
-    (kind `other`) instead of the eager run's `item` (seen on CPU with a stand-in shim). "Skip this
-    frame, compile what it calls" for the shims' code keeps them inlinable when traced (no graph
-    break of ours) and lets them run as in eager code. A private API: where torch lacks it, the
-    shims stay as they were."""
-    try:
-        from torch._C._dynamo import eval_frame
-    except ImportError:
-        return
-    exec_strategy = getattr(eval_frame, "_FrameExecStrategy", None)
-    action = getattr(eval_frame, "_FrameAction", None)
-    if exec_strategy is None or action is None:
-        return
-    try:
-        strategy = exec_strategy(action.SKIP, action.DEFAULT)
-        for code in {shim.__code__ for shim in shims}:
-            eval_frame.set_code_exec_strategy(code, strategy)
-    except Exception as exc:
-        hook_errors.note("cuda detector (torch.compile)", exc)
-
-
 class CudaDetector:
     name = "cuda"
 
@@ -360,7 +336,6 @@ class CudaDetector:
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
         self._recorder = recorder
-        shims = []
         for spec in _shim_specs():
             # Restore exactly what was there: the owner's own attribute, or none (inherited).
             own = vars(spec.owner).get(spec.name)
@@ -369,8 +344,6 @@ class CudaDetector:
             shim = self._make_shim(spec, original)
             setattr(spec.owner, spec.name, shim)
             _allow_on_lazy_parameters(original, shim, self._lazy_allowed)
-            shims.append(shim)
-        _run_shims_as_eager_code(shims)
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
         # c10d's C++ waits would print torch's sync warning to stderr (c10d_waits.py)
