@@ -70,6 +70,43 @@ def test_each_outermost_region_is_drawn_once_and_nested_regions_inherit(gate_in_
     assert all(outer == inner for outer, inner in armed_inside)
 
 
+def test_regions_are_sampled_independently_at_the_set_rate(gate_in_regions):
+    # The gate draws the gap to the next sampled region instead of one draw per region: the
+    # outcome must still be one independent Bernoulli(sample) per region.
+    gate = gate_in_regions(Gate(0.2, seed=11))
+    picks = []
+    for _ in range(20000):
+        with regions.region("step"):
+            picks.append(gate.armed_here())
+    rate = sum(picks) / len(picks)
+    assert 0.19 < rate < 0.21
+    after_sampled = [b for a, b in zip(picks, picks[1:]) if a]
+    after_unsampled = [b for a, b in zip(picks, picks[1:]) if not a]
+    assert abs(sum(after_sampled) / len(after_sampled) - 0.2) < 0.02  # no memory of the last draw
+    assert abs(sum(after_unsampled) / len(after_unsampled) - 0.2) < 0.02
+    assert Gate(1.0)._gap() == 1
+
+
+def test_regions_entered_from_many_threads_are_all_counted(gate_in_regions):
+    reported = []
+    gate = gate_in_regions(Gate(0.05, seed=3, on_regions=lambda n, sampled: reported.append((n, sampled))))
+
+    def steps():
+        for _ in range(3000):
+            with regions.region("step"):
+                pass
+
+    threads = [threading.Thread(target=steps) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    gate.stop()
+    assert gate.counts.regions == 12000
+    assert sum(n for n, _ in reported) == 12000 and sum(s for _, s in reported) == gate.counts.sampled
+    assert 0.035 < gate.counts.sampled / 12000 < 0.065
+
+
 def test_the_detector_is_armed_while_any_thread_runs_a_sampled_region(gate_in_regions):
     calls = []
     gate = gate_in_regions(Gate(1.0, arm_detector=lambda: calls.append("arm"), disarm_detector=lambda: calls.append("disarm")))

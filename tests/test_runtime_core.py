@@ -53,6 +53,27 @@ def test_region_works_as_a_decorator_and_nests():
     assert regions.current_region() is None
 
 
+def test_one_region_object_can_be_entered_again_and_recursively():
+    rec = Recorder()
+    step = regions.region("step")
+    for _ in range(2):
+        with step:
+            assert sync_here(rec).region == "step"
+    assert regions.current_region() is None
+
+    @regions.region("walk")
+    def walk(depth):
+        return walk(depth - 1) if depth else regions.current_region()
+
+    assert walk(3) == "walk"
+    with pytest.raises(KeyError):  # an error inside leaves the region and propagates as is
+        with step:
+            raise KeyError("x")
+    assert regions.current_region() is None
+    with pytest.raises(ValueError):  # a bad policy is refused where the region is made
+        regions.region("bad", policy="sometimes")
+
+
 def test_regions_are_per_thread():
     rec = Recorder()
     seen = {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import math
 import os
 import random
 import sys
@@ -59,6 +60,7 @@ class Gate:
         self._disarm_detector = disarm_detector
         self._on_regions = on_regions  # metrics: called with (regions, sampled regions) to add
         self._entries = itertools.count(1)  # region mode: outermost regions entered
+        self._next_sampled = self._gap()  # region mode: the index of the next sampled region
         self._reported = 0  # of those, how many the metrics have been told of
         self._on_slice = on_slice  # metrics: called with (armed seconds, seconds) per time period
         self._time_armed = False
@@ -75,6 +77,7 @@ class Gate:
         self._reported = 0
         self._lock = threading.Lock()
         self._random = random.Random().random  # not the parent's sequence of draws
+        self._next_sampled = self._gap()
         if self._thread is not None and not self._stop.is_set():
             self._time_armed = False
             self.start_slicing()
@@ -91,12 +94,18 @@ class Gate:
 
     # -- region mode: called by regions.region() at outermost entry and exit -------------------
     def enter(self):
-        """At an outermost region's entry. An unsampled region costs a counter step and a draw,
-        with no lock and nothing to undo at exit (it returns None)."""
+        """At an outermost region's entry. An unsampled region costs one counter step and one
+        comparison, with no lock, no draw and nothing to undo at exit (it returns None): the
+        gap to the next sampled region is drawn once per sample, from the geometric distribution
+        that one draw per region would give, so each region is still sampled with probability
+        `sample`, independently of the others."""
         index = next(self._entries)  # atomic under the GIL: the 1-based count of regions so far
-        if self.sample < 1.0 and self._random() >= self.sample:
+        if index < self._next_sampled:
             return None
         with self._lock:
+            if index < self._next_sampled:  # another thread took this draw first
+                return None
+            self._next_sampled = index + self._gap()
             self._counts.sampled += 1
             self._active += 1
             if self._active == 1 and self._arm_detector is not None:
@@ -108,6 +117,14 @@ class Gate:
         if self._on_regions is not None:
             self._on_regions(unreported, 1)
         return _armed_here.set(True)
+
+    def _gap(self) -> int:
+        """Regions from one sampled region to the next: 1 + the number of failures before a
+        success in Bernoulli(sample) trials, i.e. geometric."""
+        if self.sample >= 1.0:
+            return 1
+        # 1 - random() lies in (0, 1], so the log is finite.
+        return 1 + int(math.log(1.0 - self._random()) / math.log(1.0 - self.sample))
 
     def exit(self, token) -> None:
         _armed_here.reset(token)

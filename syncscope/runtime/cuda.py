@@ -302,13 +302,18 @@ def _lazy_parameter_allowlist() -> list | None:
     return allowed if isinstance(allowed, list) else None
 
 
-def _allow_on_lazy_parameters(original, shim, added: list) -> None:
+def _allow_on_lazy_parameters(original, shim, added: list, allowed: list | None, allowed_ids: set[int] | None = None) -> None:
     """A shimmed `Tensor.cuda` is what torch's C code hands to a lazy parameter's
     `__torch_function__`; without this, `model.cuda()` of an `nn.LazyLinear` raised "Attempted to
-    use an uninitialized parameter" under syncscope where plain python runs (seen on the H100)."""
-    allowed = _lazy_parameter_allowlist()
-    if allowed is not None and original in allowed and shim not in allowed:
+    use an uninitialized parameter" under syncscope where plain python runs (seen on the H100).
+    `allowed` is `_lazy_parameter_allowlist()` and `allowed_ids` the ids of its entries, both read
+    once per install (a list search per shim was most of the cost of an install)."""
+    if allowed is None:
+        return
+    ids = allowed_ids if allowed_ids is not None else {id(entry) for entry in allowed}
+    if id(original) in ids and id(shim) not in ids:
         allowed.append(shim)
+        ids.add(id(shim))
         added.append(shim)
 
 
@@ -332,18 +337,24 @@ class CudaDetector:
         self._c10d: c10d_waits.C10dWaits | None = None
         self._capture_watch = capture_sites.CaptureBeginWatch()
         self._lazy_allowed: list = []  # shims added to the lazy parameters' allow-list
+        self._specs: list[ShimSpec] | None = None
+        self._shim_cache: dict[tuple[int, str], tuple[Callable, Callable]] = {}
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self, recorder: Recorder) -> None:
         self._recorder = recorder
-        for spec in _shim_specs():
+        if self._specs is None:
+            self._specs = _shim_specs()
+        lazy_allowed = _lazy_parameter_allowlist()
+        lazy_allowed_ids = {id(entry) for entry in lazy_allowed} if lazy_allowed is not None else None
+        for spec in self._specs:
             # Restore exactly what was there: the owner's own attribute, or none (inherited).
             own = vars(spec.owner).get(spec.name)
             self._originals.append((spec.owner, spec.name, own, spec.name in vars(spec.owner)))
             original = getattr(spec.owner, spec.name)
-            shim = self._make_shim(spec, original)
+            shim = self._shim_for(spec, original)
             setattr(spec.owner, spec.name, shim)
-            _allow_on_lazy_parameters(original, shim, self._lazy_allowed)
+            _allow_on_lazy_parameters(original, shim, self._lazy_allowed, lazy_allowed, lazy_allowed_ids)
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
         # c10d's C++ waits would print torch's sync warning to stderr (c10d_waits.py)
@@ -367,9 +378,9 @@ class CudaDetector:
             self._c10d = None
         _set_debug_mode_quietly(self._previous_debug_mode)
         allowed = _lazy_parameter_allowlist()
-        for shim in self._lazy_allowed:
-            if allowed is not None and shim in allowed:
-                allowed.remove(shim)
+        if allowed is not None and self._lazy_allowed:
+            ours = {id(shim) for shim in self._lazy_allowed}
+            allowed[:] = [entry for entry in allowed if id(entry) not in ours]  # in place: torch holds this list
         self._lazy_allowed.clear()
         for owner, name, original, had_own in reversed(self._originals):
             if had_own:
@@ -385,6 +396,19 @@ class CudaDetector:
         self._recorder = None
 
     # -- the shims -----------------------------------------------------------------------------
+    def _shim_for(self, spec: ShimSpec, original: Callable) -> Callable:
+        """The shim wrapping `original`, made once per detector: monitor mode installs and takes
+        out the same detector around every sampled step, and a re-install that allocates nothing
+        is a fraction of the cost of building ~40 closures again. A new original (someone else
+        patched the attribute since) gets a new shim."""
+        key = (id(spec.owner), spec.name)
+        cached = self._shim_cache.get(key)
+        if cached is not None and cached[0] is original:
+            return cached[1]
+        shim = self._make_shim(spec, original)
+        self._shim_cache[key] = (original, shim)
+        return shim
+
     def _make_shim(self, spec: ShimSpec, original: Callable) -> Callable:
         local = self._local
         predict = spec.predict
