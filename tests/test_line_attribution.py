@@ -153,6 +153,46 @@ def test_a_sync_past_a_graph_break_has_the_eager_site():
     assert compiled == eager
 
 
+def test_cuda_shims_run_their_own_code_after_a_graph_break():
+    """The GPU detector's shims are Python functions torch.compile inlines; after a graph break at
+    one (`.item()`), the unmarked stand-in's frame is compiled anew, its `is_compiling()` branch
+    taken, and the sync would reach the detector unnamed. Marked as cuda.py marks its shims, the
+    shim runs as eager code and names it (CPU, real Dynamo)."""
+    torch = pytest.importorskip("torch")
+    from syncscope.runtime.cuda import _run_as_eager_code
+
+    original = torch.Tensor.item
+    named: list = []
+
+    def unmarked_shim(self):
+        if torch.compiler.is_compiling():
+            return original(self)
+        named.append("unmarked")
+        return original(self)
+
+    def marked_shim(self):
+        if torch.compiler.is_compiling():
+            return original(self)
+        named.append("marked")
+        return original(self)
+
+    _run_as_eager_code(marked_shim)
+
+    def body(v):
+        return (v * 2).sum().item() + 1
+
+    try:
+        for shim in (unmarked_shim, marked_shim):
+            torch._dynamo.reset()
+            torch.Tensor.item = shim
+            compiled = torch.compile(body, backend="eager")
+            assert compiled(torch.ones(2)) == 5.0 and compiled(torch.ones(2)) == 5.0
+    finally:
+        torch.Tensor.item = original
+        torch._dynamo.reset()
+    assert named == ["marked", "marked"]
+
+
 # -- the simulated device ------------------------------------------------------------------------
 def _tensors(device: str):
     import torch
