@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state
+from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state, unsupported
 from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
 
@@ -46,7 +46,8 @@ class SimulatedCudaDetector:
             autocast.install(self._patches)
             graphs.install(self._patches)
             compile_eager.install(self._patches)
-            cuda_guard.install(self._patches)  # last: it mirrors and guards what is left
+            cuda_guard.install(self._patches)  # it mirrors and guards what is left
+            unsupported.install(self._patches)  # the named refusals (sim/unsupported.py)
             self._patch_one_hot()
             self._patch_shallow_copy_check()
             lazy_params.guard_moves(mode._SPECIAL, mode._call)  # nn.LazyLinear moved with .cuda()
