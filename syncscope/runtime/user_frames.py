@@ -82,11 +82,15 @@ def _runs_inside_caller(code) -> bool:
 
 def call_line(frame) -> int:
     """The line of the call running in `frame` (the one that syncs, for the innermost user frame)."""
-    line = frame.f_lineno
-    if _NEEDS_CORRECTION:
-        corrected = _implicit_call_lines(frame.f_code).get(frame.f_lasti)
+    return _line(frame, _code_info(frame.f_code)[2])
+
+
+def _line(frame, corrections: dict | None) -> int:
+    if corrections:
+        corrected = corrections.get(frame.f_lasti)
         if corrected is not None:
             return corrected
+    line = frame.f_lineno
     return line if line is not None else frame.f_code.co_firstlineno
 
 
@@ -108,34 +112,43 @@ def user_stack(
         if filename == stop_file:
             break
         if not is_internal(filename):
-            name = function_name(code)
+            name, inside_caller, corrections = _code_info(code)
             if enclosing is not None and enclosing == (filename, name):
-                if not _runs_inside_caller(code):
+                if not inside_caller:
                     enclosing = None
             else:
-                frames.append(Frame(relative(filename), call_line(frame), name))
-                enclosing = (filename, name) if _runs_inside_caller(code) else None
+                frames.append(Frame(relative(filename), _line(frame, corrections), name))
+                enclosing = (filename, name) if inside_caller else None
         frame = frame.f_back
     return tuple(frames)
 
 
+# -- per code object, computed once ----------------------------------------------------------------
+_CODE_INFO: dict = {}
+_CODE_INFO_MAX = 8192
+
+
+def _code_info(code) -> tuple[str, bool, dict | None]:
+    """(function name, runs inside its caller's function, {offset: corrected line} or None).
+    Keyed by id (hashing a code object hashes its bytecode each time); the entry keeps the code
+    alive, so the id is not reused while it is cached."""
+    cached = _CODE_INFO.get(id(code))
+    if cached is not None and cached[0] is code:
+        return cached[1]
+    info = (function_name(code), _runs_inside_caller(code), _implicit_call_lines(code) if _NEEDS_CORRECTION else None)
+    if len(_CODE_INFO) >= _CODE_INFO_MAX:
+        _CODE_INFO.clear()
+    _CODE_INFO[id(code)] = (code, info)
+    return info
+
+
 # -- Python 3.11: the lines 3.12 gives implicit calls ---------------------------------------------
-_LINES_CACHE: dict = {}
-_LINES_CACHE_MAX = 8192
-
-
 def _implicit_call_lines(code) -> dict[int, int]:
     """{offset of a truth-testing jump or FORMAT_VALUE: the first line of the value it pops}."""
-    found = _LINES_CACHE.get(code)
-    if found is None:
-        try:
-            found = _scan(code)
-        except Exception:  # an unusual code object: keep the interpreter's own lines
-            found = {}
-        if len(_LINES_CACHE) >= _LINES_CACHE_MAX:
-            _LINES_CACHE.clear()
-        _LINES_CACHE[code] = found
-    return found
+    try:
+        return _scan(code)
+    except Exception:  # an unusual code object: keep the interpreter's own lines
+        return {}
 
 
 def _scan(code) -> dict[int, int]:
