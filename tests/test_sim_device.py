@@ -36,7 +36,8 @@ def _mine(events):
 # -- the device as a program sees it ---------------------------------------------------------------
 def test_cuda_surface_answers_like_one_gpu():
     with syncscope.trap(device="sim") as t:
-        assert torch.cuda.is_available() and torch.cuda.device_count() == 1
+        # two simulated GPUs by default (SYNCSCOPE_SIM_DEVICES; tests/test_sim_devices.py)
+        assert torch.cuda.is_available() and torch.cuda.device_count() == 2
         assert torch.cuda.current_device() == 0
         assert "simulated" in torch.cuda.get_device_name()
         assert torch.cuda.get_device_capability() == (9, 0)
@@ -137,11 +138,26 @@ def test_threads_started_inside_run_on_the_device():
     assert (event.kind, event.site.line, event.thread) == (K.ITEM, _line("thread-sync"), "worker-1")
 
 
-def test_autograd_is_not_simulated_but_does_not_crash():
-    with syncscope.trap(device="sim"), torch.enable_grad():
-        layer = torch.nn.Linear(4, 2).cuda()
-        out = layer(torch.ones(3, 4, device="cuda"))  # params require grad; no graph is recorded
-        assert out.shape == (3, 2) and not out.requires_grad
+def test_autograd_records_a_graph_on_the_simulated_device():
+    # (tests/test_sim_autograd.py has the training steps.)
+    with torch.inference_mode(False), torch.enable_grad():  # whatever the grad-mode fixture set
+        _autograd_records_a_graph()
+
+
+def _autograd_records_a_graph():
+    torch.manual_seed(0)
+    cpu_layer = torch.nn.Linear(4, 2)
+    with syncscope.trap(device="sim"):
+        layer = torch.nn.Linear(4, 2)
+        layer.load_state_dict(cpu_layer.state_dict())
+        layer = layer.cuda()
+        out = layer(torch.ones(3, 4, device="cuda"))
+        assert out.shape == (3, 2) and out.requires_grad and out.grad_fn is not None
+        out.sum().backward()
+        assert layer.weight.grad.device.type == "cuda"
+        got = layer.weight.grad.cpu()
+    cpu_layer(torch.ones(3, 4)).sum().backward()
+    assert torch.equal(got, cpu_layer.weight.grad)
 
 
 def test_error_policy_raises_at_the_users_line():

@@ -36,7 +36,7 @@ def resolve_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}: choose one of {', '.join(DEVICES)}")
     if device == "sim":
-        return "sim"
+        return _simulated()
     import torch
 
     has_cuda = torch.cuda.is_available()
@@ -45,7 +45,14 @@ def resolve_device(device: str) -> str:
             "--device cuda: torch sees no CUDA device here. Use --device sim (the simulated device) "
             "or --device auto."
         )
-    return "cuda" if has_cuda else "sim"
+    return "cuda" if has_cuda else _simulated()
+
+
+def _simulated() -> str:
+    from syncscope.runtime.sim import simulated_device_count
+
+    simulated_device_count()  # a bad SYNCSCOPE_SIM_DEVICES: ValueError now, one line from the CLI
+    return "sim"
 
 
 def make_detector(device: str) -> Detector:

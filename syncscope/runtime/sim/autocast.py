@@ -17,8 +17,8 @@ still reads back the setting it asked for.
 
 And one more: an autocast kernel handed a tensor that requires grad builds autograd metadata
 that asks the same guard for the tensor's stream (another C++ abort, even under `no_grad`).
-The simulated device does not record autograd graphs anyway, so while CUDA autocast is on,
-mode.py hands such tensors to torch as plain aliases of the same data (`without_grad`).
+No simulated tensor requires grad itself (the graph lives on the CPU tensors it holds,
+autograd.py), so this cannot happen.
 """
 
 from __future__ import annotations
@@ -72,22 +72,6 @@ def install(p) -> None:
     p.set(torch, "is_autocast_cache_enabled", is_autocast_cache_enabled)
     _before[0] = is_cache()
     set_cache(False)  # the installing thread: an autocast entered through torch._C directly
-
-
-def without_grad(args):
-    """The call's arguments with every simulated tensor that requires grad replaced by a wrapper
-    around the same data that does not (in-place results still land in the same memory)."""
-    from syncscope.runtime.sim.tensor import _SimBase, wrap
-
-    out = []
-    with torch._C.DisableTorchFunction():  # reading requires_grad must not come back to mode.py
-        for arg in args:
-            if isinstance(arg, _SimBase) and arg.requires_grad:
-                arg = wrap(arg._elem.detach(), arg.device)
-            elif type(arg) in (list, tuple):
-                arg = type(arg)(without_grad(arg))
-            out.append(arg)
-    return tuple(out)
 
 
 def uninstall() -> None:

@@ -72,6 +72,9 @@ class SimStream:
         race.complete(self)  # "done": our work ran eagerly; the host may now rely on it
         return True
 
+    def is_capturing(self) -> bool:  # torch.optim asks before each step (graph-capture health check)
+        return state.local.capture is not None
+
     def wait_event(self, event) -> None:  # device-side ordering: the host does not wait
         pass
 

@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from syncscope.runtime.sim import autocast, compile_eager, cuda_api, cuda_guard, graphs, lazy_params, mode, race, state, unsupported
+from syncscope.runtime.sim import autocast, autograd, comm, compile_eager, cuda_api, cuda_guard, custom_functions, devices, graphs, lazy_params, mode, race, state, unsupported
 from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
 
@@ -43,11 +43,15 @@ class SimulatedCudaDetector:
             state.S.debug_mode = 0
             state.on_sync_hooks[:] = [race.on_sync]
             cuda_api.install(self._patches)
+            devices.install(self._patches)  # after cuda_api: several GPUs instead of its one
+            comm.install(self._patches)  # nn.DataParallel's scatter/gather across them
             autocast.install(self._patches)
             graphs.install(self._patches)
             compile_eager.install(self._patches)
+            autograd.install(self._patches)
+            custom_functions.install(self._patches)
             cuda_guard.install(self._patches)  # it mirrors and guards what is left
-            unsupported.install(self._patches)  # the named refusals (sim/unsupported.py)
+            unsupported.install(self._patches, mode._SPECIAL, mode._call)  # the named refusals
             self._patch_one_hot()
             self._patch_shallow_copy_check()
             lazy_params.guard_moves(mode._SPECIAL, mode._call)  # nn.LazyLinear moved with .cuda()
@@ -65,6 +69,7 @@ class SimulatedCudaDetector:
         self._triton.uninstall()
         self._patches.undo()
         autocast.uninstall()
+        devices.uninstall()
         graphs.uninstall()
         state.on_sync_hooks[:] = []
         state.S.recorder = None

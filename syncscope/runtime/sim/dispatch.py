@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from syncscope.runtime.sim import graphs, race, state, sync_model
+from syncscope.runtime.sim import autograd, devices, graphs, race, state, sync_model
 from syncscope.runtime.sim import tensor as _tensor_module
 from syncscope.runtime.sim.tensor import HostGuardView, SimulatedCudaTensor, _SimBase, is_pinned, mark_pinned, wrap_as
 
@@ -42,6 +42,8 @@ _MIXED_DEVICE_OK = {
     aten.set_.source_Tensor,
     aten.lift_fresh.default,
 }
+# Ops whose device tensors may sit on different simulated GPUs (a device-to-device copy).
+_CROSS_DEVICE_OK = {aten.copy_.default, aten._to_copy.default}
 # Host-side bookkeeping ops with no data and no CPU meaning: a no-op on the simulated device.
 _NOOPS = {aten.record_stream.default} if hasattr(aten, "record_stream") else set()
 
@@ -116,6 +118,7 @@ dispatch_mode = None  # mode.py sets it: a factory of the simulated device's dis
 # its version counter to the base's), so its wrapper is made outside inference mode.
 _view_ops: dict = {}
 _inference_mode_enabled = torch.is_inference_mode_enabled
+_grad_enabled = torch.is_grad_enabled
 _OutsideInferenceMode = torch._C._InferenceMode
 
 
@@ -147,6 +150,8 @@ def dispatch(cls, func, args, kwargs):
         if out is not NotImplemented:
             return out
         rule = _rules[func] = sync_model.rule_for(func)
+    # Several simulated GPUs in use: the op's tensors must share one (its results' device).
+    dev = devices.common(func, args, kwargs, _CROSS_DEVICE_OK) if devices.several[0] else None
     if rule is not None:
         kind = rule(args, kwargs)
         if kind is not None:
@@ -186,7 +191,10 @@ def dispatch(cls, func, args, kwargs):
 
     # -- run on the CPU ---------------------------------------------------------------------------
     try:
-        out = func(*uargs, **ukwargs)
+        if _grad_enabled() and autograd.records(uargs, ukwargs):
+            out = autograd.run_recording(func, uargs, ukwargs, args)  # the graph, on the CPU tensors
+        else:
+            out = func(*uargs, **ukwargs)
     except NotImplementedError as exc:
         raise _unsupported(func, exc) from exc
     except RuntimeError as exc:
@@ -209,6 +217,8 @@ def dispatch(cls, func, args, kwargs):
         if pinned_out and isinstance(out, torch.Tensor):
             mark_pinned(out)
         return out  # a host result (`new_empty(..., device="cpu")`)
+    if out_device is not None:
+        dev = devices.resolve(out_device)  # `device="cuda:1"`: a factory, a device->device copy
     if func is aten._to_copy.default and out_device is None and isinstance(args[0], _SimBase):
         pass  # a device->device copy (dtype change)
     elif func is aten.copy_.default:
@@ -224,8 +234,8 @@ def dispatch(cls, func, args, kwargs):
         is_view = _view_ops[func] = bool(getattr(func, "is_view", False))
     if is_view and _inference_mode_enabled() and _has_normal_tensor(args):
         with _OutsideInferenceMode(False):  # the C++ guard: a third of torch.inference_mode's cost
-            return _wrap_out(cls, out, uargs, args, ukwargs, kwargs)
-    return _wrap_out(cls, out, uargs, args, ukwargs, kwargs)
+            return _wrap_out(cls, out, uargs, args, ukwargs, kwargs, dev)
+    return _wrap_out(cls, out, uargs, args, ukwargs, kwargs, dev)
 
 
 def _has_normal_tensor(args) -> bool:
@@ -236,15 +246,15 @@ def _has_normal_tensor(args) -> bool:
     return False
 
 
-def _wrap_out(cls, out, uargs, args, ukwargs, kwargs):
+def _wrap_out(cls, out, uargs, args, ukwargs, kwargs, dev=None):
     if isinstance(out, torch.Tensor):
         if uargs and out is uargs[0]:
             return args[0]  # in-place: the caller's own wrapper
         if ukwargs and "out" in ukwargs and out is ukwargs["out"]:
             return kwargs["out"]
-        return wrap_as(cls, out)
+        return wrap_as(cls, out, dev)
     if type(out) in (tuple, list):
-        return type(out)(_wrap_out(cls, o, uargs, args, ukwargs, kwargs) for o in out)
+        return type(out)(_wrap_out(cls, o, uargs, args, ukwargs, kwargs, dev) for o in out)
     return out
 
 

@@ -25,7 +25,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import autocast, graphs, race, state, whole_ops
+from syncscope.runtime.sim import devices, graphs, race, state, whole_ops
+from syncscope.runtime.sim import autograd as sim_autograd
 from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
@@ -42,7 +43,6 @@ from syncscope.runtime.sim.tensor import (
 
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
 _capturing = graphs.capturing
-_autocast_cuda = autocast.cuda_enabled
 _GUARD_ERROR = "not linked with support for cuda devices"
 _CPU = torch.device("cpu")
 T = torch.Tensor
@@ -76,8 +76,8 @@ def _is_cuda(device) -> bool:
 
 
 def _target_device(device) -> torch.device:
-    """The simulated device is one GPU: every `cuda` / `cuda:N` request lands on cuda:0."""
-    return state.DEVICE
+    """`cuda` (the thread's current device), `cuda:N`, `N`: one of the simulated GPUs (devices.py)."""
+    return devices.resolve(device)
 
 
 def _has_sim(args) -> bool:
@@ -109,7 +109,8 @@ def _from_views(value, originals):
         for original in originals:
             if isinstance(original, SimulatedCudaTensor) and original._elem is value._elem:
                 return original
-        return wrap(value._elem)
+        device = next((o._sim_dev for o in originals if isinstance(o, _SimBase) and o._sim_dev), None)
+        return wrap(value._elem, device)
     if type(value) in (list, tuple):
         return type(value)(_from_views(v, originals) for v in value)
     return value
@@ -168,7 +169,8 @@ def _to(func, args, kwargs):
 def _cuda(func, args, kwargs):
     self = args[0]
     if isinstance(self, _SimBase):
-        return self
+        device = kwargs.get("device", args[1] if len(args) > 1 else None)
+        return whole_ops.to_other_device(self, _target_device(device))
     if on_device_under_functorch(self):
         return _call(func, args, kwargs)
     device = kwargs.get("device", args[1] if len(args) > 1 else None)
@@ -179,7 +181,7 @@ def _cuda(func, args, kwargs):
         elem = self.clone(memory_format=memory_format)
     if _capturing[0]:
         graphs.note(lambda: elem.copy_(self))
-    return wrap(elem, _target_device(0 if device is None else device))
+    return wrap(elem, _target_device(device))
 
 
 def _pin_memory(func, args, kwargs):
@@ -353,7 +355,7 @@ def _getitem(func, args, kwargs):
     if type(self) is SimulatedCudaTensor and _is_basic(index):
         # Fast path: a view of the CPU data, no replay needed.
         with _NoPythonDispatch():
-            return wrap(self._elem[index])
+            return wrap(self._elem[index], self._sim_dev)
     return _replayed(func, args, kwargs)
 
 
@@ -413,61 +415,13 @@ def _build_special() -> None:
 
 
 _build_special()
-
-
-_is_grad_enabled = torch.is_grad_enabled
-_warned_autograd = [False]
-
-
-def _needs_grad(args) -> bool:
-    if not _has_sim(args):
-        return False  # no simulated tensor: nothing to check (the common case on host code)
-    with _DisableSubclass():  # reading .requires_grad must not come back through this handler
-        return _any_requires_grad(args)
-
-
-def _any_requires_grad(args) -> bool:
-    for arg in args:
-        if isinstance(arg, _SimBase):
-            if arg.requires_grad:
-                return True
-        elif type(arg) in (list, tuple):
-            for item in arg:
-                if isinstance(item, _SimBase) and item.requires_grad:
-                    return True
-    return False
-
-
-def _without_autograd(func, args, kwargs):
-    """torch's autograd engine asks the CUDA DeviceGuard for the stream of every device tensor
-    it records, and a CPU-only build aborts the process there. The simulated device targets
-    inference: ops on simulated tensors that require grad run with grad disabled (same values;
-    no graph), once noted on stderr."""
-    if not _warned_autograd[0]:
-        _warned_autograd[0] = True
-        import sys
-
-        print(
-            "syncscope simulated device: autograd is not simulated; ops on CUDA tensors that "
-            "require grad run without recording a graph (wrap inference in torch.inference_mode() "
-            "to silence this)",
-            file=sys.stderr,
-        )
-    with torch.no_grad():
-        return _dispatch_call(func, args, kwargs)
+_SPECIAL.update(sim_autograd.handlers(_has_sim))  # the autograd surface of a wrapper: autograd.py
 
 
 def handle(func, args, kwargs):
     """The one torch-function handler (mode and subclass)."""
     if kwargs is None:
         kwargs = {}
-    if _autocast_cuda[0] and (_needs_grad(args) or (kwargs and _needs_grad(tuple(kwargs.values())))):
-        args = autocast.without_grad(args)
-        kwargs = dict(zip(kwargs, autocast.without_grad(tuple(kwargs.values()))))
-        with torch.no_grad():
-            return _dispatch_call(func, args, kwargs)
-    if _is_grad_enabled() and _needs_grad(args):
-        return _without_autograd(func, args, kwargs)
     if race.T.tensors:
         copy = race.check_call(args, kwargs)
         if copy is not None:

@@ -34,6 +34,7 @@ class _SimBase(torch.Tensor):
     """Shared by both wrappers: the held CPU tensor and the dispatch entry point."""
 
     _elem: torch.Tensor
+    _sim_dev = None  # the device, for cuda:1 and up (devices.py); None: cuda:0
 
     # The Python-API layer lives in mode.py (a torch-function handler); keep torch's default
     # subclass handling out of the hot path.
@@ -86,11 +87,14 @@ def _wrapper_around(cls: type, elem: torch.Tensor, device: torch.device, require
         requires_grad=requires_grad,
     )
     out._elem = elem
+    if device.index:
+        out._sim_dev = device
     return out
 
 
 def wrap(elem: torch.Tensor, device: torch.device | None = None) -> SimulatedCudaTensor:
-    return _wrapper_around(SimulatedCudaTensor, elem, device or state.DEVICE, elem.requires_grad)
+    # Never requires grad itself: autograd runs on `elem` (autograd.py says why).
+    return _wrapper_around(SimulatedCudaTensor, elem, device or state.DEVICE, False)
 
 
 def wrap_view(elem: torch.Tensor) -> HostGuardView:

@@ -264,8 +264,9 @@ def _dlpack_from_device(source) -> bool:
         return False
 
 
-def install(p) -> None:
-    """Refuse the `here` entries (p: the detector's Patches, undone at uninstall)."""
+def install(p, special: dict, call) -> None:
+    """Refuse the `here` entries (p: the detector's Patches, undone at uninstall; `special` and
+    `call`: mode.py's table of special calls on simulated tensors and its plain call)."""
     storages = _entry("torch.cuda.FloatStorage")
     for name in dir(torch.cuda):
         original = getattr(torch.cuda, name, None)
@@ -276,11 +277,9 @@ def install(p) -> None:
     # Methods of simulated tensors are refused in the torch-function handler's table (mode.py),
     # not by wrapping the method: a wrapper would move the TypedStorage deprecation warning of
     # every host tensor's `.storage()` from the program's line to ours.
-    from syncscope.runtime.sim import mode
-
     typed, dlpack = _entry("Tensor.storage()"), _entry("DLPack")
-    mode._SPECIAL[torch.Tensor.storage] = _refuse_method(typed, mode._call)
-    mode._SPECIAL[torch.Tensor.__dlpack__] = _refuse_method(dlpack, mode._call)
+    special[torch.Tensor.storage] = _refuse_method(typed, call)
+    special[torch.Tensor.__dlpack__] = _refuse_method(dlpack, call)
     to_dlpack = _refuse_for_simulated(dlpack, torch.utils.dlpack.to_dlpack, "to_dlpack")
     p.set(torch.utils.dlpack, "to_dlpack", to_dlpack)
     if hasattr(torch, "to_dlpack"):

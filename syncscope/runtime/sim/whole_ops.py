@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from syncscope.runtime.sim import graphs, state
+from syncscope.runtime.sim import devices, graphs, state
 from syncscope.runtime.sim.tensor import _SimBase, wrap
 
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
@@ -29,11 +29,11 @@ def run_whole_on_cpu(call, func, args, kwargs):
                 f"Expected all tensors to be on the same device, but found at least two devices, "
                 f"{state.DEVICE} and cpu! (syncscope simulated device, in {state.api_name(func)})"
             )
-    with _DisableSubclass(), _NoPythonDispatch(), torch.no_grad():
+    with _DisableSubclass(), _NoPythonDispatch():  # grad mode as the program set it: autograd.py
         out = func(*uargs, **ukwargs)
     if graphs.capturing[0]:
         graphs.note(lambda: out.copy_(func(*uargs, **ukwargs)))
-    return wrap(out)
+    return wrap(out, next((v._sim_dev for v in (*args, *kwargs.values()) if isinstance(v, _SimBase)), None))
 
 
 def _came_from_sim(value, args, kwargs) -> bool:
@@ -49,6 +49,9 @@ def to_same_device(call, func, args, kwargs):
     copy = bool(kwargs.pop("copy", flags[1] if len(flags) > 1 else False))
     positional = tuple(a for a in args[1:] if type(a) is not bool)
     device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*positional, **kwargs)
+    if device is not None and isinstance(self, _SimBase) and devices.resolve(device) != devices.of(self):
+        moved = to_other_device(self, devices.resolve(device))
+        return moved if dtype is None else call(func, (moved,), {"dtype": dtype})
     options = {"copy": copy}
     if dtype is not None:
         options["dtype"] = dtype
@@ -76,3 +79,13 @@ def has_functorch_wrapped(args) -> bool:
         if type(arg) in (list, tuple) and has_functorch_wrapped(arg):
             return True
     return False
+
+
+def to_other_device(self, device):
+    """A device tensor to `device` (`.cuda(1)`, `.to("cuda:1")`): itself when it is there, else
+    a device-to-device copy (the host does not wait for one on a GPU: no sync)."""
+    if devices.of(self) == device:
+        return self
+    with _DisableSubclass(), _NoPythonDispatch():
+        elem = self._elem.clone()  # recorded by autograd when the data requires grad
+    return wrap(elem, device)
