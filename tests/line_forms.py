@@ -17,7 +17,7 @@ import inspect
 import re
 
 TORCH_ONLY: set[str] = set()
-_MARK = re.compile(r"#\s*sync:\s*(\w+)\s*$")
+_MARK = re.compile(r"#.*\bsync:\s*(\w+)\s*$")
 
 
 def torch_only(fn):
@@ -323,6 +323,36 @@ def prepare_compiled() -> None:
     """Build the compiled function once (outside any trap: the GPU compiles it on first call)."""
     global _COMPILED
     _COMPILED = _compiled_step()
+
+
+# -- a sync inside a CUDA graph capture, a hazard (not in FORMS: each has its own harness) --------
+def capture_bare_tensor_over_lines(t, graph):
+    """Raises (the GPU refuses a sync while capturing); the site is the refused call's line."""
+    import torch
+
+    n = 1
+    with torch.cuda.graph(graph):  # related: capture; entering it synchronizes: sync: device_sync
+        y = t.v * 2
+        if (n == 1 and
+                t.ok):  # sync: sync_in_capture
+            y += 1
+    return y
+
+
+def hazard_read_in_fstring_over_lines(t):
+    """A non_blocking device->host copy read before any sync (the simulated device's hazard)."""
+    host = (t.v
+            .to("cpu", non_blocking=True))  # related: copy
+    return (
+        "first "
+        f"{host[0]:.1f}"  # sync: unsynced_d2h_read
+    )
+
+
+def related_line(fn, name: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    (line,) = [first + n for n, text in enumerate(lines) if f"# related: {name}" in text]
+    return line
 
 
 FORMS = [

@@ -228,6 +228,35 @@ def test_simulated_device_reports_the_marked_lines(form):
     assert _functions(trap.events) == {_function(form)}
 
 
+def test_simulated_device_names_a_refused_sync_in_a_capture_at_its_line():
+    pytest.importorskip("torch")
+    import torch
+
+    import syncscope
+
+    form = line_forms.capture_bare_tensor_over_lines
+    with syncscope.trap(device="sim", root=ROOT) as trap:
+        tensors = _tensors("cuda")
+        with pytest.raises(RuntimeError, match="capturing"):
+            form(tensors, torch.cuda.CUDAGraph())
+    mine = [e for e in trap.events if e.site.path.replace(os.sep, "/").endswith(FORMS_FILE)]
+    assert _pairs(mine) == line_forms.expected(form)
+    refused = [e for e in mine if e.kind == "sync_in_capture"]
+    assert {e.related.line for e in refused if e.related} == {line_forms.related_line(form, "capture")}
+
+
+def test_simulated_device_names_both_lines_of_a_hazard():
+    pytest.importorskip("torch")
+    import syncscope
+
+    form = line_forms.hazard_read_in_fstring_over_lines
+    with syncscope.trap(device="sim", root=ROOT) as trap:
+        form(_tensors("cuda"))
+    mine = [e for e in trap.events if e.site.path.replace(os.sep, "/").endswith(FORMS_FILE)]
+    assert _pairs(mine) == line_forms.expected(form)
+    assert {e.related.line for e in mine} == {line_forms.related_line(form, "copy")}
+
+
 # -- the same on a GPU ----------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_gpu_detector_reports_the_marked_lines_of_every_form():
@@ -251,3 +280,22 @@ def test_gpu_detector_reports_the_marked_lines_of_every_form():
         functions[form.__name__] = _functions(measured) == {_function(form)}
     assert got == want
     assert all(functions.values()), [name for name, ok in functions.items() if not ok]
+
+
+@pytest.mark.gpu
+def test_gpu_detector_names_a_refused_sync_in_a_capture_at_its_line():
+    """Last in the file: a refused capture is the last thing this process asks of the GPU here."""
+    import torch
+
+    import syncscope
+
+    form = line_forms.capture_bare_tensor_over_lines
+    tensors = _tensors("cuda")
+    torch.cuda.synchronize()
+    with syncscope.trap(device="cuda", root=ROOT) as trap:
+        with pytest.raises(RuntimeError):
+            form(tensors, torch.cuda.CUDAGraph())
+    mine = [e for e in trap.events if e.site.path.replace(os.sep, "/").endswith(FORMS_FILE)]
+    assert _pairs(mine) == line_forms.expected(form)
+    refused = [e for e in mine if e.kind == "sync_in_capture"]
+    assert {e.related.line for e in refused if e.related} == {line_forms.related_line(form, "capture")}
