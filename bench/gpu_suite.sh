@@ -2,11 +2,12 @@
 # Everything this repository claims about a real GPU, in two parts (each fits a 10-minute slot):
 #   bench/gpu_suite.sh OUTDIR tests     the GPU test suite (pytest -m gpu) and the copy probe
 #   bench/gpu_suite.sh OUTDIR benches   the benches whose figures docs/gpu-results.md quotes
+#   bench/gpu_suite.sh OUTDIR overhead  the runtime trap's and the monitor's overhead (many short rounds)
 # Run from the repository root on the GPU machine. PROMETHEUS names a Prometheus binary for the
 # monitor's rate check (skipped without one).
 set -u
-OUT=${1:?usage: bench/gpu_suite.sh OUTDIR tests|benches}
-PART=${2:?usage: bench/gpu_suite.sh OUTDIR tests|benches}
+OUT=${1:?usage: bench/gpu_suite.sh OUTDIR tests|benches|overhead}
+PART=${2:?usage: bench/gpu_suite.sh OUTDIR tests|benches|overhead}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 py=${PYTHON:-python3}
@@ -17,12 +18,14 @@ case "$PART" in
     $py bench/copy_probe.py 2>&1 | tee "$OUT/copy_probe.txt"
     ;;
   benches)
-    $py bench/runtime_overhead.py --steps 30 --out "$OUT/overhead.json" 2>&1 | tail -3
     $py bench/bubbles_bench.py --window 40 --plain-steps 100 --out "$OUT/bubbles.json" 2>&1 | tail -20
-    $py bench/monitor_overhead.py overhead --rounds 41 --steps 50 --out "$OUT/monitor_overhead.json" 2>&1 | tail -5
     if [ -n "${PROMETHEUS:-}" ]; then
       $py bench/monitor_overhead.py rate --device cuda --seconds 40 --prometheus "$PROMETHEUS" --out "$OUT/monitor_rate.json" 2>&1 | tail -5
     fi
+    ;;
+  overhead)
+    $py bench/runtime_overhead.py --max-seconds 300 --out "$OUT/overhead.json" 2>&1 | tail -3
+    $py bench/monitor_overhead.py overhead --max-seconds 200 --out "$OUT/monitor_overhead.json" 2>&1 | tail -2
     ;;
   *) echo "unknown part: $PART" >&2; exit 2 ;;
 esac

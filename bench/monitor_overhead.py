@@ -1,12 +1,15 @@
 """Monitor mode's cost and accuracy (issue 12). Two measurements:
 
 1. `overhead`: the sync-free step loop of bench/runtime_overhead.py, plain vs under the monitor
-   (`--sample 0.01`, each step one region, as a server marks its decode step), rounds interleaved
-   in one process (the order alternates each round); the figure is the median of the paired
-   per-round ratios, with their spread (10th-90th percentile and min-max). On a GPU the real
-   monitor runs (`syncscope.monitor(device="cuda")`: the detector installed for the sampled 1% of
-   steps only). Without one, the CPU figure is the disarmed path alone (the region, the draw at
-   its entry, the gate) around the same loop on CPU tensors: no detector can be armed there.
+   (each step one region, as a server marks its decode step), arms interleaved in one process in
+   short rounds (the order alternates each round). A monitor at rate s costs (1 - s) x the
+   overhead of an unsampled step + s x that of a sampled one; the two are measured as arms of their
+   own (`disarmed`: the gate draws and never samples; `armed`: every step sampled, so the
+   detector is installed at each region's entry and taken out at its exit) and the figure is that
+   mix of their median paired ratios, with a bootstrap 95% interval. The real monitor at rate s is
+   a third arm, for reference (the median of its rounds cannot see the rare sampled steps). On a
+   GPU the real monitor runs (`syncscope.monitor(device="cuda")`). Without one, the CPU figure
+   is the region and the gate alone around the same loop on CPU tensors: no detector to arm.
 
 2. `rate`: a loop with exactly one sync per step, steadily paced, under
    `syncscope run --monitor --sample 0.01`, scraped by a real Prometheus server (Debian's
@@ -14,7 +17,7 @@
    scaled by the sampled fraction of regions, against the true rate the loop measured itself:
    must be within 10%.
 
-    python bench/monitor_overhead.py overhead [--steps 50] [--rounds 41] [--out r.json]
+    python bench/monitor_overhead.py overhead [--steps 5] [--rounds 1500] [--max-seconds 300] [--out r.json]
     python bench/monitor_overhead.py rate [--seconds 40] [--device cuda|sim] [--prometheus PATH] [--out r.json]
 """
 
@@ -24,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -57,6 +61,8 @@ def overhead(args) -> dict:
     import runtime_overhead as ro  # the same model and step
 
     import syncscope
+    from paired_stats import median_ratio_interval
+    from syncscope.monitoring.sampling import Gate
     from syncscope.runtime import regions
 
     cuda = torch.cuda.is_available()
@@ -64,58 +70,89 @@ def overhead(args) -> dict:
     torch.manual_seed(0)
     if not cuda:
         torch.set_num_threads(1)  # a shared 2-core host: keep the step on one core
-    monitor = gate = None
+    monitor = None
     if cuda:
         monitor = syncscope.monitor(sample=args.sample, port=_free_port(), device="cuda", seed=0)
+        real_gate = monitor.session.gate
+        arm, disarm, on_regions = real_gate._arm_detector, real_gate._disarm_detector, real_gate._on_regions
     else:
-        # The monitor's own session, metrics (in their multiprocess files) and gate; only the
-        # detector is missing, as there is no GPU to arm it for.
+        # The monitor's own session and metrics (in their multiprocess files); only the detector
+        # is missing, as there is no GPU to arm it for.
         from syncscope.monitoring import session as monitor_session
-        from syncscope.monitoring.sampling import Gate
 
         cpu_session = monitor_session.start(monitor_session.MonitorOptions(sample=args.sample, port=None))
-        metrics = cpu_session.make_metrics()
-        gate = Gate(args.sample, seed=0, on_regions=metrics.on_regions)
-        regions.sampler = gate
+        arm = disarm = None
+        on_regions = cpu_session.make_metrics().on_regions
+    # The monitor at rate s costs (1 - s) x an unsampled step's overhead + s x a sampled step's.
+    # Both are measured as paired arms: `disarmed` is the same gate code drawing (almost) never,
+    # `armed` samples every step, so each step arms the detector at its region's entry and takes it
+    # out at its exit, as a sampled step does. `monitor` is the real thing at rate s, for reference:
+    # its median round hides the rare sampled steps, which is why the figure is the mix.
+    gates = {
+        "monitor": regions.sampler if cuda else Gate(args.sample, seed=0, on_regions=on_regions),
+        "disarmed": Gate(1e-12, seed=0, on_regions=on_regions),
+        "armed": Gate(1.0, seed=0, arm_detector=arm, disarm_detector=disarm, on_regions=on_regions),
+    }
+    regions.sampler = None
 
     def sync():
         if cuda:
             torch.cuda.synchronize()
 
-    def run(steps, in_region):
+    def run(steps, gate):
         sync()
+        regions.sampler = gate
         t0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(steps):
-            if in_region:
+            if gate is not None:
                 with regions.region("step"):
                     ro.step(model, x, positions, ids, device)
             else:
                 ro.step(model, x, positions, ids, device)
         c1 = time.thread_time()
         sync()
-        return (time.perf_counter() - t0) / steps, (c1 - c0) / steps
+        elapsed = time.perf_counter() - t0
+        regions.sampler = None
+        return elapsed / steps, (c1 - c0) / steps
 
+    arms = {"plain": None, **gates}
     with torch.inference_mode():
         model = ro.build(device, layers=args.layers)
         x = torch.randn(4, 32, 256, device=device)
         positions = torch.arange(32, device=device)
         ids = torch.arange(4).pin_memory() if cuda else torch.arange(4)
         for _ in range(3):
-            run(10, False)
-            run(10, True)
-        wall = {"plain": [], "monitor": []}
-        cpu = {"plain": [], "monitor": []}
-        for r in range(args.rounds):
-            order = ("plain", "monitor") if r % 2 == 0 else ("monitor", "plain")
-            for arm in order:
-                w, c = run(args.steps, arm == "monitor")
-                wall[arm].append(w)
-                cpu[arm].append(c)
-    counts = (monitor.session.gate if monitor else gate).counts
+            for gate in arms.values():
+                run(5, gate)
+        wall = {name: [] for name in arms}
+        cpu = {name: [] for name in arms}
+        started = time.monotonic()
+        # Each round runs the arms in a fresh random order: with a fixed or alternating order an
+        # arm's neighbours are always the same (the disarmed arm always beside the armed one), and
+        # on the H100 host that position alone moved an arm by ~1% (a `debug_mode_only` arm of
+        # runtime_overhead.py came out 1.1% faster than plain).
+        order = random.Random(1)
+        for _ in range(args.rounds):
+            names = list(arms)
+            order.shuffle(names)
+            for name in names:
+                w, c = run(args.steps, arms[name])
+                wall[name].append(w)
+                cpu[name].append(c)
+            if time.monotonic() - started > args.max_seconds:
+                break
+    regions.sampler = gates["monitor"]
+    counts = gates["monitor"].counts
     loop_regions, loop_sampled = counts.regions, counts.sampled
     detector = monitor.trap.detector if monitor else None
-    loop_arms = getattr(detector, "arms", None)
-    region_ns = _region_cost_ns(regions)  # the region's cost alone, per step, in isolation
+    arm_disarm_us = None
+    if arm is not None:  # what a sampled step pays at its region's entry and exit, in isolation
+        began = time.perf_counter()
+        for _ in range(200):
+            arm()
+            disarm()
+        arm_disarm_us = (time.perf_counter() - began) / 200 * 1e6
+    region_ns = _region_cost_ns(regions)  # the real monitor's region entry, per step, in isolation
     sampler, regions.sampler = regions.sampler, None
     region_alone_ns = _region_cost_ns(regions)  # the same region without the monitor's draw
     regions.sampler = sampler
@@ -126,40 +163,52 @@ def overhead(args) -> dict:
         regions.sampler = None
         events = 0
 
-    from paired_stats import median_ratio_interval  # bench/paired_stats.py (issue 15)
-
     def paired(a, b):
         ratios = [m / p for p, m in zip(a, b)]
         return {
             "median": statistics.median(ratios),
-            "ci95": list(median_ratio_interval(a, b).to_json()["ci95"]),  # bootstrap over the rounds
+            "ci95": list(median_ratio_interval(a, b, resamples=1000).to_json()["ci95"]),  # bootstrap over the rounds
             "p10": _quantile(ratios, 0.1),
             "p90": _quantile(ratios, 0.9),
-            "min": min(ratios),
-            "max": max(ratios),
+            "mean": statistics.fmean(ratios),
         }
 
     return {
-        "what": "monitor" if cuda else "no GPU: region + draw + gate + region counters; no detector to arm",
+        "what": "monitor" if cuda else "no GPU: region + gate + region counters; no detector to arm",
         "device": torch.cuda.get_device_name() if cuda else "cpu",
         "torch": torch.__version__,
         "sample": args.sample,
         "steps_per_round": args.steps,
-        "rounds": args.rounds,
+        "rounds": len(wall["plain"]),
         "plain_step_ms": statistics.median(wall["plain"]) * 1e3,
-        "monitor_step_ms": statistics.median(wall["monitor"]) * 1e3,
-        "wall_ratio": paired(wall["plain"], wall["monitor"]),
-        "cpu_ratio": paired(cpu["plain"], cpu["monitor"]),
-        # The same cost measured in isolation (no step around it): robust to the noise of a shared
-        # host, where the paired ratios above spread widely.
+        "mixed_wall_ratio": _mixed(wall, args.sample),  # the figure: (1 - s) x disarmed + s x armed
+        "mixed_cpu_ratio": _mixed(cpu, args.sample),
+        "wall_ratio_by_arm": {name: paired(wall["plain"], wall[name]) for name in gates},
+        "cpu_ratio_by_arm": {name: paired(cpu["plain"], cpu[name]) for name in gates},
+        # The region's cost measured in isolation (no step around it).
         "region_entry_ns": region_ns,
         "region_entry_over_plain_step": region_ns / (statistics.median(cpu["plain"]) * 1e9),
         "region_without_monitor_ns": region_alone_ns,  # syncscope.region()'s own cost: the rest is the monitor's
-        "regions": loop_regions,
+        "regions": loop_regions,  # of the real monitor's arm
         "sampled_regions": loop_sampled,
-        "detector_arms": loop_arms,  # GPU: how often the detector was installed for a sampled step
+        "arm_disarm_us": arm_disarm_us,
+        "detector_arms": getattr(detector, "arms", None),  # GPU: installs, the armed arm's steps included
         "syncs_recorded": events,  # the loop is sync-free: must be 0
     }
+
+
+def _mixed(times: dict, sample: float, resamples: int = 2000) -> dict:
+    """1 + (1 - s)(d - 1) + s(a - 1), with d and a the median paired ratios of the disarmed and
+    armed arms, and its percentile-bootstrap 95% interval (rounds resampled, both arms together)."""
+    def estimate(rows):
+        d = statistics.median(times["disarmed"][i] / times["plain"][i] for i in rows)
+        a = statistics.median(times["armed"][i] / times["plain"][i] for i in rows)
+        return 1 + (1 - sample) * (d - 1) + sample * (a - 1)
+
+    n = len(times["plain"])
+    rng = random.Random(0)
+    boot = sorted(estimate(rng.choices(range(n), k=n)) for _ in range(resamples))
+    return {"ratio": estimate(range(n)), "ci95": [boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]]}
 
 
 def _region_cost_ns(regions, calls=200_000) -> float:
@@ -309,8 +358,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     o = sub.add_parser("overhead")
-    o.add_argument("--steps", type=int, default=50)
-    o.add_argument("--rounds", type=int, default=41)
+    # Short rounds, many: see bench/runtime_overhead.py (the GPU hosts' slow spells).
+    o.add_argument("--steps", type=int, default=5)
+    o.add_argument("--rounds", type=int, default=1500)
+    o.add_argument("--max-seconds", type=float, default=300.0, help="stop adding rounds after this long")
     o.add_argument("--layers", type=int, default=12)
     o.add_argument("--sample", type=float, default=0.01)
     o.add_argument("--out")
@@ -331,13 +382,18 @@ def main() -> None:
     result = overhead(args) if args.command == "overhead" else rate(args)
     print(json.dumps(result, indent=1))
     if args.command == "overhead":
-        w, c = result["wall_ratio"], result["cpu_ratio"]
-        print(f"monitor overhead ({result['what']}), sample {args.sample}: wall {100 * (w['median'] - 1):+.3f}% "
-              f"(95% CI {100 * (w['ci95'][0] - 1):+.2f}..{100 * (w['ci95'][1] - 1):+.2f}%) "
-              f"(p10..p90 {100 * (w['p10'] - 1):+.2f}..{100 * (w['p90'] - 1):+.2f}%), thread CPU {100 * (c['median'] - 1):+.3f}% "
-              f"(p10..p90 {100 * (c['p10'] - 1):+.2f}..{100 * (c['p90'] - 1):+.2f}%); {result['sampled_regions']}/{result['regions']} steps sampled; "
-              f"region entry in isolation {result['region_entry_ns']:.0f} ns = {100 * result['region_entry_over_plain_step']:.4f}% of a plain step "
-              f"(the region alone, no monitor: {result['region_without_monitor_ns']:.0f} ns)")
+        mix, by_arm = result["mixed_wall_ratio"], result["wall_ratio_by_arm"]
+
+        def pct(r):
+            return f"{100 * (r - 1):+.3f}%"
+
+        print(f"monitor overhead ({result['what']}), sample {args.sample}, {result['rounds']} rounds of {args.steps} steps: "
+              f"wall {pct(mix['ratio'])} (95% CI {pct(mix['ci95'][0])}..{pct(mix['ci95'][1])}); thread CPU "
+              f"{pct(result['mixed_cpu_ratio']['ratio'])}; by arm (median paired wall ratio, p10..p90): "
+              + ", ".join(f"{name} {pct(v['median'])} ({pct(v['p10'])}..{pct(v['p90'])})" for name, v in by_arm.items())
+              + f"; region entry in isolation {result['region_entry_ns']:.0f} ns = {100 * result['region_entry_over_plain_step']:.4f}% "
+              f"of a plain step (the region alone, no monitor: {result['region_without_monitor_ns']:.0f} ns); "
+              f"arm + disarm {result['arm_disarm_us'] or 0:.0f} us")
     else:
         print(f"sync rate: true {result['true_rate_per_s']:.1f}/s, Prometheus (scaled by the sampled fraction) "
               f"{result['estimated_rate_per_s']:.1f}/s ({100 * (result['estimated_over_true'] - 1):+.1f}%), "

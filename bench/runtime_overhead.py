@@ -5,11 +5,11 @@ launch-bound, which is where per-call overhead shows) is timed plain and under `
 alternating rounds in one process. The figure is the median of the per-round paired ratios
 (trapped / plain) with a bootstrap 95% interval (`paired_stats.py`). At least `--rounds` rounds run;
 then rounds are added, `--batch` at a time, until the interval is at most `--target-width` wide
-(1 percentage point) or `--max-rounds` is reached, so the default run gives a figure that
+(1 percentage point) or `--max-rounds` or `--max-seconds` is reached, so the default run gives a figure that
 reproduces within the interval. The loop also does the slicing, `.to()` and indexing that serving
 code does, so the timing shims are exercised.
 
-    python bench/runtime_overhead.py [--steps 50] [--rounds 41] [--max-rounds 201] [--out result.json]
+    python bench/runtime_overhead.py [--steps 5] [--rounds 201] [--max-rounds 4001] [--max-seconds 420] [--out result.json]
 
 The `trap+keeper` arm adds what `syncscope run` adds around the trap: the report kept on disk
 while the program runs (runtime/keeper.py: os._exit and signal hooks, a flush thread that wakes
@@ -25,6 +25,7 @@ installed (torch's sync-debug mode needs CUDA and is left out), plain vs shims v
 import argparse
 import contextlib
 import json
+import random
 import statistics
 import sys
 import time
@@ -230,12 +231,21 @@ def shim_costs():
     return costs
 
 
+def _quantile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=41, help="rounds always run (each: every arm once)")
-    parser.add_argument("--max-rounds", type=int, default=201, help="stop adding rounds here")
-    parser.add_argument("--batch", type=int, default=10, help="rounds added at a time while the interval is too wide")
+    # Short rounds, many of them: the GPU hosts' slow spells last a few hundred ms (a 50-step
+    # round's paired ratio ranged 0.43..2.1 on the H100 of 2026-11-23, a 201-round interval 3.8
+    # points wide); with 5 steps a round both arms of a pair mostly fall in the same spell.
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=201, help="rounds always run (each: every arm once)")
+    parser.add_argument("--max-rounds", type=int, default=4001, help="stop adding rounds here")
+    parser.add_argument("--max-seconds", type=float, default=420.0, help="stop adding rounds after this long")
+    parser.add_argument("--batch", type=int, default=100, help="rounds added at a time while the interval is too wide")
     parser.add_argument("--target-width", type=float, default=0.01, help="widest acceptable 95%% interval of the wall ratio")
     parser.add_argument("--out")
     parser.add_argument("--cpu", action="store_true", help="no GPU: CPU-time ratios of the shims and the keeper")
@@ -263,12 +273,20 @@ def main():
         cpu = {name: [] for name in arms}
         syncs = 0
         rounds = 0
+        order = random.Random(1)
+        started = time.monotonic()
         while True:
             todo = args.rounds - rounds if rounds < args.rounds else min(args.batch, args.max_rounds - rounds)
-            if todo <= 0:
+            if todo <= 0 or (rounds >= args.rounds and time.monotonic() - started > args.max_seconds):
                 break
             for _ in range(todo):
-                for name, arm in arms.items():  # interleaved, so every arm sees the same drift
+                # Interleaved, so every arm sees the same drift, in a fresh random order each round:
+                # with a fixed order an arm's neighbours are always the same, and that position
+                # alone moved an arm by ~1% on the H100 host (debug_mode_only 1.1% below plain).
+                names = list(arms)
+                order.shuffle(names)
+                for name in names:
+                    arm = arms[name]
                     with arm() as t:
                         w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
                         if t is not None:
@@ -276,7 +294,9 @@ def main():
                     wall[name].append(w)
                     cpu[name].append(c)
             rounds += todo
-            if median_ratio_interval(wall["plain"], wall["trap"]).width <= args.target_width:
+            # A quick interval decides whether to go on (a 5000-resample bootstrap of thousands of
+            # rounds takes seconds on these hosts); the reported one below is the full one.
+            if median_ratio_interval(wall["plain"], wall["trap"], resamples=400).width <= args.target_width:
                 break
     plain, trapped, plain_cpu, trapped_cpu = wall["plain"], wall["trap"], cpu["plain"], cpu["trap"]
     wall_estimate = median_ratio_interval(plain, trapped)
@@ -294,6 +314,8 @@ def main():
         "rounds": wall_estimate.rounds,
         "target_width_met": wall_estimate.width <= args.target_width,
         "ratio_of_medians": statistics.median(trapped) / statistics.median(plain),
+        "steps_per_round": args.steps,
+        "round_ratio_p10_p90": [_quantile([t / p for p, t in zip(plain, trapped)], q) for q in (0.1, 0.9)],
         "cpu_ratio": cpu_estimate.median,
         "cpu_ratio_ci95": [cpu_estimate.low, cpu_estimate.high],
         "plain_cpu_ms": statistics.median(plain_cpu) * 1e3,

@@ -74,6 +74,46 @@ def test_module_run_with_dash_m_is_scoped_by_its_name_without_a_second_import(tm
     assert not sites[(17, "tolist")]["in_scope"]
 
 
+SPAWNING = """
+import multiprocessing as mp
+import torch
+
+class Builder:
+    def build(self, x):
+        return x.sum().item()          # line 7: in scope, in the child
+
+def work():
+    x = torch.ones(4, device="cuda")
+    print(Builder().build(x), flush=True)
+    x.tolist()                         # line 12: out of scope
+
+print("top level ran", flush=True)
+if __name__ == "__main__":
+    child = mp.get_context("spawn").Process(target=work)
+    child.start()
+    child.join()
+"""
+
+
+def test_a_spawned_child_of_a_dash_m_run_scopes_the_module_without_importing_it_again(tmp_path):
+    (tmp_path / "prog.py").write_text(textwrap.dedent(SPAWNING))
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    traced = subprocess.run(
+        [sys.executable, "-m", "syncscope", "run", "--device", "sim", "--no-table", "-o", str(tmp_path / "report.json"),
+         "--scope", "prog:Builder.build", "-m", "prog"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+    )
+    assert traced.returncode == 0, traced.stderr
+    # As under plain python: the parent runs the top level, the spawned child runs it again as
+    # `__mp_main__`; a third line would be the child importing `prog` a second time for the scope.
+    assert traced.stdout == "top level ran\ntop level ran\n4.0\n", traced.stdout
+    children = [p for p in tmp_path.glob("report.*.json")]
+    assert len(children) == 1, sorted(os.listdir(tmp_path))
+    sites = {(s["line"], s["kind"]): s for s in json.loads(children[0].read_text())["sites"]}
+    assert sites[(7, "item")]["in_scope"] and sites[(7, "item")]["regions"] == ["Builder.build"]
+    assert not sites[(12, "tolist")]["in_scope"]
+
+
 def test_a_scope_that_matches_no_class_warns_and_scopes_nothing(tmp_path):
     traced, sites = run_traced(tmp_path, "__main__:Missing.build", "__main__:Builder.nope")
     assert "--scope __main__:Missing.build: the program defined no class Missing" in traced.stderr

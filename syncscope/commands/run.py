@@ -77,7 +77,7 @@ def execute(
 
     children = multiprocess.ChildConfig(
         os.path.abspath(report_path), resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward,
-        monitor=session.child_options() if session else None,
+        monitor=session.child_options() if session else None, main_module=target if module else None,
     )
     report_path = multiprocess.process_report_path(os.path.abspath(report_path))
 

@@ -39,6 +39,7 @@ class ChildConfig:
     scope: tuple[str, ...] = ()
     module_forward: bool = False
     monitor: object = None  # syncscope.monitoring.session.MonitorOptions under `--monitor`
+    main_module: str | None = None  # the `-m` target: a scope on it waits for its classes (it is `__mp_main__` here)
 
 
 def env_rank() -> int | None:
@@ -154,15 +155,23 @@ def _run_child(process, original: Callable, args, kwargs):
         trap_factory = start_child(config.monitor).trap
     else:
         trap_factory = trap_module.trap
+    from syncscope.runtime import regions
+
     with trap_factory(
         config.device,
         config.policy,
         allow=config.allow,
-        scope=config.scope,
         module_forward=config.module_forward,
         root=config.root or None,
     ) as t:
-        return _run_recorded(process, original, args, kwargs, config, t.recorder)
+        # As `syncscope run` does in the parent: a scope on the `-m` target waits for its class
+        # (spawned children re-run it as `__mp_main__`) instead of importing it a second time.
+        undo_scopes = regions.apply_scopes(config.scope, False, main_module=config.main_module)
+        try:
+            return _run_recorded(process, original, args, kwargs, config, t.recorder)
+        finally:
+            for undo in reversed(undo_scopes):
+                undo()
 
 
 def _run_recorded(process, original, args, kwargs, config, recorder):
