@@ -178,3 +178,14 @@ def test_custom_functions_and_checkpointing_carry_the_gradient():
     # a sync in a custom backward: at its own line, as the GPU detector sees it on autograd's thread
     # (the rest: the .to(device) copies and the .cpu() reads)
     assert {(e.site.line, e.kind) for e in t.events if e.kind not in (K.H2D_COPY, K.CPU_COPY)} == {(line, K.ITEM)}
+
+
+def test_tensors_passed_by_keyword_carry_the_gradient():
+    def run(device):
+        w = torch.arange(3.0).to(device).requires_grad_()
+        torch.cat(tensors=[w, w * 2]).square().sum().backward()
+        return w.grad.cpu()
+
+    want = run("cpu")
+    with syncscope.trap(device="sim"):
+        assert torch.equal(run("cuda"), want)

@@ -49,7 +49,7 @@ def resolve_device(device: str) -> str:
 
 
 def _simulated() -> str:
-    from syncscope.runtime.sim import simulated_device_count
+    from syncscope.runtime.sim.device_count import simulated_device_count
 
     simulated_device_count()  # a bad SYNCSCOPE_SIM_DEVICES: ValueError now, one line from the CLI
     return "sim"

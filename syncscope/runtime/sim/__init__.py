@@ -10,6 +10,8 @@ would have had. See docs/simulated-device.md.
 - triton_bridge.py  Triton kernels on simulated tensors through the interpreter
 - autograd.py    autograd: the graph on the held CPU tensors, backward ops through the sync model
 - devices.py     several simulated GPUs (cuda:0, cuda:1, ...), the current device per thread
+  (device_count.py: how many; comm.py: nn.DataParallel's scatter/gather across them)
+- custom_functions.py  custom autograd Functions on the held tensors
 - detector.py    `SimulatedCudaDetector` (install / uninstall)
 """
 
@@ -39,24 +41,6 @@ def _load(name: str):
 
         return SimulatedDeviceError
     raise AttributeError(f"module 'syncscope.runtime.sim' has no attribute {name!r}")
-
-
-DEVICES_ENV = "SYNCSCOPE_SIM_DEVICES"
-
-
-def simulated_device_count() -> int:
-    """How many GPUs the simulated device has: `SYNCSCOPE_SIM_DEVICES` (default 2; devices.py).
-    Torch-free, so `syncscope run` can refuse a bad value before anything starts (ValueError)."""
-    import os
-
-    text = os.environ.get(DEVICES_ENV, "2").strip()
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if not 1 <= count <= 64:
-        raise ValueError(f"{DEVICES_ENV}={text!r}: expected a number of simulated GPUs from 1 to 64")
-    return count
 
 
 def is_simulated() -> bool:

@@ -48,7 +48,11 @@ host_tensors: "weakref.WeakSet[torch.Tensor]" = weakref.WeakSet()
 # -- forward: record the graph on the held CPU tensors ------------------------------------------------
 def records(uargs, ukwargs) -> bool:
     """Does this op (grad mode on) take a held tensor that requires grad?"""
-    for arg in uargs:
+    return _any_requires_grad(uargs) or (bool(ukwargs) and _any_requires_grad(ukwargs.values()))
+
+
+def _any_requires_grad(values) -> bool:
+    for arg in values:
         if isinstance(arg, torch.Tensor):
             if arg.requires_grad:
                 return True
@@ -56,10 +60,6 @@ def records(uargs, ukwargs) -> bool:
             for item in arg:
                 if isinstance(item, torch.Tensor) and item.requires_grad:
                     return True
-    if ukwargs:
-        for value in ukwargs.values():
-            if isinstance(value, torch.Tensor) and value.requires_grad:
-                return True
     return False
 
 
@@ -81,10 +81,6 @@ def run_recording(func, uargs, ukwargs, args):
 def _device(t) -> torch.device:
     with _DisableSubclass():
         return t.device
-
-
-def _rewrap(held, like):
-    return None if held is None else wrap(held, _device(like))
 
 
 def _held(value):
@@ -114,10 +110,12 @@ def _set_grad(func, args, kwargs):
             "attempting to assign a gradient with device type 'cpu' to a tensor with device type "
             "'cuda'. Please ensure that the gradient and the tensor are on the same device"
         )
+    self.__dict__.pop("_sim_grad", None)  # (`p.grad = None` must free the old gradient)
     self._elem.grad = _held(value)
 
 
 def _del_grad(func, args, kwargs):
+    args[0].__dict__.pop("_sim_grad", None)
     args[0]._elem.grad = None
 
 

@@ -22,7 +22,7 @@ import torch
 
 from syncscope.runtime.sim import state
 
-from syncscope.runtime.sim import DEVICES_ENV as ENV, simulated_device_count
+from syncscope.runtime.sim.device_count import DEVICES_ENV as ENV, simulated_device_count
 
 
 count = [1]  # set at install
