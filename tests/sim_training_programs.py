@@ -80,14 +80,14 @@ for step in range(4):
     torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5, error_if_nonfinite=True)  # sync: item
     opt.step()
 """ + FOOTER,
-    # INVALID: AMP training step with GradScaler + grad clipping: `scaler.step` reads found_inf
-    # on the host (a non-fused optimizer), every step.
+    # INVALID: AMP (float16) training step with GradScaler + grad clipping: `scaler.step` reads
+    # found_inf on the host (a non-fused optimizer), every step.
     "amp_gradscaler_clip": HEADER + """\
 opt = torch.optim.AdamW(model.parameters(), lr=0.01)
 scaler = torch.amp.GradScaler(dev)
 for step in range(4):
     opt.zero_grad()
-    with torch.autocast(dev, dtype=torch.bfloat16):
+    with torch.autocast(dev, dtype=torch.float16):
         out = model(x)
     loss = torch.nn.functional.mse_loss(out.float(), y)
     scaler.scale(loss).backward()

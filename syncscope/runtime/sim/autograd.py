@@ -224,7 +224,7 @@ class BackwardSyncModel(TorchDispatchMode):
         rule = self._rules.get(func, _MISSING)
         if rule is _MISSING:
             rule = self._rules[func] = sync_model.rule_for(func)
-        if rule is not None and not any(isinstance(a, _SimBase) for a in args):
+        if rule is not None and not _mentions_sim(args):  # (a custom backward's own ops: dispatch.py)
             kind = rule(_as_device(args), _device_kwargs(kwargs))
             if kind is not None:
                 # As the GPU detector sees it: torch's warning with no op name, replayed at the
@@ -235,6 +235,15 @@ class BackwardSyncModel(TorchDispatchMode):
 
 _MISSING = object()
 _CPU = torch.device("cpu")
+
+
+def _mentions_sim(args) -> bool:
+    for arg in args:
+        if isinstance(arg, _SimBase):
+            return True
+        if type(arg) in (list, tuple) and any(isinstance(item, _SimBase) for item in arg):
+            return True
+    return False
 
 
 def _device_kwargs(kwargs: dict) -> dict:
