@@ -325,6 +325,28 @@ def _set_debug_mode_quietly(mode) -> None:
         torch.cuda.set_sync_debug_mode(mode)
 
 
+def _run_as_eager_code(shim: Callable) -> None:
+    """After a graph break at a shimmed call (an `.item()` in a `torch.compile`d function) the call
+    runs eagerly, but Dynamo compiles the shim's own frame as a new frame, where `is_compiling()`
+    is True: the shim called straight through and the sync arrived as an unnamed C++ warning
+    (kind `other`) instead of the eager run's `item` (seen on CPU with a stand-in shim). "Skip this
+    frame, compile what it calls" for the shim's code keeps it inlinable when traced (no graph
+    break of ours) and lets it run as in eager code. A private API: where torch lacks it, the
+    shim stays as it was."""
+    try:
+        from torch._C._dynamo import eval_frame
+    except ImportError:
+        return
+    exec_strategy = getattr(eval_frame, "_FrameExecStrategy", None)
+    action = getattr(eval_frame, "_FrameAction", None)
+    if exec_strategy is None or action is None:
+        return
+    try:
+        eval_frame.set_code_exec_strategy(shim.__code__, exec_strategy(action.SKIP, action.DEFAULT))
+    except Exception as exc:
+        hook_errors.note("cuda detector (torch.compile)", exc)
+
+
 class CudaDetector:
     name = "cuda"
 
@@ -449,8 +471,10 @@ class CudaDetector:
                 finish(spec, args, kwargs, predicted, start, clock())
             return result
 
+        _run_as_eager_code(shim)
         if spec.api == "Tensor.__getitem__":
             shim = _basic_indexing_fast_path(shim, original)
+            _run_as_eager_code(shim)
         shim.__name__ = getattr(original, "__name__", spec.name)
         shim.__qualname__ = getattr(original, "__qualname__", spec.name)
         shim.__doc__ = getattr(original, "__doc__", None)

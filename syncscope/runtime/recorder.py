@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from syncscope.runtime import nvtx_marks, regions
+from syncscope.runtime import nvtx_marks, regions, user_frames
 from syncscope.runtime.events import Frame, HostSyncEvent
 from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.site import relative_path
@@ -156,17 +156,11 @@ class Recorder:
         return event
 
     def user_stack(self, frame) -> tuple[Frame, ...]:
-        frames = []
-        is_internal = self._internal
-        while frame is not None and len(frames) < MAX_STACK:
-            code = frame.f_code
-            if code.co_filename == _RUNNER_FILE:
-                break  # below it is syncscope's own command line (typer, click), not the user's
-            if not is_internal(code.co_filename):
-                function = getattr(code, "co_qualname", code.co_name)
-                frames.append(Frame(self._relative(code.co_filename), frame.f_lineno, function))
-            frame = frame.f_back
-        return tuple(frames)
+        """The user's frames from `frame` out, innermost first. Every detector's site comes from
+        here, so the GPU and the simulated device name the same line and function
+        (runtime/user_frames.py says which). Below the runner is syncscope's own command line
+        (typer, click), not the user's."""
+        return user_frames.user_stack(frame, self._internal, self._relative, stop_file=_RUNNER_FILE, limit=MAX_STACK)
 
     def source_line(self, site: Frame) -> str:
         path = site.path if os.path.isabs(site.path) else os.path.join(self.root, site.path)

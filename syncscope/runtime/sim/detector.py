@@ -8,7 +8,7 @@ import torch
 
 from syncscope.runtime.sim import (
     autocast, autograd, comm, compile_eager, cuda_api, cuda_guard, custom_functions, devices, graphs, lazy_params, mode, race, state,
-    subclasses,
+    subclasses, unsupported,
 )
 from syncscope.runtime.sim.tensor import _SimBase
 from syncscope.runtime.sim.triton_bridge import TritonBridge
@@ -53,7 +53,8 @@ class SimulatedCudaDetector:
             compile_eager.install(self._patches)
             autograd.install(self._patches)
             custom_functions.install(self._patches)
-            cuda_guard.install(self._patches)  # last: it mirrors and guards what is left
+            cuda_guard.install(self._patches)  # it mirrors and guards what is left
+            unsupported.install(self._patches, mode._SPECIAL, mode._call)  # the named refusals
             self._patch_one_hot()
             self._patch_shallow_copy_check()
             lazy_params.guard_moves(mode._SPECIAL, mode._call)  # nn.LazyLinear moved with .cuda()

@@ -36,6 +36,7 @@ from syncscope.runtime.sim.tensor import (
     _SimBase,
     is_pinned,
     mark_pinned,
+    unwrap_nested,
     wrap,
     wrap_view,
 )
@@ -284,7 +285,7 @@ def _factory(func, args, kwargs):
         copies = True  # host data to the device: a blocking copy, unless there is no element
     elif pinned:
         raise RuntimeError("pin_memory=True is only for host tensors")
-    args = tuple(a._elem if isinstance(a, _SimBase) else a for a in args)
+    args = unwrap_nested(args)  # torch.tensor([cuda_t, ...], device=...) reads each on the host
     with _DisableSubclass():
         out = func(*args, **ukwargs)
     if isinstance(out, torch.Tensor):

@@ -171,3 +171,14 @@ def _dispatch(cls, func, args, kwargs):
 
 def _repr(t) -> str:
     return f"SimulatedCudaTensor({t._elem!r})"
+
+
+def unwrap_nested(data):
+    """`data` with every simulated tensor in it, at any depth of lists and tuples, swapped for the
+    CPU tensor it holds: what a factory (`torch.tensor([t0, t1], device="cuda")`) reads values
+    from on the host. The caller records the sync."""
+    if isinstance(data, _SimBase):
+        return data._elem
+    if type(data) in (list, tuple):
+        return type(data)(unwrap_nested(item) for item in data)
+    return data
