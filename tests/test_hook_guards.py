@@ -102,6 +102,45 @@ def test_a_failing_classification_is_counted_not_raised(capsys):
     hook_errors.reset()
 
 
+def test_the_indexing_shim_leaves_tensors_out_of_the_sequence_protocol(monkeypatch):
+    # Found on the H100: with the CUDA detector installed, `torch.tensor([t0, t1])` of 0-d tensors
+    # raised "len() of a 0-d tensor" (a Python __getitem__ on torch.Tensor makes C code see every
+    # tensor as a sequence); plain python returns tensor([1., 2.]). The shims install the same way
+    # on this CPU build once torch's debug-mode switch (CUDA only) is stubbed out.
+    torch = pytest.importorskip("torch")
+    from syncscope.runtime import cuda, hook_errors
+    from syncscope.runtime.recorder import Recorder
+    from syncscope.runtime.sequence_slot import is_sequence
+
+    monkeypatch.setattr(cuda, "_set_debug_mode_quietly", lambda mode: None)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 0)
+
+    class Tagged(torch.Tensor):  # a subclass that inherits __getitem__ from torch.Tensor
+        pass
+
+    class OwnIndexing(torch.Tensor):  # one with its own: a sequence under plain python too
+        def __getitem__(self, index):
+            return super().__getitem__(index)
+
+    plain = torch.tensor([torch.tensor(1.0), torch.tensor(2.0)])
+    own = OwnIndexing(torch.ones(2))
+    assert not is_sequence(torch.ones(())) and is_sequence(own)
+    hook_errors.reset()
+    detector = cuda.CudaDetector()
+    for _ in range(2):  # installed again, as monitor mode does for each sampled step
+        detector.install(Recorder(device="cuda"))
+        try:
+            assert "__getitem__" in vars(torch.Tensor)  # the shim is in place
+            assert torch.equal(torch.tensor([torch.tensor(1.0), torch.tensor(2.0)]), plain)
+            assert not is_sequence(torch.ones(())) and not is_sequence(torch.nn.Parameter(torch.ones(1)))
+            assert not is_sequence(Tagged(torch.ones(1))) and is_sequence(own)
+            assert torch.ones(4)[1:3].tolist() == [1.0, 1.0]  # indexing still goes through
+        finally:
+            detector.uninstall()
+        assert "__getitem__" not in vars(torch.Tensor) and not is_sequence(torch.ones(()))
+    assert hook_errors.snapshot() == []
+
+
 def test_errors_round_trip_and_old_reports_still_load(tmp_path):
     from syncscope.report.model import ReportError, build_report, load_report, write_json_atomic
 

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime import c10d_waits, capture_sites, hook_errors, nvtx_marks, pageable
+from syncscope.runtime import c10d_waits, capture_sites, hook_errors, nvtx_marks, pageable, sequence_slot
 from syncscope.runtime.events import SYNC_WARNING
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.policy import HostSyncError
@@ -369,6 +369,8 @@ class CudaDetector:
             self._specs = _shim_specs()
         lazy_allowed = _lazy_parameter_allowlist()
         lazy_allowed_ids = {id(entry) for entry in lazy_allowed} if lazy_allowed is not None else None
+        probe = torch.empty(())
+        was_sequence = sequence_slot.is_sequence(probe)
         for spec in self._specs:
             # Restore exactly what was there: the owner's own attribute, or none (inherited).
             own = vars(spec.owner).get(spec.name)
@@ -377,6 +379,10 @@ class CudaDetector:
             shim = self._shim_for(spec, original)
             setattr(spec.owner, spec.name, shim)
             _allow_on_lazy_parameters(original, shim, self._lazy_allowed, lazy_allowed, lazy_allowed_ids)
+        # A Python __getitem__ on torch.Tensor makes every tensor a sequence to C code, which
+        # changed what torch.tensor([t0, t1]) does (sequence_slot.py).
+        if not was_sequence and not sequence_slot.clear_item_slot(torch.Tensor, probe):
+            hook_errors.note("cuda detector (Tensor.__getitem__)", RuntimeError("tensors read as sequences while shimmed"))
         self._previous_debug_mode = torch.cuda.get_sync_debug_mode()
         _set_debug_mode_quietly("warn")
         # c10d's C++ waits would print torch's sync warning to stderr (c10d_waits.py)
