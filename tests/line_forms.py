@@ -17,7 +17,7 @@ import inspect
 import re
 
 TORCH_ONLY: set[str] = set()
-_MARK = re.compile(r"#.*\bsync:\s*(\w+)\s*$")
+_MARK = re.compile(r"#.*\bsync:\s*(\w+(?:\s*,\s*\w+)*)\s*$")  # one kind, or several: "sync: item, h2d_copy"
 
 
 def torch_only(fn):
@@ -28,7 +28,9 @@ def torch_only(fn):
 def expected(fn) -> set[tuple[int, str]]:
     """(line, kind) of every `# sync: KIND` marker in `fn`'s source."""
     lines, first = inspect.getsourcelines(fn)
-    return {(first + n, m.group(1)) for n, text in enumerate(lines) if (m := _MARK.search(text))}
+    return {
+        (first + n, kind.strip()) for n, text in enumerate(lines) if (m := _MARK.search(text)) for kind in m.group(1).split(",")
+    }
 
 
 def _pass(*args, **kwargs):
@@ -269,7 +271,8 @@ def form_mask_index_over_lines(t):
 def form_tensor_of_device_scalars(t):
     import torch
 
-    return torch.tensor(  # sync: h2d_copy
+    # Each value is read on the host, then the tensor is copied up: two kinds at one line (H100).
+    return torch.tensor(  # sync: item, h2d_copy
         [t.x,
          t.y],
         device="cuda",

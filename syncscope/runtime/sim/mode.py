@@ -36,6 +36,7 @@ from syncscope.runtime.sim.tensor import (
     _SimBase,
     is_pinned,
     mark_pinned,
+    holds_simulated,
     unwrap_nested,
     wrap,
     wrap_view,
@@ -285,7 +286,9 @@ def _factory(func, args, kwargs):
         copies = True  # host data to the device: a blocking copy, unless there is no element
     elif pinned:
         raise RuntimeError("pin_memory=True is only for host tensors")
-    args = unwrap_nested(args)  # torch.tensor([cuda_t, ...], device=...) reads each on the host
+    if holds_simulated(args):  # torch.tensor([cuda_t, ...]) reads each on the host first: on a GPU item, then h2d_copy
+        state.sync(K.ITEM, state.api_name(func))
+        args = unwrap_nested(args)
     with _DisableSubclass():
         out = func(*args, **ukwargs)
     if isinstance(out, torch.Tensor):

@@ -182,3 +182,10 @@ def unwrap_nested(data):
     if type(data) in (list, tuple):
         return type(data)(unwrap_nested(item) for item in data)
     return data
+
+
+def holds_simulated(data) -> bool:
+    """Whether a simulated tensor sits anywhere in `data` (lists and tuples, at any depth)."""
+    if isinstance(data, _SimBase):
+        return True
+    return type(data) in (list, tuple) and any(holds_simulated(item) for item in data)
