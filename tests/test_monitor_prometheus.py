@@ -57,13 +57,16 @@ def _query(api: int, expr: str) -> list[dict]:
 
 @pytest.fixture
 def prometheus(tmp_path):
-    """A Prometheus server scraping 127.0.0.1:<metrics port> every 200 ms. Yields (api port, metrics port)."""
+    """A Prometheus server scraping 127.0.0.1:<metrics port> every second. Yields (api port, metrics port).
+    The timeout is most of the interval: on a loaded 2-core machine reading the metrics files took
+    longer than the 150 ms first allowed here, Prometheus dropped that scrape, and the last one of a
+    run (the one `syncscope run` waits for at exit) was lost to the server, not to syncscope."""
     metrics_port, api_port = _free_port(), _free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(textwrap.dedent(f"""
         global:
-          scrape_interval: 200ms
-          scrape_timeout: 150ms
+          scrape_interval: 1s
+          scrape_timeout: 900ms
         scrape_configs:
           - job_name: syncscope
             static_configs:
