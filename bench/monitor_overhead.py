@@ -145,13 +145,14 @@ def overhead(args) -> dict:
     counts = gates["monitor"].counts
     loop_regions, loop_sampled = counts.regions, counts.sampled
     detector = monitor.trap.detector if monitor else None
-    arm_disarm_us = None
+    arm_disarm_us = arm_disarm_wait = None
     if arm is not None:  # what a sampled step pays at its region's entry and exit, in isolation
         began = time.perf_counter()
         for _ in range(200):
             arm()
             disarm()
         arm_disarm_us = (time.perf_counter() - began) / 200 * 1e6
+        arm_disarm_wait = _wait_behind_queue(torch, lambda: (arm(), disarm()))
     region_ns = _region_cost_ns(regions)  # the real monitor's region entry, per step, in isolation
     sampler, regions.sampler = regions.sampler, None
     region_alone_ns = _region_cost_ns(regions)  # the same region without the monitor's draw
@@ -192,9 +193,30 @@ def overhead(args) -> dict:
         "regions": loop_regions,  # of the real monitor's arm
         "sampled_regions": loop_sampled,
         "arm_disarm_us": arm_disarm_us,
+        # Arm + disarm timed behind ~10 ms of queued GPU work, as a fraction of it: near 0 unless
+        # arming or disarming waits for the GPU (a sync of syncscope's own, which must not be).
+        "arm_disarm_wait_behind_queue": arm_disarm_wait,
         "detector_arms": getattr(detector, "arms", None),  # GPU: installs, the armed arm's steps included
         "syncs_recorded": events,  # the loop is sync-free: must be 0
     }
+
+
+def _wait_behind_queue(torch, fn) -> float:
+    """How long `fn` takes behind a calibrated ~10 ms GPU sleep, as a fraction of the sleep
+    (the oracle's blocking test: a call that waits for the GPU takes most of it)."""
+    from syncscope.oracle.cuda import CudaGpu
+    from syncscope.oracle.timing import calibrate
+
+    cal = calibrate(CudaGpu(), time.perf_counter_ns, 10_000_000)
+    fractions = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cal.cycles)
+        began = time.perf_counter_ns()
+        fn()
+        fractions.append((time.perf_counter_ns() - began) / cal.sleep_ns)
+        torch.cuda.synchronize()
+    return statistics.median(fractions)
 
 
 def _mixed(times: dict, sample: float, resamples: int = 2000) -> dict:
@@ -393,7 +415,8 @@ def main() -> None:
               + ", ".join(f"{name} {pct(v['median'])} ({pct(v['p10'])}..{pct(v['p90'])})" for name, v in by_arm.items())
               + f"; region entry in isolation {result['region_entry_ns']:.0f} ns = {100 * result['region_entry_over_plain_step']:.4f}% "
               f"of a plain step (the region alone, no monitor: {result['region_without_monitor_ns']:.0f} ns); "
-              f"arm + disarm {result['arm_disarm_us'] or 0:.0f} us")
+              f"arm + disarm {result['arm_disarm_us'] or 0:.0f} us "
+              f"(behind 10 ms of queued GPU work: {result['arm_disarm_wait_behind_queue'] or 0:.2f} of it)")
     else:
         print(f"sync rate: true {result['true_rate_per_s']:.1f}/s, Prometheus (scaled by the sampled fraction) "
               f"{result['estimated_rate_per_s']:.1f}/s ({100 * (result['estimated_over_true'] - 1):+.1f}%), "

@@ -85,3 +85,32 @@ def test_serve_workers_under_monitor_on_cuda(tmp_path):
     assert len(reports) == 3 and all(r["sampled"] and r["device"] == "cuda" for r in reports)
     kinds = {s["kind"] for r in reports for s in r["sites"]}
     assert {"tolist", "device_sync"} <= kinds, kinds
+
+
+def test_arming_and_disarming_the_detector_never_waits_for_the_gpu():
+    # A sampled step installs the detector at its region's entry and takes it out at its exit;
+    # neither may wait for the GPU (syncscope must add no sync of its own). Timed behind ~10 ms of
+    # queued work: a call that waits takes most of it.
+    import time
+
+    import torch
+
+    from syncscope.monitoring.trap import _SwitchedDetector
+    from syncscope.oracle.cuda import CudaGpu
+    from syncscope.oracle.timing import calibrate
+    from syncscope.runtime.recorder import Recorder
+
+    switched = _SwitchedDetector("cuda", Recorder(device="cuda"))
+    switched.arm()
+    switched.disarm()  # the first install builds the shims: not what a sampled step pays
+    cal = calibrate(CudaGpu(), time.perf_counter_ns, 10_000_000)
+    fractions = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(cal.cycles)
+        began = time.perf_counter_ns()
+        switched.arm()
+        switched.disarm()
+        fractions.append((time.perf_counter_ns() - began) / cal.sleep_ns)
+        torch.cuda.synchronize()
+    assert max(fractions) < 0.3, fractions
