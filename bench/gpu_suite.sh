@@ -3,11 +3,14 @@
 #   bench/gpu_suite.sh OUTDIR tests     the GPU test suite (pytest -m gpu) and the copy probe
 #   bench/gpu_suite.sh OUTDIR benches   the benches whose figures docs/gpu-results.md quotes
 #   bench/gpu_suite.sh OUTDIR overhead  the runtime trap's and the monitor's overhead (many short rounds)
+#   bench/gpu_suite.sh OUTDIR parity    tests/parity's programs on the GPU against expected_sites.json
+#                                       (needs the pinned transformers: install its wheels first, e.g.
+#                                       carried ones into a --target dir on PYTHONPATH)
 # Run from the repository root on the GPU machine. PROMETHEUS names a Prometheus binary for the
 # monitor's rate check (skipped without one).
 set -u
-OUT=${1:?usage: bench/gpu_suite.sh OUTDIR tests|benches|overhead}
-PART=${2:?usage: bench/gpu_suite.sh OUTDIR tests|benches|overhead}
+OUT=${1:?usage: bench/gpu_suite.sh OUTDIR tests|benches|overhead|parity}
+PART=${2:?usage: bench/gpu_suite.sh OUTDIR tests|benches|overhead|parity}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 py=${PYTHON:-python3}
@@ -26,6 +29,15 @@ case "$PART" in
   overhead)
     $py bench/runtime_overhead.py --max-seconds 300 --out "$OUT/overhead.json" 2>&1 | tail -3
     $py bench/monitor_overhead.py overhead --max-seconds 200 --out "$OUT/monitor_overhead.json" 2>&1 | tail -2
+    ;;
+  parity)
+    want=$(sed -n 's/.*"transformers==\([0-9.]*\)".*/\1/p' pyproject.toml)
+    have=$($py -c "import transformers; print(transformers.__version__)" 2>/dev/null || echo none)
+    if [ "$have" != "$want" ]; then
+      echo "transformers $have here, the parity sets are for $want (pyproject.toml): install it first" >&2
+      exit 2
+    fi
+    $py -m tests.parity.record --device cuda --workers 4 --reports "$OUT/parity" 2>&1 | tee "$OUT/parity_record.txt"
     ;;
   *) echo "unknown part: $PART" >&2; exit 2 ;;
 esac
