@@ -85,6 +85,7 @@ def test_regions_are_sampled_independently_at_the_set_rate(gate_in_regions):
     assert abs(sum(after_sampled) / len(after_sampled) - 0.2) < 0.02  # no memory of the last draw
     assert abs(sum(after_unsampled) / len(after_unsampled) - 0.2) < 0.02
     assert Gate(1.0)._gap() == 1
+    assert Gate(1e-18)._gap() > 10**15  # a valid, tiny rate: no division by zero
 
 
 def test_regions_entered_from_many_threads_are_all_counted(gate_in_regions):

@@ -123,8 +123,9 @@ class Gate:
         success in Bernoulli(sample) trials, i.e. geometric."""
         if self.sample >= 1.0:
             return 1
-        # 1 - random() lies in (0, 1], so the log is finite.
-        return 1 + int(math.log(1.0 - self._random()) / math.log(1.0 - self.sample))
+        # random() lies in [0, 1), so log1p(-random()) is finite; log1p keeps a tiny rate (1e-18,
+        # where 1.0 - sample == 1.0) from dividing by zero.
+        return 1 + int(math.log1p(-self._random()) / math.log1p(-self.sample))
 
     def exit(self, token) -> None:
         _armed_here.reset(token)
