@@ -152,7 +152,7 @@ def overhead(args) -> dict:
             arm()
             disarm()
         arm_disarm_us = (time.perf_counter() - began) / 200 * 1e6
-        arm_disarm_wait = _wait_behind_queue(torch, lambda: (arm(), disarm()))
+        arm_disarm_wait = _wait_behind_queue(lambda: (arm(), disarm()))
     region_ns = _region_cost_ns(regions)  # the real monitor's region entry, per step, in isolation
     sampler, regions.sampler = regions.sampler, None
     region_alone_ns = _region_cost_ns(regions)  # the same region without the monitor's draw
@@ -201,22 +201,13 @@ def overhead(args) -> dict:
     }
 
 
-def _wait_behind_queue(torch, fn) -> float:
-    """How long `fn` takes behind a calibrated ~10 ms GPU sleep, as a fraction of the sleep
-    (the oracle's blocking test: a call that waits for the GPU takes most of it)."""
+def _wait_behind_queue(fn) -> float:
+    """`fn`'s time behind a calibrated ~10 ms GPU sleep, as a fraction of it (the oracle's test)."""
     from syncscope.oracle.cuda import CudaGpu
-    from syncscope.oracle.timing import calibrate
+    from syncscope.oracle.timing import calibrate, wait_behind_queue
 
-    cal = calibrate(CudaGpu(), time.perf_counter_ns, 10_000_000)
-    fractions = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        torch.cuda._sleep(cal.cycles)
-        began = time.perf_counter_ns()
-        fn()
-        fractions.append((time.perf_counter_ns() - began) / cal.sleep_ns)
-        torch.cuda.synchronize()
-    return statistics.median(fractions)
+    gpu = CudaGpu()
+    return wait_behind_queue(gpu, time.perf_counter_ns, calibrate(gpu, time.perf_counter_ns, 10_000_000), fn)
 
 
 def _mixed(times: dict, sample: float, resamples: int = 2000) -> dict:

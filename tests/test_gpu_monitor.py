@@ -93,24 +93,15 @@ def test_arming_and_disarming_the_detector_never_waits_for_the_gpu():
     # queued work: a call that waits takes most of it.
     import time
 
-    import torch
-
     from syncscope.monitoring.trap import _SwitchedDetector
     from syncscope.oracle.cuda import CudaGpu
-    from syncscope.oracle.timing import calibrate
+    from syncscope.oracle.timing import calibrate, wait_behind_queue
     from syncscope.runtime.recorder import Recorder
 
     switched = _SwitchedDetector("cuda", Recorder(device="cuda"))
     switched.arm()
     switched.disarm()  # the first install builds the shims: not what a sampled step pays
-    cal = calibrate(CudaGpu(), time.perf_counter_ns, 10_000_000)
-    fractions = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        torch.cuda._sleep(cal.cycles)
-        began = time.perf_counter_ns()
-        switched.arm()
-        switched.disarm()
-        fractions.append((time.perf_counter_ns() - began) / cal.sleep_ns)
-        torch.cuda.synchronize()
-    assert max(fractions) < 0.3, fractions
+    gpu = CudaGpu()
+    calibration = calibrate(gpu, time.perf_counter_ns, 10_000_000)
+    waited = wait_behind_queue(gpu, time.perf_counter_ns, calibration, lambda: (switched.arm(), switched.disarm()))
+    assert waited < 0.3, waited

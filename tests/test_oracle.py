@@ -759,3 +759,14 @@ def test_cli_from_a_saved_report_compares_without_a_gpu(tmp_path):
     assert result.exit_code == 2 and "not an oracle report" in result.output
     result = runner.invoke(app, ["oracle", "--from", str(tmp_path / "oracle.json"), "prog.py"])
     assert result.exit_code == 2
+
+
+def test_a_call_behind_the_queue_waits_for_it_only_if_it_syncs():
+    from syncscope.oracle.timing import wait_behind_queue
+
+    clock = FakeClock()
+    gpu = FakeGpu(clock, ns_per_cycle=0.5)
+    cal = calibrate(gpu, clock, 25 * MS)
+    assert wait_behind_queue(gpu, clock, cal, gpu.drain) > 0.9  # waits for the sleep queued ahead
+    assert wait_behind_queue(gpu, clock, cal, lambda: clock.advance(MS)) == pytest.approx(0.04, abs=0.01)
+    assert gpu.busy_until <= clock.now  # every repeat drained what it queued

@@ -104,7 +104,7 @@ def test_extension_sync_is_missed_by_hooks_found_by_the_oracle_and_named_by_comp
     import torch
 
     from syncscope.oracle.cuda import CudaGpu
-    from syncscope.oracle.timing import calibrate
+    from syncscope.oracle.timing import calibrate, wait_behind_queue
     from tests.gpu_ext.sync_ext import load
 
     began = time.perf_counter()
@@ -115,16 +115,11 @@ def test_extension_sync_is_missed_by_hooks_found_by_the_oracle_and_named_by_comp
     assert ext.read_first(x * 3) == 3.0
 
     # 1. it really blocks: timed behind ~25 ms of queued work
-    cal = calibrate(CudaGpu(), time.perf_counter_ns, 25_000_000)
+    gpu = CudaGpu()
+    cal = calibrate(gpu, time.perf_counter_ns, 25_000_000)
 
     def behind_queue(fn) -> float:
-        torch.cuda.synchronize()
-        torch.cuda._sleep(cal.cycles)
-        start = time.perf_counter_ns()
-        fn()
-        waited = time.perf_counter_ns() - start
-        torch.cuda.synchronize()
-        return waited / cal.sleep_ns
+        return wait_behind_queue(gpu, time.perf_counter_ns, cal, fn, repeats=1)
 
     sync_ratio = behind_queue(lambda: ext.stream_sync(stream))
     memcpy_ratio = behind_queue(lambda: ext.read_first(x))

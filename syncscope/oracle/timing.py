@@ -123,6 +123,21 @@ def recheck(gpu: Gpu, clock: Clock, calibration: Calibration, warmup_sleeps: int
     return int(statistics.median(_time_sleep(gpu, clock, calibration.cycles) for _ in range(2)))
 
 
+def wait_behind_queue(gpu: Gpu, clock: Clock, calibration: Calibration, fn: Callable[[], object], *, repeats: int = 5) -> float:
+    """How long `fn` takes with one calibrated sleep queued ahead of it, as a fraction of that
+    sleep (median of `repeats`): near 1 for a call that waits for the GPU, near 0 for one that
+    does not. The question the oracle asks of each line, for a single call."""
+    fractions = []
+    for _ in range(repeats):
+        gpu.drain()
+        gpu.sleep(calibration.cycles)
+        began = clock()
+        fn()
+        fractions.append((clock() - began) / calibration.sleep_ns)
+        gpu.drain()
+    return statistics.median(fractions)
+
+
 class QueuedPrimer:
     """Before each line: make sure at least `low_water` of a calibrated sleep is queued ahead;
     return the estimated GPU work ahead of the line, in ns."""
