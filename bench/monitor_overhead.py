@@ -48,11 +48,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _quantile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 # -- 1. overhead -------------------------------------------------------------------------------
 def overhead(args) -> dict:
     import torch
@@ -61,7 +56,7 @@ def overhead(args) -> dict:
     import runtime_overhead as ro  # the same model and step
 
     import syncscope
-    from paired_stats import median_ratio_interval
+    from paired_stats import median_ratio_interval, quantile
     from syncscope.monitoring.sampling import Gate
     from syncscope.runtime import regions
 
@@ -169,8 +164,8 @@ def overhead(args) -> dict:
         return {
             "median": statistics.median(ratios),
             "ci95": list(median_ratio_interval(a, b, resamples=1000).to_json()["ci95"]),  # bootstrap over the rounds
-            "p10": _quantile(ratios, 0.1),
-            "p90": _quantile(ratios, 0.9),
+            "p10": quantile(ratios, 0.1),
+            "p90": quantile(ratios, 0.9),
             "mean": statistics.fmean(ratios),
         }
 
@@ -213,15 +208,15 @@ def _wait_behind_queue(fn) -> float:
 def _mixed(times: dict, sample: float, resamples: int = 2000) -> dict:
     """1 + (1 - s)(d - 1) + s(a - 1), with d and a the median paired ratios of the disarmed and
     armed arms, and its percentile-bootstrap 95% interval (rounds resampled, both arms together)."""
+    from paired_stats import bootstrap_interval
+
     def estimate(rows):
         d = statistics.median(times["disarmed"][i] / times["plain"][i] for i in rows)
         a = statistics.median(times["armed"][i] / times["plain"][i] for i in rows)
         return 1 + (1 - sample) * (d - 1) + sample * (a - 1)
 
-    n = len(times["plain"])
-    rng = random.Random(0)
-    boot = sorted(estimate(rng.choices(range(n), k=n)) for _ in range(resamples))
-    return {"ratio": estimate(range(n)), "ci95": [boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]]}
+    rounds = len(times["plain"])
+    return {"ratio": estimate(range(rounds)), "ci95": list(bootstrap_interval(estimate, rounds, resamples=resamples))}
 
 
 def _region_cost_ns(regions, calls=200_000) -> float:

@@ -48,11 +48,23 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def median_ratio_interval(baseline: list[float], candidate: list[float], *, resamples: int = 5000, seed: int = 0) -> RatioEstimate:
-    """The median paired ratio and its percentile-bootstrap 95% interval. Seeded, so the same rounds
-    always give the same interval."""
-    ratios = paired_ratios(baseline, candidate)
+def quantile(values: list[float], q: float) -> float:
+    """The nearest-rank `q` quantile (the spread a bench reports beside its interval: p10, p90)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bootstrap_interval(estimate, rounds: int, *, resamples: int = 5000, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap 95% interval of `estimate(rows)`, a figure computed from a list of round
+    indices: the rounds are resampled with replacement, so arms measured in the same round stay
+    together. Seeded, so the same rounds always give the same interval."""
     rng = random.Random(seed)
-    n = len(ratios)
-    medians = sorted(statistics.median(rng.choices(ratios, k=n)) for _ in range(resamples))
-    return RatioEstimate(statistics.median(ratios), _percentile(medians, 0.025), _percentile(medians, 0.975), n)
+    boot = sorted(estimate(rng.choices(range(rounds), k=rounds)) for _ in range(resamples))
+    return _percentile(boot, 0.025), _percentile(boot, 0.975)
+
+
+def median_ratio_interval(baseline: list[float], candidate: list[float], *, resamples: int = 5000, seed: int = 0) -> RatioEstimate:
+    """The median paired ratio and its percentile-bootstrap 95% interval."""
+    ratios = paired_ratios(baseline, candidate)
+    low, high = bootstrap_interval(lambda rows: statistics.median(ratios[i] for i in rows), len(ratios), resamples=resamples, seed=seed)
+    return RatioEstimate(statistics.median(ratios), low, high, len(ratios))

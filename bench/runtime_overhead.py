@@ -32,7 +32,7 @@ import time
 
 import torch
 import torch.nn as nn
-from paired_stats import median_ratio_interval  # bench/ is sys.path[0] when run as a script
+from paired_stats import median_ratio_interval, quantile  # bench/ is sys.path[0] when run as a script
 
 import syncscope
 
@@ -231,11 +231,6 @@ def shim_costs():
     return costs
 
 
-def _quantile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main():
     parser = argparse.ArgumentParser()
     # Short rounds, many of them: the GPU hosts' slow spells last a few hundred ms (a 50-step
@@ -315,7 +310,7 @@ def main():
         "target_width_met": wall_estimate.width <= args.target_width,
         "ratio_of_medians": statistics.median(trapped) / statistics.median(plain),
         "steps_per_round": args.steps,
-        "round_ratio_p10_p90": [_quantile([t / p for p, t in zip(plain, trapped)], q) for q in (0.1, 0.9)],
+        "round_ratio_p10_p90": [quantile([t / p for p, t in zip(plain, trapped)], q) for q in (0.1, 0.9)],
         "cpu_ratio": cpu_estimate.median,
         "cpu_ratio_ci95": [cpu_estimate.low, cpu_estimate.high],
         "plain_cpu_ms": statistics.median(plain_cpu) * 1e3,
