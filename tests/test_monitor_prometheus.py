@@ -104,6 +104,19 @@ def prometheus(tmp_path):
         log.close()
 
 
+def _held_sync_counts(api: int, expected: dict, timeout: float = 20.0) -> dict:
+    """The per-site sync counts Prometheus holds, asked again until they equal `expected` or time
+    runs out (the last scrape may still be being stored). Prometheus marks a target's series
+    stale once it stops answering, so this asks for the last value each series had."""
+    deadline = time.monotonic() + timeout
+    while True:
+        series = _query(api, "max_over_time(syncscope_host_syncs_total[10m])")
+        held = {(s["metric"]["site"], s["metric"]["kind"], s["metric"]["function"]): int(float(s["value"][1])) for s in series}
+        if held == expected or time.monotonic() > deadline:
+            return held
+        time.sleep(0.5)
+
+
 def _report_counts(paths) -> dict[tuple[str, str, str], int]:
     counts: dict[tuple[str, str, str], int] = collections.Counter()
     for path in paths:
@@ -141,16 +154,7 @@ def test_prometheus_holds_the_sampled_counts_of_every_process(prometheus, tmp_pa
     worker_reports = [r for r in loaded if r.get("process_name", "").startswith("worker")]
     assert len(worker_reports) == 2 and all(r["summary"]["in_scope_events"] > 0 for r in worker_reports)
 
-    # Prometheus marks a target's series stale once it stops answering, so ask for the last
-    # value each series had; the last scrape may still be being stored, so ask until it is.
-    deadline = time.monotonic() + 20
-    while True:
-        series = _query(api_port, "max_over_time(syncscope_host_syncs_total[10m])")
-        held = {(s["metric"]["site"], s["metric"]["kind"], s["metric"]["function"]): int(float(s["value"][1])) for s in series}
-        if held == expected or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    assert held == expected
+    assert _held_sync_counts(api_port, expected) == expected
 
     sampled = _query(api_port, "max_over_time(syncscope_sampled_regions_total[10m])")
     regions = _query(api_port, "max_over_time(syncscope_regions_total[10m])")
@@ -227,14 +231,7 @@ def test_prometheus_holds_the_last_sync_and_time_slices(prometheus, tmp_path, pr
     assert run.returncode == 0, run.stderr
     expected = _report_counts([tmp_path / "r.json"])
     assert expected and all(n > 0 for n in expected.values())
-    deadline = time.monotonic() + 20
-    while True:
-        series = _query(api_port, "max_over_time(syncscope_host_syncs_total[10m])")
-        held = {(s["metric"]["site"], s["metric"]["kind"], s["metric"]["function"]): int(float(s["value"][1])) for s in series}
-        if held == expected or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    assert held == expected
+    assert _held_sync_counts(api_port, expected) == expected
     if "time" in options:
         report = json.load(open(tmp_path / "r.json"))
         sampled_s = _query(api_port, "max_over_time(syncscope_sampled_seconds_total[10m])")
