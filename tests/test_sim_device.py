@@ -14,6 +14,7 @@ import torch.nn.functional as F
 import syncscope
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.sim import SimulatedCudaTensor, SimulatedDeviceError
+from tests.marked_lines import events_in, marked_line
 from tests.sim_grad_modes import grad_mode  # noqa: F401
 
 HERE = os.path.basename(__file__)
@@ -21,16 +22,11 @@ pytestmark = pytest.mark.usefixtures("grad_mode")
 
 
 def _line(marker: str) -> int:
-    """The line of this file that holds `marker` in a comment."""
-    with open(__file__) as f:
-        for number, text in enumerate(f, start=1):
-            if text.rstrip().endswith(f"# {marker}"):
-                return number
-    raise AssertionError(marker)
+    return marked_line(__file__, marker)
 
 
 def _mine(events):
-    return [e for e in events if os.path.basename(e.site.path) == HERE]
+    return events_in(events, __file__)
 
 
 # -- the device as a program sees it ---------------------------------------------------------------

@@ -4,29 +4,24 @@ syncing line, with the line where the capture began) and refused as a GPU refuse
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
 
 import syncscope
 from syncscope.runtime.events import SyncKind as K
+from tests.marked_lines import events_in, marked_line
 from tests.sim_grad_modes import grad_mode  # noqa: F401
 
-HERE = os.path.basename(__file__)
 pytestmark = pytest.mark.usefixtures("grad_mode")
 
 
 def _line(marker: str) -> int:
-    with open(__file__) as f:
-        for number, text in enumerate(f, start=1):
-            if text.rstrip().endswith(f"# {marker}"):
-                return number
-    raise AssertionError(marker)
+    return marked_line(__file__, marker)
 
 
 def _mine(events):
-    return [e for e in events if os.path.basename(e.site.path) == HERE]
+    return events_in(events, __file__)
 
 
 def _step(layer, x):
