@@ -426,8 +426,8 @@ class CudaDetector:
     # -- the shims -----------------------------------------------------------------------------
     def _shim_for(self, spec: ShimSpec, original: Callable) -> Callable:
         """The shim wrapping `original`, made once per detector: monitor mode installs and takes
-        out the same detector around every sampled step, and a re-install that allocates nothing
-        is a fraction of the cost of building ~40 closures again. A new original (someone else
+        out the same detector around every sampled step, and a re-install that reuses the shims
+        costs a fraction of building ~40 closures again. A new original (someone else
         patched the attribute since) gets a new shim."""
         key = (id(spec.owner), spec.name)
         cached = self._shim_cache.get(key)
