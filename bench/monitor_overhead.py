@@ -4,7 +4,7 @@
    (each step one region, as a server marks its decode step), arms interleaved in one process in
    short rounds (the order alternates each round). A monitor at rate s costs (1 - s) x the
    overhead of an unsampled step + s x that of a sampled one; the two are measured as arms of their
-   own (`disarmed`: the gate draws and never samples; `armed`: every step sampled, so the
+   own (`disarmed`: the gate runs and (almost) never samples; `armed`: every step sampled, so the
    detector is installed at each region's entry and taken out at its exit) and the figure is that
    mix of their median paired ratios, with a bootstrap 95% interval. The real monitor at rate s is
    a third arm, for reference (the median of its rounds cannot see the rare sampled steps). On a

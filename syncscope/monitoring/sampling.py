@@ -1,14 +1,14 @@
 """Which syncs a monitor records: a sampled fraction of regions, or of time.
 
 Region sampling (the default): at the entry of each outermost region (`syncscope.region`,
-`--scope`, `--module-forward`) one draw decides whether the trap is armed for the whole region;
-the decision lives in a context variable, so other threads and tasks keep their own. Time slicing
+`--scope`, `--module-forward`) the gate decides whether the trap is armed for the whole region
+(each region independently, with probability `sample`: `Gate.enter`); the decision lives in a context variable, so other threads and tasks keep their own. Time slicing
 (for programs without regions): a timer thread arms the trap for `sample * period` seconds out of
 every `period`, for the whole process.
 
 While nothing is armed on a real GPU, the detector is not installed at all (no shims, torch's
 sync-debug mode off), so an unsampled step runs the program's own code and nothing else: the only
-cost is the draw at region entry. The simulated device cannot be taken out (the program runs on
+cost is a counter step and a comparison at region entry. The simulated device cannot be taken out (the program runs on
 it), so there the recorder drops what is not sampled.
 """
 

@@ -89,7 +89,7 @@ class region:
         outer = _regions.get()
         token = _regions.set(outer + (self.name,))
         policy_token = _policy_override.set(self.policy) if self.policy is not None else None
-        if outer:  # nested: the outermost region holds the draw and the step
+        if outer:  # nested: the outermost region holds the sampling decision and the step
             self._saved.append((token, policy_token, None, None, None))
             return None
         gate = sampler
