@@ -79,7 +79,7 @@ def overhead(args) -> dict:
         arm = disarm = None
         on_regions = cpu_session.make_metrics().on_regions
     # The monitor at rate s costs (1 - s) x an unsampled step's overhead + s x a sampled step's.
-    # Both are measured as paired arms: `disarmed` is the same gate code drawing (almost) never,
+    # Both are measured as paired arms: `disarmed` is the same gate code sampling (almost) never,
     # `armed` samples every step, so each step arms the detector at its region's entry and takes it
     # out at its exit, as a sampled step does. `monitor` is the real thing at rate s, for reference:
     # its median round hides the rare sampled steps, which is why the figure is the mix.
@@ -150,7 +150,7 @@ def overhead(args) -> dict:
         arm_disarm_wait = _wait_behind_queue(lambda: (arm(), disarm()))
     region_ns = _region_cost_ns(regions)  # the real monitor's region entry, per step, in isolation
     sampler, regions.sampler = regions.sampler, None
-    region_alone_ns = _region_cost_ns(regions)  # the same region without the monitor's draw
+    region_alone_ns = _region_cost_ns(regions)  # the same region without the monitor's gate
     regions.sampler = sampler
     if monitor:
         events = len(monitor.trap.events)
@@ -221,7 +221,7 @@ def _mixed(times: dict, sample: float, resamples: int = 2000) -> dict:
 
 def _region_cost_ns(regions, calls=200_000) -> float:
     """Thread CPU time of one `with region("step"): pass` minus an empty loop's, per call (the
-    region's entry and exit with the monitor's draw; sampled ones included at the set rate)."""
+    region's entry and exit with the monitor's gate; sampled ones included at the set rate)."""
     def loop(in_region):
         c0 = time.thread_time_ns()
         if in_region:
