@@ -2,14 +2,17 @@
 
 1. `overhead`: the sync-free step loop of bench/runtime_overhead.py, plain vs under the monitor
    (each step one region, as a server marks its decode step), arms interleaved in one process in
-   short rounds (the order alternates each round). A monitor at rate s costs (1 - s) x the
-   overhead of an unsampled step + s x that of a sampled one; the two are measured as arms of their
-   own (`disarmed`: the gate runs and (almost) never samples; `armed`: every step sampled, so the
-   detector is installed at each region's entry and taken out at its exit) and the figure is that
-   mix of their median paired ratios, with a bootstrap 95% interval. The real monitor at rate s is
-   a third arm, for reference (the median of its rounds cannot see the rare sampled steps). On a
-   GPU the real monitor runs (`syncscope.monitor(device="cuda")`). Without one, the CPU figure
-   is the region and the gate alone around the same loop on CPU tensors: no detector to arm.
+   short rounds (a fresh random order each round). A monitor at rate s with runs of B sampled
+   regions costs (1 - s) x an unsampled step's overhead + s x a sampled step's, and a sampled
+   step pays the shims plus 1/B of one arm-and-disarm of the detector. Measured as arms of their
+   own: `disarmed` (the gate runs and (almost) never samples), `installed` (every step sampled,
+   the detector in all along: the shims' cost) and `cycled` (every step sampled and the detector
+   armed at its entry and taken out at its exit: shims + one arm and disarm per step); the
+   figure is 1 + (1 - s)(d - 1) + s((i - 1) + (c - i) / B) of their median paired ratios, with a
+   bootstrap 95% interval. The real monitor at rate s is one more arm, for reference (the median
+   of its rounds cannot see the rare sampled runs). On a GPU the real monitor runs
+   (`syncscope.monitor(device="cuda")`). Without one, the CPU figure is the region and the gate
+   alone around the same loop on CPU tensors: no detector to arm.
 
 2. `rate`: a loop with exactly one sync per step, steadily paced, under
    `syncscope run --monitor --sample 0.01`, scraped by a real Prometheus server (Debian's
@@ -17,7 +20,7 @@
    scaled by the sampled fraction of regions, against the true rate the loop measured itself:
    must be within 10%.
 
-    python bench/monitor_overhead.py overhead [--steps 5] [--rounds 1500] [--max-seconds 300] [--out r.json]
+    python bench/monitor_overhead.py overhead [--steps 5] [--rounds 1500] [--max-seconds 300] [--sample-run 8] [--out r.json]
     python bench/monitor_overhead.py rate [--seconds 40] [--device cuda|sim] [--prometheus PATH] [--out r.json]
 """
 
@@ -67,7 +70,7 @@ def overhead(args) -> dict:
         torch.set_num_threads(1)  # a shared 2-core host: keep the step on one core
     monitor = None
     if cuda:
-        monitor = syncscope.monitor(sample=args.sample, port=_free_port(), device="cuda", seed=0)
+        monitor = syncscope.monitor(sample=args.sample, sample_run=args.sample_run, port=_free_port(), device="cuda", seed=0)
         real_gate = monitor.session.gate
         arm, disarm, on_regions = real_gate._arm_detector, real_gate._disarm_detector, real_gate._on_regions
     else:
@@ -76,30 +79,37 @@ def overhead(args) -> dict:
         from syncscope.monitoring import session as monitor_session
 
         cpu_session = monitor_session.start(monitor_session.MonitorOptions(sample=args.sample, port=None))
-        arm = disarm = None
+        arm = disarm = lambda: None  # noqa: E731
         on_regions = cpu_session.make_metrics().on_regions
-    # The monitor at rate s costs (1 - s) x an unsampled step's overhead + s x a sampled step's.
-    # Both are measured as paired arms: `disarmed` is the same gate code sampling (almost) never,
-    # `armed` samples every step, so each step arms the detector at its region's entry and takes it
-    # out at its exit, as a sampled step does. `monitor` is the real thing at rate s, for reference:
-    # its median round hides the rare sampled steps, which is why the figure is the mix.
+    # See the docstring: `disarmed` samples (almost) never; `installed` samples every step with
+    # the detector in all along (put in before the timed steps, taken out after them); `cycled`
+    # samples every step and arms and disarms around each one, as a run of one region would.
     gates = {
-        "monitor": regions.sampler if cuda else Gate(args.sample, seed=0, on_regions=on_regions),
+        "monitor": regions.sampler if cuda else Gate(args.sample, run_length=args.sample_run, seed=0, on_regions=on_regions),
         "disarmed": Gate(1e-12, seed=0, on_regions=on_regions),
-        "armed": Gate(1.0, seed=0, arm_detector=arm, disarm_detector=disarm, on_regions=on_regions),
     }
+    gates["installed"] = Gate(1.0, seed=0, arm_detector=arm, disarm_detector=disarm, on_regions=on_regions)
+    gates["cycled"] = Gate(1.0, seed=0, on_regions=on_regions)
     regions.sampler = None
 
     def sync():
         if cuda:
             torch.cuda.synchronize()
 
-    def run(steps, gate):
+    def run(steps, name):
+        gate = arms[name]
+        if name == "installed":
+            arm()  # the gate's own arm at the first region is then a no-op
         sync()
         regions.sampler = gate
         t0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(steps):
-            if gate is not None:
+            if name == "cycled":
+                arm()
+                with regions.region("step"):
+                    ro.step(model, x, positions, ids, device)
+                disarm()
+            elif gate is not None:
                 with regions.region("step"):
                     ro.step(model, x, positions, ids, device)
             else:
@@ -108,6 +118,10 @@ def overhead(args) -> dict:
         sync()
         elapsed = time.perf_counter() - t0
         regions.sampler = None
+        if name in ("installed", "monitor"):
+            # Outside the timed steps: the next arm must not run with the detector in (the
+            # monitor's run may go on past its round; its next region puts the detector back).
+            gate.take_detector_out()
         return elapsed / steps, (c1 - c0) / steps
 
     arms = {"plain": None, **gates}
@@ -117,8 +131,8 @@ def overhead(args) -> dict:
         positions = torch.arange(32, device=device)
         ids = torch.arange(4).pin_memory() if cuda else torch.arange(4)
         for _ in range(3):
-            for gate in arms.values():
-                run(5, gate)
+            for name in arms:
+                run(5, name)
         wall = {name: [] for name in arms}
         cpu = {name: [] for name in arms}
         started = time.monotonic()
@@ -131,7 +145,7 @@ def overhead(args) -> dict:
             names = list(arms)
             order.shuffle(names)
             for name in names:
-                w, c = run(args.steps, arms[name])
+                w, c = run(args.steps, name)
                 wall[name].append(w)
                 cpu[name].append(c)
             if time.monotonic() - started > args.max_seconds:
@@ -141,7 +155,7 @@ def overhead(args) -> dict:
     loop_regions, loop_sampled = counts.regions, counts.sampled
     detector = monitor.trap.detector if monitor else None
     arm_disarm_us = arm_disarm_wait = None
-    if arm is not None:  # what a sampled step pays at its region's entry and exit, in isolation
+    if cuda:  # what a run of sampled steps pays at its first region's entry and last one's exit, in isolation
         began = time.perf_counter()
         for _ in range(200):
             arm()
@@ -177,8 +191,10 @@ def overhead(args) -> dict:
         "steps_per_round": args.steps,
         "rounds": len(wall["plain"]),
         "plain_step_ms": statistics.median(wall["plain"]) * 1e3,
-        "mixed_wall_ratio": _mixed(wall, args.sample),  # the figure: (1 - s) x disarmed + s x armed
-        "mixed_cpu_ratio": _mixed(cpu, args.sample),
+        "sample_run": args.sample_run,
+        # The figure: (1 - s) x an unsampled step + s x a sampled one (shims + 1/B of an arm and disarm).
+        "mixed_wall_ratio": _mixed(wall, args.sample, args.sample_run),
+        "mixed_cpu_ratio": _mixed(cpu, args.sample, args.sample_run),
         "wall_ratio_by_arm": {name: paired(wall["plain"], wall[name]) for name in gates},
         "cpu_ratio_by_arm": {name: paired(cpu["plain"], cpu[name]) for name in gates},
         # The region's cost measured in isolation (no step around it).
@@ -205,15 +221,15 @@ def _wait_behind_queue(fn) -> float:
     return wait_behind_queue(gpu, time.perf_counter_ns, calibrate(gpu, time.perf_counter_ns, 10_000_000), fn)
 
 
-def _mixed(times: dict, sample: float, resamples: int = 2000) -> dict:
-    """1 + (1 - s)(d - 1) + s(a - 1), with d and a the median paired ratios of the disarmed and
-    armed arms, and its percentile-bootstrap 95% interval (rounds resampled, both arms together)."""
+def _mixed(times: dict, sample: float, run_length: int, resamples: int = 2000) -> dict:
+    """1 + (1 - s)(d - 1) + s((i - 1) + (c - i) / B), with d, i and c the median paired ratios of
+    the disarmed, installed and cycled arms (c - i: one arm and disarm, paid once per run of B),
+    and its percentile-bootstrap 95% interval (rounds resampled, all arms together)."""
     from paired_stats import bootstrap_interval
 
     def estimate(rows):
-        d = statistics.median(times["disarmed"][i] / times["plain"][i] for i in rows)
-        a = statistics.median(times["armed"][i] / times["plain"][i] for i in rows)
-        return 1 + (1 - sample) * (d - 1) + sample * (a - 1)
+        d, i, c = (statistics.median(times[arm][r] / times["plain"][r] for r in rows) for arm in ("disarmed", "installed", "cycled"))
+        return 1 + (1 - sample) * (d - 1) + sample * ((i - 1) + (c - i) / run_length)
 
     rounds = len(times["plain"])
     return {"ratio": estimate(range(rounds)), "ci95": list(bootstrap_interval(estimate, rounds, resamples=resamples))}
@@ -372,6 +388,7 @@ def main() -> None:
     o.add_argument("--max-seconds", type=float, default=300.0, help="stop adding rounds after this long")
     o.add_argument("--layers", type=int, default=12)
     o.add_argument("--sample", type=float, default=0.01)
+    o.add_argument("--sample-run", type=int, default=8, help="the monitor's run length (sampled regions in a row)")
     o.add_argument("--out")
     r = sub.add_parser("rate")
     r.add_argument("--seconds", type=float, default=40)

@@ -36,39 +36,51 @@ PROGRAM = textwrap.dedent(
 
     x = torch.ones(256, 256, device="cuda")
     plain_item = torch.Tensor.item
-    mon = syncscope.monitor(sample=0.3, port=int(sys.argv[1]), device="cuda", seed=3)
-    shimmed = []
+    mon = syncscope.monitor(sample=0.3, sample_run=int(sys.argv[2]), port=int(sys.argv[1]), device="cuda", seed=3)
+    gate = mon.session.gate
+    sampled, shimmed, shimmed_after = [], [], []
     for i in range(200):
         with syncscope.region("step"):
+            sampled.append(gate.armed_here())
             shimmed.append(torch.Tensor.item is not plain_item)
             torch.cuda._sleep(200_000)  # queued work, so the read below waits for it
             (x @ x).sum().item()
-        assert torch.Tensor.item is plain_item  # disarmed between regions: no shim at all
+        shimmed_after.append(torch.Tensor.item is not plain_item)
     page = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode()
     events = list(mon.trap.events)
     counts = mon.session.gate.counts
     arms = mon.trap.detector.arms
     mon.stop()
     values = {line.split(" ")[0]: float(line.split(" ")[1]) for line in page.splitlines() if line and not line.startswith("#")}
-    print(json.dumps({"shimmed": sum(shimmed), "sampled": counts.sampled, "regions": counts.regions, "arms": arms,
-                      "events": len(events), "measured": sum(e.blocked_ns is not None and e.blocked_ns > 0 for e in events),
-                      "metrics": values}))
+    print(json.dumps({"sampled": sampled, "shimmed": shimmed, "shimmed_after": shimmed_after, "regions": counts.regions,
+                      "sampled_regions": counts.sampled, "arms": arms, "events": len(events),
+                      "measured": sum(e.blocked_ns is not None and e.blocked_ns > 0 for e in events), "metrics": values}))
     """
 )
 
 
-def test_the_detector_is_installed_only_in_sampled_regions_and_waits_are_measured(tmp_path):
+@pytest.mark.parametrize("run_length", [1, 4])
+def test_the_detector_is_installed_only_for_runs_of_sampled_regions_and_waits_are_measured(tmp_path, run_length):
     (tmp_path / "prog.py").write_text(PROGRAM)
-    run = subprocess.run([sys.executable, "prog.py", str(_free_port())], cwd=tmp_path, env=_env(), capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run([sys.executable, "prog.py", str(_free_port()), str(run_length)], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout.splitlines()[-1])
-    assert out["regions"] == 200 and 30 < out["sampled"] < 90
-    assert out["shimmed"] == out["sampled"] == out["arms"]  # armed exactly for the sampled steps
-    assert out["events"] == out["sampled"] == out["measured"]  # one timed .item() per sampled step
+    sampled = out["sampled"]
+    n = sum(sampled)
+    assert out["regions"] == 200 and out["sampled_regions"] == n and 30 < n < 90
+    assert out["shimmed"] == sampled  # the detector is in for every sampled step and no other
+    # Installed once per stretch of sampled steps, and still in after a step only when the next
+    # step is sampled too (inside a run); with runs of 1, never between steps.
+    stretches = sum(1 for i, s in enumerate(sampled) if s and (i == 0 or not sampled[i - 1]))
+    assert out["arms"] == stretches
+    assert out["shimmed_after"][:-1] == [a and b for a, b in zip(sampled, sampled[1:])]
+    # Runs of 1 at rate 0.3: ~70% of sampled steps start a stretch; runs of 4: at most a quarter.
+    assert stretches > n / 2 if run_length == 1 else stretches <= n / 4
+    assert out["events"] == n == out["measured"]  # one timed .item() per sampled step
     syncs = {k: v for k, v in out["metrics"].items() if k.startswith("syncscope_host_syncs_total{")}
-    assert list(syncs.values()) == [out["sampled"]]
-    assert out["metrics"]["syncscope_host_sync_blocked_seconds_per_sync_count"] == out["sampled"]
+    assert list(syncs.values()) == [n]
+    assert out["metrics"]["syncscope_host_sync_blocked_seconds_per_sync_count"] == n
     blocked = [v for k, v in out["metrics"].items() if k.startswith("syncscope_host_sync_blocked_seconds_total{")]
     assert blocked and blocked[0] > 0
 

@@ -126,7 +126,70 @@ def test_the_detector_is_armed_while_any_thread_runs_a_sampled_region(gate_in_re
     assert calls == ["arm"]  # the other thread's region still runs
     release.set()
     t.join()
+    assert calls == ["arm"]  # at rate 1 the next region is sampled too: the detector stays in
+    gate.stop()
     assert calls == ["arm", "disarm"]
+
+
+def _stretches(picks: list[bool]) -> list[int]:
+    """Lengths of the maximal stretches of consecutive sampled regions."""
+    lengths, current = [], 0
+    for picked in picks + [False]:
+        if picked:
+            current += 1
+        elif current:
+            lengths.append(current)
+            current = 0
+    return lengths
+
+
+def test_sampled_regions_come_in_runs_that_cover_the_set_rate(gate_in_regions):
+    gate = gate_in_regions(Gate(0.05, run_length=8, seed=5))
+    picks = []
+    for _ in range(60000):
+        with regions.region("step"):
+            picks.append(gate.armed_here())
+    assert 0.045 < sum(picks) / len(picks) < 0.055
+    stretches = _stretches(picks)
+    # Runs of 8; two runs may follow each other at once (a gap of no region), and the last one
+    # may be cut short by the end of the loop.
+    assert all(n % 8 == 0 for n in stretches[:-1]), stretches
+    assert len(stretches) > 300  # many runs, not one long one
+    # The gap between runs is geometric with mean 8 * 0.95 / 0.05 = 152 regions.
+    gaps = []
+    unsampled = 0
+    for picked in picks:
+        if picked and unsampled:
+            gaps.append(unsampled)
+            unsampled = 0
+        elif not picked:
+            unsampled += 1
+    assert 135 < sum(gaps) / len(gaps) < 170
+
+
+def test_the_detector_is_armed_once_per_run_and_out_between_runs(gate_in_regions):
+    state = {"in": False, "arms": 0}
+
+    def arm():
+        assert not state["in"]
+        state["in"] = True
+        state["arms"] += 1
+
+    def disarm():
+        assert state["in"]
+        state["in"] = False
+
+    gate = gate_in_regions(Gate(0.1, run_length=4, seed=9, arm_detector=arm, disarm_detector=disarm))
+    picks = []
+    for _ in range(20000):
+        with regions.region("step"):
+            sampled = gate.armed_here()
+            picks.append(sampled)
+            assert state["in"] == sampled  # in for every sampled region, out for every other
+    assert state["arms"] == len(_stretches(picks))  # once per stretch, not once per region
+    assert state["arms"] < sum(picks) / 3
+    gate.stop()
+    assert not state["in"]
 
 
 def test_a_thread_outside_sampled_regions_records_nothing(gate_in_regions):
@@ -245,6 +308,16 @@ def test_a_sample_rate_outside_0_1_is_refused(tmp_path, sample):
     run = _run_monitor(tmp_path, "--sample", sample)
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [f"syncscope: error: --sample {float(sample):g}: must be in (0, 1]"]
+    assert not (tmp_path / "started").exists()
+
+
+@pytest.mark.parametrize("run_length", ["0", "-3"])
+def test_a_sample_run_below_one_region_is_refused(tmp_path, run_length):
+    run = _run_monitor(tmp_path, "--sample-run", run_length)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        f"syncscope: error: --sample-run {run_length}: must be a whole number of regions, at least 1"
+    ]
     assert not (tmp_path / "started").exists()
 
 

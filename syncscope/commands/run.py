@@ -117,11 +117,11 @@ def execute(
     runner.exit_like_python(outcome)
 
 
-def _monitor_options(sample, sample_by, slice_period, port, directory, top_sites, exit_wait):
+def _monitor_options(sample, sample_by, sample_run, slice_period, port, directory, top_sites, exit_wait):
     from syncscope.monitoring.session import MonitorOptions
 
-    return MonitorOptions(sample=sample, port=port, directory=directory, mode=sample_by, period_s=slice_period,
-                          top_sites=top_sites, exit_wait_s=exit_wait)
+    return MonitorOptions(sample=sample, port=port, directory=directory, mode=sample_by, run_length=sample_run,
+                          period_s=slice_period, top_sites=top_sites, exit_wait_s=exit_wait)
 
 
 class _RunReport:
@@ -222,6 +222,7 @@ def register(app: typer.Typer) -> None:
         monitor: bool = typer.Option(False, "--monitor", help="sampled trapping with Prometheus metrics (docs/monitor.md)"),
         sample: float = typer.Option(0.01, "--sample", help="--monitor: fraction of regions (or of time) trapped, in (0, 1]"),
         sample_by: str = typer.Option("region", "--sample-by", help="--monitor: region | time (for programs without regions)"),
+        sample_run: int = typer.Option(8, "--sample-run", help="--monitor: sampled regions come in runs of this many in a row (arming paid once per run); 1: each on its own"),
         slice_period: float = typer.Option(1.0, "--slice-period", help="--monitor --sample-by time: seconds per slice"),
         metrics_port: int = typer.Option(9400, "--metrics-port", help="--monitor: port of the /metrics endpoint"),
         metrics_dir: Optional[str] = typer.Option(None, "--metrics-dir", help="--monitor: prometheus_client multiprocess dir"),
@@ -246,7 +247,7 @@ def register(app: typer.Typer) -> None:
             bubble_steps=bubble_steps,
             bubble_warmup=bubble_warmup,
             bubble_seconds=bubble_seconds,
-            monitor=_monitor_options(sample, sample_by, slice_period, metrics_port, metrics_dir, top_sites, metrics_exit_wait)
+            monitor=_monitor_options(sample, sample_by, sample_run, slice_period, metrics_port, metrics_dir, top_sites, metrics_exit_wait)
             if monitor
             else None,
         )

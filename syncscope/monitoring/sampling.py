@@ -2,7 +2,12 @@
 
 Region sampling (the default): at the entry of each outermost region (`syncscope.region`,
 `--scope`, `--module-forward`) the gate decides whether the trap is armed for the whole region
-(each region independently, with probability `sample`: `Gate.enter`); the decision lives in a context variable, so other threads and tasks keep their own. Time slicing
+(`Gate.enter`); the decision lives in a context variable, so other threads and tasks keep their
+own. Regions are sampled in runs of `run_length` consecutive regions (1: each region on its own),
+runs starting at random, so that each region is sampled with probability `sample`: installing the
+detector costs several times a sampled step's other overhead (~60 setattr/delattr on
+`torch.Tensor` and `torch`, measured in bench/monitor_overhead.py), and a run pays it once for all
+its regions. Time slicing
 (for programs without regions): a timer thread arms the trap for `sample * period` seconds out of
 every `period`, for the whole process.
 
@@ -44,23 +49,28 @@ class SamplingCounts:
 
 
 class Gate:
-    """Arms and disarms the trap. `arm_detector`/`disarm_detector` are called when the number of
-    armed regions in the process goes from 0 to 1 and back (None on the simulated device)."""
+    """Arms and disarms the trap. `arm_detector` is called when a sampled region starts while the
+    detector is out, `disarm_detector` when the last sampled region in progress ends and the next
+    region will not be sampled (None on the simulated device): inside a run of sampled regions,
+    and between two runs that follow each other at once, the detector stays in."""
 
-    def __init__(self, sample: float, *, mode: str = "region", period_s: float = 1.0, seed: int | None = None,
-                 arm_detector=None, disarm_detector=None, on_regions=None, on_slice=None):
+    def __init__(self, sample: float, *, mode: str = "region", run_length: int = 1, period_s: float = 1.0,
+                 seed: int | None = None, arm_detector=None, disarm_detector=None, on_regions=None, on_slice=None):
         self.sample = sample
+        self.run_length = run_length
         self.mode = mode
         self.period_s = period_s
         self._counts = SamplingCounts()
         self._random = random.Random(seed).random
         self._lock = threading.Lock()
         self._active = 0  # armed regions (or slices) in progress, all threads together
+        self._detector_in = False
         self._arm_detector = arm_detector
         self._disarm_detector = disarm_detector
         self._on_regions = on_regions  # metrics: called with (regions, sampled regions) to add
         self._entries = itertools.count(1)  # region mode: outermost regions entered
         self._next_sampled = self._gap()  # region mode: the index of the next sampled region
+        self._run_end = 0  # region mode: the index of the last region of the run in progress
         self._reported = 0  # of those, how many the metrics have been told of
         self._on_slice = on_slice  # metrics: called with (armed seconds, seconds) per time period
         self._time_armed = False
@@ -78,6 +88,7 @@ class Gate:
         self._lock = threading.Lock()
         self._random = random.Random().random  # not the parent's sequence of draws
         self._next_sampled = self._gap()
+        self._run_end = 0
         if self._thread is not None and not self._stop.is_set():
             self._time_armed = False
             self.start_slicing()
@@ -96,20 +107,24 @@ class Gate:
     def enter(self):
         """At an outermost region's entry. An unsampled region costs one counter step and one
         comparison, with no lock, no draw and nothing to undo at exit (it returns None): the
-        gap to the next sampled region is drawn once per sample, from the geometric distribution
-        that one draw per region would give, so each region is still sampled with probability
-        `sample`, independently of the others."""
+        gap to the next run of sampled regions is drawn once per run, from the geometric
+        distribution, so each region is sampled with probability `sample` (with runs of 1,
+        independently of the others)."""
         index = next(self._entries)  # atomic under the GIL: the 1-based count of regions so far
         if index < self._next_sampled:
             return None
         with self._lock:
             if index < self._next_sampled:  # another thread took this draw first
                 return None
-            self._next_sampled = index + self._gap()
+            if index > self._run_end:  # the first region of a new run
+                self._run_end = index + self.run_length - 1
+            self._next_sampled = index + 1 if index < self._run_end else index + self._gap()
             self._counts.sampled += 1
             self._active += 1
-            if self._active == 1 and self._arm_detector is not None:
-                self._arm_detector()
+            if not self._detector_in:
+                self._detector_in = True
+                if self._arm_detector is not None:
+                    self._arm_detector()
             # Regions up to this one not yet handed to the metrics (the unsampled ones are added
             # here, in one write, rather than one write each).
             unreported = max(0, index - self._reported)
@@ -119,20 +134,36 @@ class Gate:
         return _armed_here.set(True)
 
     def _gap(self) -> int:
-        """Regions from one sampled region to the next: 1 + the number of failures before a
-        success in Bernoulli(sample) trials, i.e. geometric."""
+        """Regions from the last region of a run to the first of the next: 1 + G, G the
+        unsampled regions between them, geometric with mean run_length * (1 - sample) / sample,
+        so that runs cover the fraction `sample` of all regions. With runs of 1 this is one
+        Bernoulli(sample) trial per region."""
         if self.sample >= 1.0:
             return 1
+        start = self.sample / (self.sample + self.run_length * (1.0 - self.sample))  # P(a run starts here)
         # random() lies in [0, 1), so log1p(-random()) is finite; log1p keeps a tiny rate (1e-18,
-        # where 1.0 - sample == 1.0) from dividing by zero.
-        return 1 + int(math.log1p(-self._random()) / math.log1p(-self.sample))
+        # where 1.0 - start == 1.0) from dividing by zero.
+        return 1 + int(math.log1p(-self._random()) / math.log1p(-start))
 
     def exit(self, token) -> None:
         _armed_here.reset(token)
         with self._lock:
             self._active -= 1
-            if self._active == 0 and self._disarm_detector is not None:
-                self._disarm_detector()
+            # Out only when no sampled region runs and the next region to come is not sampled.
+            if self._active == 0 and self._detector_in and self._next_sampled > self.regions_entered() + 1:
+                self._take_detector_out()
+
+    def take_detector_out(self) -> None:
+        """Take the detector out now if no sampled region runs, also in the middle of a run (a
+        program that stops entering regions for a while); the run's next region puts it back."""
+        with self._lock:
+            if self._active == 0 and self._detector_in:
+                self._take_detector_out()
+
+    def _take_detector_out(self) -> None:
+        self._detector_in = False
+        if self._disarm_detector is not None:
+            self._disarm_detector()
 
     def regions_entered(self) -> int:
         # itertools.count has no way to read it without stepping it; its repr is `count(N)`.
@@ -188,6 +219,9 @@ class Gate:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._set_time_armed(False)
+        with self._lock:
+            if self._detector_in:  # a run cut short by the end (or a region still running)
+                self._take_detector_out()
         self.flush()
 
 

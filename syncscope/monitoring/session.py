@@ -18,6 +18,9 @@ from syncscope.monitoring.metrics import DEFAULT_TOP_SITES
 from syncscope.monitoring.sampling import MODES
 
 DEFAULT_SAMPLE = 0.01
+# Sampled regions come in runs of this many consecutive regions, so that arming the detector is
+# paid once per run (docs/monitor.md: "Runs of sampled regions").
+DEFAULT_SAMPLE_RUN = 8
 DEFAULT_PORT = 9400
 DEFAULT_EXIT_WAIT_S = 30.0
 ENV_DIR = "PROMETHEUS_MULTIPROC_DIR"
@@ -35,6 +38,7 @@ class MonitorOptions:
     port: int | None = DEFAULT_PORT  # None: no server in this process (children, LOCAL_RANK > 0)
     directory: str | None = None  # the multiprocess directory; None: a fresh temporary one
     mode: str = "region"
+    run_length: int = DEFAULT_SAMPLE_RUN
     period_s: float = 1.0
     top_sites: int = DEFAULT_TOP_SITES
     exit_wait_s: float = DEFAULT_EXIT_WAIT_S
@@ -50,6 +54,8 @@ def check_options(options: MonitorOptions) -> None:
         raise MonitorError(f"--sample {options.sample:g}: must be in (0, 1]")
     if options.mode not in MODES:
         raise MonitorError(f"--sample-by {options.mode!r}: choose region or time")
+    if isinstance(options.run_length, bool) or not isinstance(options.run_length, int) or options.run_length < 1:
+        raise MonitorError(f"--sample-run {options.run_length!r}: must be a whole number of regions, at least 1")
     if options.period_s <= 0:
         raise MonitorError(f"--slice-period {options.period_s:g}: must be positive")
     if options.top_sites < 1:
@@ -101,6 +107,7 @@ class MonitorSession:
             "sampling": {
                 "mode": self.options.mode,
                 "rate": self.options.sample,
+                "run_length": self.options.run_length,
                 "regions": counts.regions if counts else 0,
                 "sampled_regions": counts.sampled if counts else 0,
                 "period_s": self.options.period_s if self.options.mode == "time" else None,

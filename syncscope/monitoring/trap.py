@@ -56,6 +56,7 @@ def sampled_trap(session, device: str, policy, *, allow=(), scope=(), module_for
     gate = Gate(
         options.sample,
         mode=options.mode,
+        run_length=options.run_length,
         period_s=options.period_s,
         seed=options.seed,
         arm_detector=switched.arm if switched else None,
