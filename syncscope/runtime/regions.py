@@ -82,26 +82,42 @@ class region:
     def __init__(self, name: str, *, policy: Policy | str | None = None) -> None:
         self.name = name
         self.policy = Policy(policy) if policy is not None else None
-        self._saved: list[tuple] = []
+        # What __exit__ undoes: one entry's tuple, or a list of them while this object is entered
+        # more than once (nested); no list is made for the usual single entry.
+        self._saved: tuple | list | None = None
 
     def __enter__(self) -> None:
         scoping.declared = True
         outer = _regions.get()
         token = _regions.set(outer + (self.name,))
         policy_token = _policy_override.set(self.policy) if self.policy is not None else None
-        if outer:  # nested: the outermost region holds the sampling decision and the step
-            self._saved.append((token, policy_token, None, None, None))
-            return None
-        gate = sampler
-        entered = gate.enter() if gate is not None else None
-        observer = _step_observer
-        if observer is not None:
-            observer.step_entered()
-        self._saved.append((token, policy_token, gate, entered, observer))
+        gate = entered = observer = None
+        if not outer:  # the outermost region holds the sampling decision and the step
+            gate = sampler
+            if gate is not None:
+                entered = gate.enter()
+            observer = _step_observer
+            if observer is not None:
+                observer.step_entered()
+        state = (token, policy_token, gate, entered, observer)
+        saved = self._saved
+        if saved is None:
+            self._saved = state
+        elif type(saved) is list:
+            saved.append(state)
+        else:
+            self._saved = [saved, state]
         return None
 
     def __exit__(self, *exc_info) -> bool:
-        token, policy_token, gate, entered, observer = self._saved.pop()
+        saved = self._saved
+        if type(saved) is list:
+            token, policy_token, gate, entered, observer = saved.pop()
+            if not saved:
+                self._saved = None
+        else:
+            token, policy_token, gate, entered, observer = saved
+            self._saved = None
         if entered is not None:
             gate.exit(entered)
         if policy_token is not None:
