@@ -29,6 +29,7 @@ from syncscope.runtime.sim import state
 _make_wrapper = torch.Tensor._make_wrapper_subclass
 _CPU = torch.device("cpu")
 _TensorBase = torch._C.TensorBase
+_torch_function_enabled = torch._C._is_torch_function_enabled
 # The number-protocol conversions `_SimBase` names as the real-GPU detector's shims do (a test
 # checks them against cuda.py's list).
 NUMBER_CONVERSIONS = ("__index__", "__int__", "__float__", "__bool__")
@@ -39,7 +40,12 @@ def _converting(method, t):
     previous, previous_args = local.api, local.api_args
     local.api, local.api_args = method, (t,)
     try:
-        return method(t)
+        if _torch_function_enabled() or type(t) is not SimulatedCudaTensor:
+            return method(t)  # the program's own call: mode.py's handler replays it
+        # Asked by torch's C++ inside a torch call (the handler is off there): the conversion's
+        # DeviceGuard would need a CUDA device, so convert a CPU-device view of the same data (the
+        # replay of mode.py, done here; its `item` still reaches dispatch.py as a device read).
+        return method(wrap_view(t._elem))
     finally:
         local.api, local.api_args = previous, previous_args
 
