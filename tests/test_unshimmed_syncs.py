@@ -53,6 +53,9 @@ def test_the_kinds_that_stay_as_they_were():
         x.tolist()  # tolist-call
         y = x.clone()
         y[1] = 5.0  # scalar-store
+        weight = torch.nn.Parameter(torch.zeros(3, device="cuda"))
+        with torch.no_grad():
+            weight[1] = 5.0  # parameter-store
     here = __file__
     got = {(e.site.line, e.kind) for e in events_in(t.events, here)}
     line = lambda marker: marked_line(here, marker)  # noqa: E731
@@ -65,6 +68,7 @@ def test_the_kinds_that_stay_as_they_were():
         (line("one-hot"), K.DYNAMIC_SHAPE),
         (line("tolist-call"), K.TOLIST),
         (line("scalar-store"), K.SCALAR_STORE),
+        (line("parameter-store"), K.SCALAR_STORE),  # through aten and sync_model.refine (not the fast path)
     }
 
 

@@ -30,7 +30,8 @@ def run_cases(device: str = "cuda") -> None:
     torch.arange(n, device=device)  # expect: other
     x.view(n, -1)  # expect: other
     torch.topk(x, n)  # expect: other
-    x.equal(x)  # expect: other
+    x.equal(x + 1)  # expect: other
+    # (two distinct tensors, so that no shortcut of torch's for an alias can skip the read)
 
     # -- ... through Python's number protocol (an int or float argument, a slice bound) ----------
     # The parser calls the tensor's `__index__` / `__float__`, which the shims wrap: `item`.
