@@ -4,6 +4,7 @@ per-program diff names missing and extra sites (what the lead reads after the GP
 from __future__ import annotations
 
 import json
+import sys
 
 from tests.parity import record
 from tests.parity.support import ROOT, expected_sites, portable_path, program_names
@@ -14,6 +15,20 @@ def test_paths_in_installed_packages_are_named_from_the_package_and_repository_p
     assert portable_path("/work/main/.venv/lib/python3.11/site-packages/transformers/generation/utils.py") == "transformers/generation/utils.py"
     assert portable_path(f"{ROOT}/tests/parity/programs/x.py") == "tests/parity/programs/x.py"
     assert portable_path("tests/parity/programs/x.py") == "tests/parity/programs/x.py"
+
+
+def test_a_package_found_through_pythonpath_is_named_from_the_longest_sys_path_entry_above_it(monkeypatch):
+    # The GPU run installed transformers with `pip install --target /tmp/site` (PYTHONPATH=/tmp/site).
+    entries = ["", "relative/dir", "/", "/tmp", "/tmp/site/", "/tmp/sit", "/opt/other"]
+    assert portable_path("/tmp/site/transformers/cache_utils.py", entries) == "transformers/cache_utils.py"
+    assert portable_path("/tmp/sitex/transformers/cache_utils.py", entries) == "sitex/transformers/cache_utils.py"
+    assert portable_path("/srv/transformers/cache_utils.py", entries) == "/srv/transformers/cache_utils.py"
+    # the site-packages and repository rules come first
+    assert portable_path("/tmp/site/lib/site-packages/transformers/x.py", entries) == "transformers/x.py"
+    assert portable_path(f"{ROOT}/tests/parity/programs/x.py", [str(ROOT.parent)]) == "tests/parity/programs/x.py"
+    # by default, this interpreter's sys.path
+    monkeypatch.setattr("sys.path", ["/tmp/site", *sys.path])
+    assert portable_path("/tmp/site/transformers/cache_utils.py") == "transformers/cache_utils.py"
 
 
 def _report(sites, exit_code=0):

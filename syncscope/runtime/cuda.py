@@ -138,22 +138,54 @@ def _pageable_h2d(src: Any) -> bool:
     return _pageable_host(src)
 
 
+# -- a copy of no element is no transfer -----------------------------------------------------------
+# ATen's copy_ returns before any transfer when there is no element, so the host does not wait
+# (and torch does not warn). The predictions below record without a warning, so they must not
+# predict such a copy: Hugging Face's DynamicCache starts each layer with
+# `torch.tensor([], device=...)`, which the GPU run reported as an h2d_copy (the parity suite).
+# A wrong answer here only loses the prediction: torch's own warning still marks a real sync.
+def _holds_elements(t: torch.Tensor) -> bool:
+    try:
+        return t.numel() != 0
+    except Exception:  # a subclass that cannot tell: predict as for any tensor
+        return True
+
+
+def _no_element(data: Any) -> bool:
+    """Is this copy source empty? Nested lists and tuples (rectangular, as torch requires: the
+    first item of each level stands for its level), ranges, tensors and numpy arrays. Anything
+    else (a number, an odd object) counts as holding elements; never raises."""
+    for _ in range(64):  # torch refuses deeper nesting long before this
+        if isinstance(data, (list, tuple)):
+            if not data:
+                return True
+            data = data[0]
+            continue
+        if isinstance(data, torch.Tensor):
+            return not _holds_elements(data)
+        if isinstance(data, range):
+            return not data
+        size = getattr(data, "size", None) if type(data).__module__ == "numpy" else None
+        return size == 0
+    return False
+
+
 def _predict_to(args, kwargs) -> str | None:
     # A non_blocking copy from pageable memory blocks in the driver; torch's debug mode misses it.
-    if _pageable_h2d(args[0]) and _target_is_cuda(args, kwargs) and kwargs.get("non_blocking"):
+    if _pageable_h2d(args[0]) and _target_is_cuda(args, kwargs) and kwargs.get("non_blocking") and _holds_elements(args[0]):
         return K.H2D_PAGEABLE
     return None
 
 
 def _predict_cuda(args, kwargs) -> str | None:
-    if _pageable_h2d(args[0]) and _non_blocking(args, kwargs, 2):
+    if _pageable_h2d(args[0]) and _non_blocking(args, kwargs, 2) and _holds_elements(args[0]):
         return K.H2D_PAGEABLE
     return None
 
 
 def _predict_copy(args, kwargs) -> str | None:
     dst, src = args[0], args[1]
-    if not _non_blocking(args, kwargs, 2):
+    if not _non_blocking(args, kwargs, 2) or not _holds_elements(dst):  # copy_ checks the destination's size
         return None
     if dst.is_cuda and _pageable_h2d(src):
         return K.H2D_PAGEABLE
@@ -173,7 +205,11 @@ def _always(kind: str) -> Callable:
     explicit synchronizations)."""
 
     def predict(args, kwargs) -> str | None:
-        return kind if not args or _is_cuda_tensor(args[0]) else None
+        if not args:
+            return kind
+        self = args[0]
+        # An empty tensor has nothing to read (its host copy moves no element): no wait.
+        return kind if _is_cuda_tensor(self) and _holds_elements(self) else None
 
     return predict
 
@@ -182,20 +218,36 @@ def _fixed(kind: str) -> Callable:
     return lambda args, kwargs: kind
 
 
+def _host_data_to_device(data: Any) -> bool:
+    """Does building a device tensor from `data` copy host memory to the device? Not when there
+    is no element, nor from a tensor already on a GPU (a device-to-device copy)."""
+    if _is_cuda_tensor(data):
+        return False
+    return not _no_element(data)
+
+
+def _on_cuda(device: Any) -> bool:
+    try:
+        return torch.device(device).type == "cuda"
+    except (RuntimeError, TypeError, ValueError):
+        return False  # torch raises its own error for a bad device
+
+
 def _predict_factory(args, kwargs) -> str | None:
     device = kwargs.get("device")
-    if device is None:
+    if device is None or not _on_cuda(device):
         return None
-    try:
-        return K.H2D_COPY if torch.device(device).type == "cuda" else None
-    except (RuntimeError, TypeError):
-        return None
+    data = args[0] if args else kwargs.get("data")
+    return K.H2D_COPY if _host_data_to_device(data) else None
 
 
 def _predict_new_tensor(args, kwargs) -> str | None:
     device = kwargs.get("device")
-    on_cuda = args[0].is_cuda if device is None else torch.device(device).type == "cuda"
-    return K.H2D_COPY if on_cuda else None
+    on_cuda = args[0].is_cuda if device is None else _on_cuda(device)
+    if not on_cuda:
+        return None
+    data = args[1] if len(args) > 1 else kwargs.get("data")
+    return K.H2D_COPY if _host_data_to_device(data) else None
 
 
 @dataclass(frozen=True)
@@ -261,6 +313,14 @@ def _shim_specs() -> list[ShimSpec]:
             ShimSpec(accelerator, "synchronize", "torch.accelerator.synchronize", _fixed(K.DEVICE_SYNC), _fixed(K.DEVICE_SYNC))
         )
     return specs
+
+
+def shimmed_api_names() -> frozenset[str]:
+    """The Python-level APIs this detector wraps, by name (`Tensor.item`, `torch.nonzero`). A sync
+    torch raises in C++ under any other torch call (`torch.full(..., fill_value=cuda_scalar)`
+    reads its fill value on the host) reaches no shim: this detector records it as `other`, and
+    the simulated device names it so too (sim/sync_model.py)."""
+    return frozenset(spec.api for spec in _shim_specs())
 
 
 def _basic_indexing_fast_path(shim: Callable, original: Callable) -> Callable:

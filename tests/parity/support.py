@@ -85,15 +85,27 @@ def run_many(jobs: list[tuple], workers: int = 2) -> list[Run]:
         return list(pool.map(lambda job: run_program(*job), jobs))
 
 
-def portable_path(path: str) -> str:
+def portable_path(path: str, search_path: list[str] | None = None) -> str:
     """A site's path as it reads on any machine: inside an installed package, from the package
-    (`transformers/generation/utils.py`); under the repository, relative to it."""
+    (`transformers/generation/utils.py`); under the repository, relative to it; else relative to
+    the longest entry of `search_path` (sys.path) it lies under: a package installed with
+    `pip install --target /tmp/site` and found through PYTHONPATH has no site-packages in its path."""
     path = path.replace(os.sep, "/")
     stripped = _SITE_PACKAGES.sub("", path)
     if stripped != path:
         return stripped
     root = str(ROOT).replace(os.sep, "/") + "/"
-    return path[len(root):] if path.startswith(root) else path
+    if path.startswith(root):
+        return path[len(root):]
+    entries = sys.path if search_path is None else search_path
+    best = ""
+    for entry in entries:
+        if not isinstance(entry, str) or not os.path.isabs(entry):
+            continue  # "" (the working directory) and relative entries say nothing about a full path
+        prefix = entry.replace(os.sep, "/").rstrip("/") + "/"
+        if prefix != "/" and path.startswith(prefix) and len(prefix) > len(best):
+            best = prefix
+    return path[len(best):] if best else path
 
 
 def site_set(report: dict) -> set[tuple[str, int, str]]:

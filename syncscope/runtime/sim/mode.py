@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from syncscope.runtime.events import SyncKind as K
-from syncscope.runtime.sim import devices, graphs, race, state, subclasses, whole_ops
+from syncscope.runtime.sim import devices, graphs, race, state, subclasses, sync_model, whole_ops
 from syncscope.runtime.sim import autograd as sim_autograd
 from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
@@ -287,10 +287,17 @@ def _factory(func, args, kwargs):
     elif pinned:
         raise RuntimeError("pin_memory=True is only for host tensors")
     if holds_simulated(args):  # torch.tensor([cuda_t, ...]) reads each on the host first: on a GPU item, then h2d_copy
-        state.sync(K.ITEM, state.api_name(func))
+        state.sync(sync_model.refine(K.ITEM, func, args), state.api_name(func))
         args = unwrap_nested(args)
-    with _DisableSubclass():
-        out = func(*args, **ukwargs)
+    # Named after this call: a device tensor among the keywords (`torch.full(...,
+    # fill_value=cuda_scalar)`) is read on the host by torch's argument parser.
+    previous, previous_args = local.api, local.api_args
+    local.api, local.api_args = func, args
+    try:
+        with _DisableSubclass():
+            out = func(*args, **ukwargs)
+    finally:
+        local.api, local.api_args = previous, previous_args
     if isinstance(out, torch.Tensor):
         if copies and out.numel():  # recorded once the size is known
             state.sync(K.H2D_COPY, state.api_name(func))

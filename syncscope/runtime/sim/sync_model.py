@@ -19,11 +19,13 @@ plain ones) and returns a `SyncKind` or None. `rule_for(op)` is computed once pe
 
 from __future__ import annotations
 
+import types
 from typing import Callable, Optional
 
 import torch
 
 from syncscope.runtime.events import SyncKind as K
+from syncscope.runtime.sim import state
 from syncscope.runtime.sim.tensor import _SimBase, is_pinned
 
 aten = torch.ops.aten
@@ -199,4 +201,35 @@ def refine(kind: str, api_func, api_args: tuple) -> str:
         return K.DYNAMIC_SHAPE  # one_hot without num_classes reads max() to size its output
     elif name in ("tolist",) and kind in (K.ITEM, K.CPU_COPY):
         return K.TOLIST
+    if unshimmed_c_call(api_func):
+        return K.OTHER
     return kind
+
+
+# What a torch callable implemented in C is: a function (`torch.full`), a method (`Tensor.view`)
+# or a slot (`Tensor.__getitem__`). Between such a call and the sync it raises in C++ no Python
+# code runs, so no shim of the real-GPU detector can: there the sync arrives as torch's bare
+# sync-debug warning, recorded as `other` (cuda.py, `_showwarning`). A Python function of torch
+# (`torch.unique`, `Tensor.__format__`) may reach a shimmed API on the way: its kind is kept.
+_C_CALLABLES = (
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.ClassMethodDescriptorType,
+)
+_shimmed: list = []  # [the API names cuda.py's shims wrap], read on first use
+
+
+def unshimmed_c_call(api_func) -> bool:
+    """Is `api_func` a C-implemented torch callable that the real-GPU detector does not shim?
+    (`torch.full`: its `fill_value=cuda_scalar` is read on the host with no shim in between.)"""
+    if type(api_func) not in _C_CALLABLES:
+        return False
+    if not _shimmed:
+        # One definition for both devices: the names of cuda.py's shims. Imported on the first
+        # sync that needs it (cuda.py is the GPU detector; a sim run need not load it otherwise).
+        from syncscope.runtime.cuda import shimmed_api_names
+
+        _shimmed.append(shimmed_api_names())
+    return state.api_name(api_func) not in _shimmed[0]

@@ -28,6 +28,26 @@ from syncscope.runtime.sim import state
 
 _make_wrapper = torch.Tensor._make_wrapper_subclass
 _CPU = torch.device("cpu")
+_TensorBase = torch._C.TensorBase
+_torch_function_enabled = torch._C._is_torch_function_enabled
+# The number-protocol conversions `_SimBase` names as the real-GPU detector's shims do (a test
+# checks them against cuda.py's list).
+NUMBER_CONVERSIONS = ("__index__", "__int__", "__float__", "__bool__")
+
+
+def _converting(method, t):
+    local = state.local
+    previous, previous_args = local.api, local.api_args
+    local.api, local.api_args = method, (t,)
+    try:
+        if _torch_function_enabled() or type(t) is not SimulatedCudaTensor:
+            return method(t)  # the program's own call: mode.py's handler replays it
+        # Asked by torch's C++ inside a torch call (the handler is off there): the conversion's
+        # DeviceGuard would need a CUDA device, so convert a CPU-device view of the same data (the
+        # replay of mode.py, done here; its `item` still reaches dispatch.py as a device read).
+        return method(wrap_view(t._elem))
+    finally:
+        local.api, local.api_args = previous, previous_args
 
 
 class _SimBase(torch.Tensor):
@@ -43,6 +63,23 @@ class _SimBase(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(cls, func, args, kwargs or {})
+
+    # Python's number protocol (`operator.index(t)`, `float(t)`, `if t:`), also when torch's C++
+    # asks it: an `int` argument (`x.softmax(dim=t)`), a `float` one, a slice bound (`x[:t]`).
+    # The real-GPU detector shims these four on torch.Tensor, so a sync there is named after the
+    # conversion (`item`), not after the C++ call that asked for it (`other`): named here too, as
+    # the Python call in progress, since torch's own hook for them is off inside a torch call.
+    def __index__(self):
+        return _converting(_TensorBase.__index__, self)
+
+    def __int__(self):
+        return _converting(_TensorBase.__int__, self)
+
+    def __float__(self):
+        return _converting(_TensorBase.__float__, self)
+
+    def __bool__(self):
+        return _converting(_TensorBase.__bool__, self)
 
     # The real CUDA tensor's answers for host-side questions.
     def __reduce_ex__(self, proto):  # pickling a device tensor: like torch, go through the host
