@@ -356,3 +356,16 @@ def test_a_thread_that_outlives_the_trap_steps_aside():
     assert results.get(timeout=30) == 4.0
     jobs.put(None)
     th.join()
+
+
+def test_an_op_that_needs_a_real_device_is_recognised_on_either_build_of_torch():
+    # The simulated device replays an op on CPU-device views when its device guard fails: on a
+    # CPU-only build with "not linked with support for cuda devices", on a CUDA build on a machine
+    # without a usable GPU with the driver's words (torch 2.13.0+cu130, no GPU).
+    from syncscope.runtime.sim.cuda_guard import needs_a_real_device
+
+    assert needs_a_real_device(RuntimeError("PyTorch is not linked with support for cuda devices"))
+    assert needs_a_real_device(RuntimeError("CUDA error: CUDA driver version is insufficient for CUDA runtime version"))
+    assert needs_a_real_device(RuntimeError("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU"))
+    assert not needs_a_real_device(RuntimeError("The size of tensor a (3) must match the size of tensor b (4)"))
+    assert not needs_a_real_device(ValueError("Found no NVIDIA driver"))  # not an op's error

@@ -17,6 +17,7 @@ import torch
 
 from syncscope.runtime.sim import autograd, devices, graphs, race, state, sync_model
 from syncscope.runtime.sim import tensor as _tensor_module
+from syncscope.runtime.sim.cuda_guard import needs_a_real_device
 from syncscope.runtime.sim.tensor import HostGuardView, SimulatedCudaTensor, _SimBase, is_pinned, mark_pinned, wrap_as
 
 aten = torch.ops.aten
@@ -141,7 +142,7 @@ def _decompose(func, args, kwargs):
         try:
             return func.decompose(*args, **kwargs)
         except (NotImplementedError, RuntimeError) as exc:
-            if "'CUDA' backend" not in str(exc) and "not linked with support for cuda" not in str(exc):
+            if not needs_a_real_device(exc):
                 raise
         _allocates_alone.add(func)
     with dispatch_mode():

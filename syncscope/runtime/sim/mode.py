@@ -29,6 +29,7 @@ from syncscope.runtime.sim import devices, graphs, race, state, subclasses, sync
 from syncscope.runtime.sim import autograd as sim_autograd
 from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
+from syncscope.runtime.sim.cuda_guard import needs_a_real_device
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
     HostGuardView,
@@ -44,7 +45,6 @@ from syncscope.runtime.sim.tensor import (
 
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
 _capturing = graphs.capturing
-_GUARD_ERROR = "not linked with support for cuda devices"
 _CPU = torch.device("cpu")
 T = torch.Tensor
 local = state.local
@@ -154,7 +154,7 @@ def _to(func, args, kwargs):
         try:
             return _call(func, args, kwargs)
         except RuntimeError as exc:
-            if _GUARD_ERROR not in str(exc):
+            if not needs_a_real_device(exc):
                 raise
         return whole_ops.to_same_device(_call, func, args, kwargs)
     device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
@@ -323,7 +323,7 @@ def _call(func, args, kwargs):
         with _DisableSubclass():
             return func(*args, **kwargs)
     except RuntimeError as exc:
-        if _GUARD_ERROR in str(exc) and _has_sim(args):
+        if needs_a_real_device(exc) and _has_sim(args):
             return _replay(func, args, kwargs)
         raise
     finally:
