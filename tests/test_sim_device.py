@@ -362,7 +362,7 @@ def test_an_op_that_needs_a_real_device_is_recognised_on_either_build_of_torch()
     # The simulated device replays an op on CPU-device views when its device guard fails: on a
     # CPU-only build with "not linked with support for cuda devices", on a CUDA build on a machine
     # without a usable GPU with the driver's words (torch 2.13.0+cu130, no GPU).
-    from syncscope.runtime.sim.cuda_guard import needs_a_real_device
+    from syncscope.runtime.sim.no_device import needs_a_real_device
 
     assert needs_a_real_device(RuntimeError("PyTorch is not linked with support for cuda devices"))
     assert needs_a_real_device(RuntimeError("CUDA error: CUDA driver version is insufficient for CUDA runtime version"))

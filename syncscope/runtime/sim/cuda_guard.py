@@ -180,26 +180,6 @@ def _guarded(qualname: str, func):
     return call
 
 
-# What an op says when its device guard needs a real CUDA device the machine lacks: a CPU-only
-# build of torch, or a CUDA build with no usable GPU (no driver, an older driver, no device; the
-# second seen with torch 2.13+cu130 on a machine without a GPU). The simulated device then runs
-# the op again on CPU-device views of its tensors.
-_NO_DEVICE = (
-    "not linked with support for cuda",
-    "'CUDA' backend",
-    "Found no NVIDIA driver",
-    "CUDA driver version is insufficient",
-    "no CUDA-capable device is detected",
-    "cudaErrorNoDevice",
-    "cudaErrorInsufficientDriver",
-)
-
-
-def needs_a_real_device(exc: BaseException) -> bool:
-    text = str(exc)
-    return isinstance(exc, RuntimeError) and any(marker in text for marker in _NO_DEVICE)
-
-
 def _says_no_cuda(exc: BaseException) -> bool:
     if isinstance(exc, RuntimeError) and torch.version.cuda is not None:
         # A CUDA build of torch: the simulated device never initialized the real CUDA state, so

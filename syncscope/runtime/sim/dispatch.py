@@ -17,7 +17,7 @@ import torch
 
 from syncscope.runtime.sim import autograd, devices, graphs, race, state, sync_model
 from syncscope.runtime.sim import tensor as _tensor_module
-from syncscope.runtime.sim.cuda_guard import needs_a_real_device
+from syncscope.runtime.sim.no_device import needs_a_real_device
 from syncscope.runtime.sim.tensor import HostGuardView, SimulatedCudaTensor, _SimBase, is_pinned, mark_pinned, wrap_as
 
 aten = torch.ops.aten

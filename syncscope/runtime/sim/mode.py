@@ -29,7 +29,7 @@ from syncscope.runtime.sim import devices, graphs, race, state, subclasses, sync
 from syncscope.runtime.sim import autograd as sim_autograd
 from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch
 from syncscope.runtime.sim import dispatch as _dispatch_module
-from syncscope.runtime.sim.cuda_guard import needs_a_real_device
+from syncscope.runtime.sim.no_device import needs_a_real_device
 from syncscope.runtime.sim.dispatch import dispatch as _dispatch_op
 from syncscope.runtime.sim.tensor import (
     HostGuardView,
