@@ -209,6 +209,8 @@ def overhead(args) -> dict:
         "arm_disarm_wait_behind_queue": arm_disarm_wait,
         "detector_arms": getattr(detector, "arms", None),  # GPU: installs, the armed arm's steps included
         "syncs_recorded": events,  # the loop is sync-free: must be 0
+        # Every round's wall time per step, by arm (ms), to look at the host's noise afterwards.
+        "wall_rounds_ms": {name: [round(w * 1e3, 4) for w in wall[name]] for name in arms},
     }
 
 
