@@ -7,36 +7,22 @@ program of tests/parity/programs/ runs under `syncscope run --device cuda` and
   those programs are compared with their own GPU run only, and by site set;
 - reports the (path, line, kind) set that tests/parity/expected_sites.json holds for it: the
   GPU's sets (recorded on the H100 with `python -m tests.parity.record --device cuda --write`), which
-  the simulated device's match in CI; for compiled_decode, the simulated device's set plus the syncs
-  of Inductor compiling inside the run, which only a GPU has (GPU_EXTRAS)."""
+  the simulated device's match in CI. torch.compile's own syncs while it compiles and autotunes
+  (compiled_decode) are allowed sites with compile_phase.REASON, outside the set; nothing else is
+  allowed.""
 
 from __future__ import annotations
 
 import pytest
 
+from syncscope.runtime import compile_phase
 from tests.parity.support import (
-    ROOT, diff, expected_sites, load_expected, missing_modules, program_names, run_many, runnable, site_set,
-    stable_across_devices,
+    allow_reasons, diff, expected_sites, load_expected, missing_modules, program_names, run_many, runnable,
+    site_set, stable_across_devices,
 )
 
 pytestmark = pytest.mark.gpu
 NAMES = program_names()
-
-
-def _compiling(site) -> bool:
-    """A sync of Inductor compiling and autotuning inside the run, which only the GPU has
-    (docs/simulated-device.md, compiled code): in its generated module, or at the call of the
-    compiled function (`decode_step(...)` in compiled_decode.py)."""
-    path, line, _ = site
-    if "torchinductor_" in path:
-        return True
-    source = ROOT / path
-    return path.endswith("compiled_decode.py") and "decode_step(" in source.read_text().splitlines()[line - 1]
-
-
-# Programs whose GPU set holds the expected set plus sites explained as above (the expected set is
-# the simulated device's there: tests/parity/expected_sites.json's note says so).
-GPU_EXTRAS = {"compiled_decode": _compiling}
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +48,5 @@ def test_program_on_the_gpu_prints_plain_output_and_reports_the_expected_sites(r
         assert reference.returncode == 0, reference.stderr[-3000:]
         assert traced.stdout == reference.stdout, "GPU and CPU printouts differ (arithmetic, not syncscope)"
     got, want = site_set(traced.report), expected_sites(name)
-    if name in GPU_EXTRAS:
-        unexplained = {site for site in got - want if not GPU_EXTRAS[name](site)}
-        assert want <= got and not unexplained, f"{name}:\n{diff(want, (got & want) | unexplained)}"
-        return
+    assert allow_reasons(traced.report) <= {compile_phase.REASON}
     assert got == want, f"{name} (expected from: {load_expected()['source']}):\n{diff(want, got)}"

@@ -70,6 +70,28 @@ def test_each_outermost_region_is_drawn_once_and_nested_regions_inherit(gate_in_
     assert all(outer == inner for outer, inner in armed_inside)
 
 
+def test_one_region_object_nested_in_itself_and_a_policy_region_keep_their_state_under_a_monitor(gate_in_regions):
+    """An unsampled region takes the short path (regions.region.__enter__): a region object
+    entered again inside itself, and a region with a policy, must leave the stack, the policy and
+    the counts as they were, sampled or not."""
+    gate = gate_in_regions(Gate(0.5, seed=3))
+    step = regions.region("step")
+    armed = []
+    for _ in range(400):
+        with step:
+            assert regions._regions.get() == ("step",)
+            with step:
+                assert regions._regions.get() == ("step", "step")
+                armed.append(gate.armed_here())
+            assert regions._regions.get() == ("step",)
+        assert regions._regions.get() == () and not gate.armed_here()
+        with regions.region("strict", policy="error"):
+            assert regions.policy_override() is regions.Policy.ERROR and regions.current_region() == "strict"
+        assert regions.policy_override() is None
+    assert gate.counts.regions == 800  # two outermost regions a round; the nested entry draws nothing
+    assert 0 < sum(armed) < 400
+
+
 def test_regions_are_sampled_independently_at_the_set_rate(gate_in_regions):
     # The gate draws the gap to the next sampled region instead of one draw per region: the
     # outcome must still be one independent Bernoulli(sample) per region.

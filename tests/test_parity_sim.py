@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.parity.support import (
-    diff, expected_sites, load_expected, missing_modules, program_names, run_many, runnable, site_set,
+    allow_reasons, diff, expected_sites, load_expected, missing_modules, program_names, run_many, runnable, site_set,
 )
 
 NAMES = program_names()
@@ -43,4 +43,5 @@ def test_program_on_the_simulated_device_prints_plain_cpu_output_and_reports_the
     assert sim.returncode == 0, sim.stderr[-3000:]
     assert sim.stdout == plain.stdout
     got, want = site_set(sim.report), expected_sites(name)
+    assert not allow_reasons(sim.report), "the simulated device compiles nothing: it allows no sync"
     assert got == want, f"{name} (expected from: {load_expected()['source']}):\n{diff(want, got)}"

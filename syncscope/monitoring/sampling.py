@@ -68,8 +68,10 @@ class Gate:
         self._arm_detector = arm_detector
         self._disarm_detector = disarm_detector
         self._on_regions = on_regions  # metrics: called with (regions, sampled regions) to add
-        self._entries = itertools.count(1)  # region mode: outermost regions entered
-        self._next_sampled = self._gap()  # region mode: the index of the next sampled region
+        # Region mode, read by regions.region at each outermost entry: `next(entries)` numbers
+        # the region (atomic under the GIL); it is sampled if that reaches `next_sampled`.
+        self.entries = itertools.count(1)
+        self.next_sampled = self._gap()
         self._run_end = 0  # region mode: the index of the last region of the run in progress
         self._reported = 0  # of those, how many the metrics have been told of
         self._on_slice = on_slice  # metrics: called with (armed seconds, seconds) per time period
@@ -83,11 +85,11 @@ class Gate:
         """A forked child counts its own regions (the parent's are the parent's to report), and
         its lock and slicer thread are its own (threads do not survive a fork)."""
         self._counts = SamplingCounts()
-        self._entries = itertools.count(1)
+        self.entries = itertools.count(1)
         self._reported = 0
         self._lock = threading.Lock()
         self._random = random.Random().random  # not the parent's sequence of draws
-        self._next_sampled = self._gap()
+        self.next_sampled = self._gap()
         self._run_end = 0
         if self._thread is not None and not self._stop.is_set():
             self._time_armed = False
@@ -105,20 +107,26 @@ class Gate:
 
     # -- region mode: called by regions.region() at outermost entry and exit -------------------
     def enter(self):
-        """At an outermost region's entry. An unsampled region costs one counter step and one
-        comparison, with no lock, no draw and nothing to undo at exit (it returns None): the
-        gap to the next run of sampled regions is drawn once per run, from the geometric
-        distribution, so each region is sampled with probability `sample` (with runs of 1,
-        independently of the others)."""
-        index = next(self._entries)  # atomic under the GIL: the 1-based count of regions so far
-        if index < self._next_sampled:
+        """At an outermost region's entry; returns what `exit` takes, or None for an unsampled
+        region (nothing to undo). `regions.region` does the first step inline (`entries`,
+        `next_sampled`) and calls `enter_counted` only for a sampled region."""
+        index = next(self.entries)
+        return None if index < self.next_sampled else self.enter_counted(index)
+
+    def enter_counted(self, index: int):
+        """The region numbered `index` (1-based, from `entries`) has started. An unsampled region
+        costs its caller one counter step and one comparison, with no lock, no draw and nothing
+        to undo at exit: the gap to the next run of sampled regions is drawn once per run, from
+        the geometric distribution, so each region is sampled with probability `sample` (with
+        runs of 1, independently of the others)."""
+        if index < self.next_sampled:
             return None
         with self._lock:
-            if index < self._next_sampled:  # another thread took this draw first
+            if index < self.next_sampled:  # another thread took this draw first
                 return None
             if index > self._run_end:  # the first region of a new run
                 self._run_end = index + self.run_length - 1
-            self._next_sampled = index + 1 if index < self._run_end else index + self._gap()
+            self.next_sampled = index + 1 if index < self._run_end else index + self._gap()
             self._counts.sampled += 1
             self._active += 1
             if not self._detector_in:
@@ -150,7 +158,7 @@ class Gate:
         with self._lock:
             self._active -= 1
             # Out only when no sampled region runs and the next region to come is not sampled.
-            if self._active == 0 and self._detector_in and self._next_sampled > self.regions_entered() + 1:
+            if self._active == 0 and self._detector_in and self.next_sampled > self.regions_entered() + 1:
                 self._take_detector_out()
 
     def take_detector_out(self) -> None:
@@ -167,7 +175,7 @@ class Gate:
 
     def regions_entered(self) -> int:
         # itertools.count has no way to read it without stepping it; its repr is `count(N)`.
-        return int(repr(self._entries)[6:-1]) - 1
+        return int(repr(self.entries)[6:-1]) - 1
 
     def flush(self) -> None:
         """Hand the regions not yet counted to the metrics."""
@@ -179,6 +187,8 @@ class Gate:
 
     # -- time mode ----------------------------------------------------------------------------
     def start_slicing(self) -> None:
+        """Start (or, after `stop`, start again) arming the trap for a share of each period."""
+        self._stop.clear()
         self._thread = threading.Thread(target=self._slice_loop, name="syncscope-monitor-slices", daemon=True)
         self._thread.start()
 

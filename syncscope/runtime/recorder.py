@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from syncscope.runtime import nvtx_marks, regions, user_frames
+from syncscope.runtime import compile_phase, nvtx_marks, regions, user_frames
 from syncscope.runtime.events import Frame, HostSyncEvent
 from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.site import relative_path
@@ -30,7 +30,8 @@ def _package_dir(name: str) -> str | None:
 
 
 class _InternalFrames:
-    """Decides which frames belong to torch, triton or syncscope rather than to the user.
+    """Decides which frames belong to torch, triton or syncscope rather than to the user (Inductor's
+    generated modules count as torch's: runtime/compile_phase.py).
 
     A package is looked up again (on a cache miss, so rarely) until it is imported: a recorder
     built before torch, or a program that imports triton part way through, still has their
@@ -57,10 +58,12 @@ class _InternalFrames:
         if hit is None:
             if self._pending:
                 self._find_packages()
+            generated = compile_phase.generated_code_dir()
             hit = (
                 filename.startswith("<frozen")
                 or any(filename.startswith(p) for p in self.prefixes)
                 or (filename.startswith(self.stdlib) and filename.endswith(_STDLIB_INTERNAL))
+                or (generated is not None and filename.startswith(generated))
             )
             self._cache[filename] = hit
         return hit
@@ -122,12 +125,16 @@ class Recorder:
         `frame` is where to start looking for the user's line (default: the caller)."""
         if regions.suspended():
             return None
+        if frame is None:
+            frame = sys._getframe(1)
         if stack is None:
-            stack = self.user_stack(frame if frame is not None else sys._getframe(1))
+            stack = self.user_stack(frame)
         site = stack[0] if stack else Frame("<unknown>", 0, "<unknown>")
         reason = regions.allow_reason()
         if reason is None:
             reason = next((r.reason for r in self.allow_rules if r.matches(site, kind)), None)
+        if reason is None:
+            reason = compile_phase.reason(frame)
         in_scope = regions.in_scope()
         event = HostSyncEvent(
             kind=kind,

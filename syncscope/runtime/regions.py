@@ -22,6 +22,9 @@ _policy_override: contextvars.ContextVar[Policy | None] = contextvars.ContextVar
 _suspended: contextvars.ContextVar[bool] = contextvars.ContextVar("syncscope_suspended", default=False)
 
 
+_Token = contextvars.Token
+
+
 class _Scoping:
     """Whether any scope was declared (a region entered, `--scope`, `--module-forward`).
     Until one is, the whole program is in scope."""
@@ -82,20 +85,35 @@ class region:
     def __init__(self, name: str, *, policy: Policy | str | None = None) -> None:
         self.name = name
         self.policy = Policy(policy) if policy is not None else None
-        # What __exit__ undoes: one entry's tuple, or a list of them while this object is entered
-        # more than once (nested); no list is made for the usual single entry.
-        self._saved: tuple | list | None = None
+        # What __exit__ undoes: a bare Token for the monitor's unsampled region, else one
+        # entry's tuple, or a list of those while this object is entered more than once (nested).
+        self._saved: contextvars.Token | tuple | list | None = None
 
     def __enter__(self) -> None:
-        scoping.declared = True
+        if not scoping.declared:  # a read, not a store, on every later entry
+            scoping.declared = True
         outer = _regions.get()
+        gate = sampler
+        if outer or gate is None:
+            return self._enter(outer, None)
+        # The outermost region of a step under a monitor. Most are not sampled: they take one
+        # counter step, one comparison and one context-variable write (so that regions nested
+        # in it know they are nested), and nothing else. Every Python step here costs several
+        # times its isolated time next to a launch-bound step (bench/next_to_step.py).
+        index = next(gate.entries)
+        if index < gate.next_sampled and self._saved is None and self.policy is None and _step_observer is None:
+            self._saved = _regions.set((self.name,))
+            return None
+        return self._enter(outer, index)
+
+    def _enter(self, outer: tuple, index: int | None) -> None:
         token = _regions.set(outer + (self.name,))
         policy_token = _policy_override.set(self.policy) if self.policy is not None else None
         gate = entered = observer = None
         if not outer:  # the outermost region holds the sampling decision and the step
-            gate = sampler
-            if gate is not None:
-                entered = gate.enter()
+            if index is not None:  # counted by __enter__
+                gate = sampler
+                entered = gate.enter_counted(index)
             observer = _step_observer
             if observer is not None:
                 observer.step_entered()
@@ -109,12 +127,16 @@ class region:
             self._saved = [saved, state]
         return None
 
-    def __exit__(self, *exc_info) -> bool:
+    def __exit__(self, exc_type, exc, traceback) -> bool:
         saved = self._saved
+        if type(saved) is _Token:  # the monitor's unsampled region
+            self._saved = None
+            _regions.reset(saved)
+            return False
         if type(saved) is list:
             token, policy_token, gate, entered, observer = saved.pop()
-            if not saved:
-                self._saved = None
+            if len(saved) == 1:  # a list only holds two entries or more
+                self._saved = saved[0]
         else:
             token, policy_token, gate, entered, observer = saved
             self._saved = None

@@ -109,7 +109,14 @@ def portable_path(path: str, search_path: list[str] | None = None) -> str:
 
 
 def site_set(report: dict) -> set[tuple[str, int, str]]:
-    return {(portable_path(s["path"]), s["line"], s["kind"]) for s in report["sites"]}
+    """The sites a gate counts: every site but the allowed ones (on a GPU, torch.compile's own
+    syncs while it compiles and autotunes: runtime/compile_phase.py; the programs allow nothing)."""
+    return {(portable_path(s["path"]), s["line"], s["kind"]) for s in report["sites"] if not s.get("allowed")}
+
+
+def allow_reasons(report: dict) -> set[str]:
+    """Why the report's allowed sites were allowed (empty if none was)."""
+    return {s.get("allow_reason") or "" for s in report["sites"] if s.get("allowed")}
 
 
 def load_expected() -> dict:
