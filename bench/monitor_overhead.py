@@ -9,25 +9,22 @@
    the detector in all along: the shims' cost) and `cycled` (every step sampled and the detector
    armed at its entry and taken out at its exit: shims + one arm and disarm per step); the
    figure is 1 + (1 - s)(d - 1) + s((i - 1) + (c - i) / B) of their median paired ratios, with a
-   bootstrap 95% interval. The real monitor at rate s is one more arm, for reference (the median
+   bootstrap 95% interval. `disarmed_scoped` is the disarmed arm with the step wrapped as `--scope`
+   wraps a function (no region object when unsampled), and gives the same figure for a scoped
+   step. The time-sliced figure (`--sample-by time`, a loop with no region) is
+   1 + s(i - 1) + (c - i) x step / period: nothing runs per step while the trap is out.
+   The real monitor at rate s is one more arm, for reference (the median
    of its rounds cannot see the rare sampled runs). On a GPU the real monitor runs
    (`syncscope.monitor(device="cuda")`). Without one, the CPU figure is the region and the gate
    alone around the same loop on CPU tensors: no detector to arm.
 
-2. `sliced`: the same loop, with no region in it, plain vs under the real time-sliced monitor
-   (`--sample-by time`: the trap armed for s x period out of every period, at a random phase),
-   measured directly: paired rounds of one slice period each (each monitored round holds one
-   armed slice, with its arm and disarm), in random order; the median of the paired ratios with
-   its bootstrap 95% interval.
-
-3. `rate`: a loop with exactly one sync per step, steadily paced, under
+2. `rate`: a loop with exactly one sync per step, steadily paced, under
    `syncscope run --monitor --sample 0.01`, scraped by a real Prometheus server (Debian's
    `prometheus`, or the binary given with --prometheus); the sync's rate Prometheus reports,
    scaled by the sampled fraction of regions, against the true rate the loop measured itself:
    must be within 10%.
 
     python bench/monitor_overhead.py overhead [--steps 5] [--rounds 1500] [--max-seconds 300] [--sample-run 8] [--out r.json]
-    python bench/monitor_overhead.py sliced [--sample 0.01] [--slice-period 1] [--max-seconds 160] [--out r.json]
     python bench/monitor_overhead.py rate [--seconds 40] [--device cuda|sim] [--prometheus PATH] [--out r.json]
 """
 
@@ -94,7 +91,10 @@ def overhead(args) -> dict:
     gates = {
         "monitor": regions.sampler if cuda else Gate(args.sample, run_length=args.sample_run, seed=0, on_regions=on_regions),
         "disarmed": Gate(1e-12, seed=0, on_regions=on_regions),
+        # The same, with the step wrapped as `--scope` wraps a function (regions.run_in_region).
+        "disarmed_scoped": Gate(1e-12, seed=0, on_regions=on_regions),
     }
+    scoped_step = regions.run_in_region(ro.step, "step")
     gates["installed"] = Gate(1.0, seed=0, arm_detector=arm, disarm_detector=disarm, on_regions=on_regions)
     gates["cycled"] = Gate(1.0, seed=0, on_regions=on_regions)
     regions.sampler = None
@@ -116,6 +116,8 @@ def overhead(args) -> dict:
                 with regions.region("step"):
                     ro.step(model, x, positions, ids, device)
                 disarm()
+            elif name == "disarmed_scoped":
+                scoped_step(model, x, positions, ids, device)
             elif gate is not None:
                 with regions.region("step"):
                     ro.step(model, x, positions, ids, device)
@@ -202,6 +204,8 @@ def overhead(args) -> dict:
         # The figure: (1 - s) x an unsampled step + s x a sampled one (shims + 1/B of an arm and disarm).
         "mixed_wall_ratio": _mixed(wall, args.sample, args.sample_run),
         "mixed_cpu_ratio": _mixed(cpu, args.sample, args.sample_run),
+        # The same figure for a step scoped as `--scope` scopes it (no region object when unsampled).
+        "mixed_scoped_wall_ratio": _mixed(wall, args.sample, args.sample_run, disarmed="disarmed_scoped"),
         # Time slicing (`--sample-by time`, for programs without regions): no region code runs per
         # step; the detector is in for a fraction s of the time and armed once per slice period.
         "time_mode_wall_ratio": _time_sliced(wall, args.sample, args.slice_period),
@@ -234,14 +238,14 @@ def _wait_behind_queue(fn) -> float:
     return wait_behind_queue(gpu, time.perf_counter_ns, calibrate(gpu, time.perf_counter_ns, 10_000_000), fn)
 
 
-def _mixed(times: dict, sample: float, run_length: int, resamples: int = 2000) -> dict:
+def _mixed(times: dict, sample: float, run_length: int, resamples: int = 2000, disarmed: str = "disarmed") -> dict:
     """1 + (1 - s)(d - 1) + s((i - 1) + (c - i) / B), with d, i and c the median paired ratios of
     the disarmed, installed and cycled arms (c - i: one arm and disarm, paid once per run of B),
     and its percentile-bootstrap 95% interval (rounds resampled, all arms together)."""
     from paired_stats import bootstrap_interval
 
     def estimate(rows):
-        d, i, c = (statistics.median(times[arm][r] / times["plain"][r] for r in rows) for arm in ("disarmed", "installed", "cycled"))
+        d, i, c = (statistics.median(times[arm][r] / times["plain"][r] for r in rows) for arm in (disarmed, "installed", "cycled"))
         return 1 + (1 - sample) * (d - 1) + sample * ((i - 1) + (c - i) / run_length)
 
     rounds = len(times["plain"])
@@ -281,73 +285,7 @@ def _region_cost_ns(regions, calls=200_000) -> float:
     return statistics.median(loop(True) - loop(False) for _ in range(5))
 
 
-# -- 2. sliced ---------------------------------------------------------------------------------
-def sliced(args) -> dict:
-    import torch
-
-    sys.path.insert(0, HERE)
-    import runtime_overhead as ro
-
-    import syncscope
-    from paired_stats import median_ratio_interval, quantile
-
-    if not torch.cuda.is_available():
-        raise SystemExit("sliced: needs a GPU (the detector it arms is the CUDA one)")
-    torch.manual_seed(0)
-    monitor = syncscope.monitor(sample=args.sample, sample_by="time", period_s=args.slice_period, port=_free_port(),
-                                device="cuda", seed=0)
-    gate = monitor.session.gate
-    gate.stop()  # paused between monitored rounds; each one starts it again at a random phase
-    with torch.inference_mode():
-        model = ro.build("cuda", layers=args.layers)
-        x = torch.randn(4, 32, 256, device="cuda")
-        positions = torch.arange(32, device="cuda")
-        ids = torch.arange(4).pin_memory()
-
-        def run(steps, monitored):
-            torch.cuda.synchronize()
-            if monitored:
-                gate.start_slicing()
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                ro.step(model, x, positions, ids, "cuda")
-            torch.cuda.synchronize()
-            elapsed = time.perf_counter() - t0
-            if monitored:
-                gate.stop()  # after the timed steps: joining the slicer thread is not the program's cost
-            return elapsed
-
-        run(50, False)
-        steps = max(1, round(args.slice_period / (run(200, False) / 200)))  # one period of steps a round
-        times = {False: [], True: []}
-        order, started = random.Random(1), time.monotonic()
-        while time.monotonic() - started < args.max_seconds:
-            arms = [False, True]
-            order.shuffle(arms)
-            for monitored in arms:
-                times[monitored].append(run(steps, monitored))
-    counts = gate.counts
-    events = len(monitor.trap.events)
-    monitor.stop()
-    ratios = [m / p for p, m in zip(times[False], times[True])]
-    estimate = median_ratio_interval(times[False], times[True], resamples=2000).to_json()
-    return {
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "sample": args.sample,
-        "slice_period_s": args.slice_period,
-        "steps_per_round": steps,
-        "rounds": len(ratios),
-        "plain_step_ms": statistics.median(times[False]) / steps * 1e3,
-        "wall_ratio": {"median": estimate["median"], "ci95": estimate["ci95"], "p10": quantile(ratios, 0.1), "p90": quantile(ratios, 0.9)},
-        "armed_share": counts.sampled_s / counts.monitored_s if counts.monitored_s else None,
-        "slices": counts.sampled,
-        "detector_arms": monitor.trap.detector.arms,
-        "syncs_recorded": events,  # the loop is sync-free: must be 0
-    }
-
-
-# -- 3. rate -----------------------------------------------------------------------------------
+# -- 2. rate -----------------------------------------------------------------------------------
 def sync_loop(args) -> None:
     """Runs under `syncscope run --monitor`: one region and one sync per step, paced steadily."""
     import torch
@@ -486,12 +424,6 @@ def main() -> None:
     o.add_argument("--sample-run", type=int, default=8, help="the monitor's run length (sampled regions in a row)")
     o.add_argument("--slice-period", type=float, default=1.0, help="the time-sliced figure's period (--slice-period of run)")
     o.add_argument("--out")
-    t = sub.add_parser("sliced")
-    t.add_argument("--max-seconds", type=float, default=160.0)
-    t.add_argument("--layers", type=int, default=12)
-    t.add_argument("--sample", type=float, default=0.01)
-    t.add_argument("--slice-period", type=float, default=1.0)
-    t.add_argument("--out")
     r = sub.add_parser("rate")
     r.add_argument("--seconds", type=float, default=40)
     r.add_argument("--step-period", type=float, default=0.002)
@@ -506,7 +438,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "_sync_loop":
         return sync_loop(args)
-    result = {"overhead": overhead, "sliced": sliced, "rate": rate}[args.command](args)
+    result = overhead(args) if args.command == "overhead" else rate(args)
     print(json.dumps(result, indent=1))
     if args.command == "overhead":
         mix, by_arm = result["mixed_wall_ratio"], result["wall_ratio_by_arm"]
@@ -516,7 +448,8 @@ def main() -> None:
 
         print(f"monitor overhead ({result['what']}), sample {args.sample}, {result['rounds']} rounds of {args.steps} steps: "
               f"wall {pct(mix['ratio'])} (95% CI {pct(mix['ci95'][0])}..{pct(mix['ci95'][1])}); thread CPU "
-              f"{pct(result['mixed_cpu_ratio']['ratio'])}; time-sliced (no regions, period {args.slice_period:g} s) wall "
+              f"{pct(result['mixed_cpu_ratio']['ratio'])}; with the step scoped as --scope does {pct(result['mixed_scoped_wall_ratio']['ratio'])} "
+              f"(95% CI {pct(result['mixed_scoped_wall_ratio']['ci95'][0])}..{pct(result['mixed_scoped_wall_ratio']['ci95'][1])}); time-sliced (no regions, period {args.slice_period:g} s) wall "
               f"{pct(result['time_mode_wall_ratio']['ratio'])} (95% CI {pct(result['time_mode_wall_ratio']['ci95'][0])}.."
               f"{pct(result['time_mode_wall_ratio']['ci95'][1])}); by arm (median paired wall ratio, p10..p90): "
               + ", ".join(f"{name} {pct(v['median'])} ({pct(v['p10'])}..{pct(v['p90'])})" for name, v in by_arm.items())
@@ -524,13 +457,6 @@ def main() -> None:
               f"of a plain step (the region alone, no monitor: {result['region_without_monitor_ns']:.0f} ns); "
               f"arm + disarm {result['arm_disarm_us'] or 0:.0f} us "
               f"(behind 10 ms of queued GPU work: {result['arm_disarm_wait_behind_queue'] or 0:.2f} of it)")
-    elif args.command == "sliced":
-        w = result["wall_ratio"]
-        print(f"time-sliced monitor, sample {args.sample}, period {args.slice_period:g} s, {result['rounds']} paired rounds of "
-              f"{result['steps_per_round']} steps: wall {100 * (w['median'] - 1):+.3f}% (95% CI {100 * (w['ci95'][0] - 1):+.3f}%.."
-              f"{100 * (w['ci95'][1] - 1):+.3f}%; p10..p90 {100 * (w['p10'] - 1):+.2f}%..{100 * (w['p90'] - 1):+.2f}%); "
-              f"armed {100 * (result['armed_share'] or 0):.2f}% of the monitored time, {result['detector_arms']} arms, "
-              f"{result['syncs_recorded']} syncs recorded")
     else:
         print(f"sync rate: true {result['true_rate_per_s']:.1f}/s, Prometheus (scaled by the sampled fraction) "
               f"{result['estimated_rate_per_s']:.1f}/s ({100 * (result['estimated_over_true'] - 1):+.1f}%), "

@@ -9,7 +9,7 @@ program of tests/parity/programs/ runs under `syncscope run --device cuda` and
   GPU's sets (recorded on the H100 with `python -m tests.parity.record --device cuda --write`), which
   the simulated device's match in CI. torch.compile's own syncs while it compiles and autotunes
   (compiled_decode) are allowed sites with compile_phase.REASON, outside the set; nothing else is
-  allowed.""
+  allowed."""
 
 from __future__ import annotations
 

@@ -92,6 +92,31 @@ def test_one_region_object_nested_in_itself_and_a_policy_region_keep_their_state
     assert 0 < sum(armed) < 400
 
 
+def test_a_scoped_function_under_a_monitor_counts_each_outermost_call_and_restores_the_stack(gate_in_regions):
+    """`--scope` and the decorator wrap a function with regions.run_in_region, whose unsampled
+    calls make no region object: recursion is nested, an exception leaves the stack as it was."""
+    gate = gate_in_regions(Gate(0.5, seed=11))
+    seen = []
+
+    @regions.region("step")
+    def step(depth):
+        seen.append((regions._regions.get(), gate.armed_here()))
+        if depth < 0:
+            raise KeyError("boom")
+        return step(depth - 1) if depth else None
+
+    for _ in range(300):
+        step(1)  # and step(0) inside it
+        with pytest.raises(KeyError):
+            step(-1)
+        assert regions._regions.get() == () and not gate.armed_here()
+    assert gate.counts.regions == 600
+    assert {stack for stack, _ in seen} == {("step",), ("step", "step")}
+    assert 0.3 < gate.counts.sampled / 600 < 0.7
+    # A nested call inherits its outermost call's decision.
+    assert all(seen[i][1] == seen[i + 1][1] for i in range(0, len(seen), 3))
+
+
 def test_regions_are_sampled_independently_at_the_set_rate(gate_in_regions):
     # The gate draws the gap to the next sampled region instead of one draw per region: the
     # outcome must still be one independent Bernoulli(sample) per region.

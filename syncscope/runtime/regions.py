@@ -150,14 +150,37 @@ class region:
         return False
 
     def __call__(self, func: Callable) -> Callable:
-        name, policy = self.name, self.policy
+        return run_in_region(func, self.name, self.policy)
 
-        @functools.wraps(func)
-        def in_region(*args, **kwargs):
+
+def run_in_region(func: Callable, name: str, policy: Policy | None = None) -> Callable:
+    """`func` wrapped so that each call runs in a region `name` (the decorator form, `--scope`).
+    Under a monitor, an unsampled outermost call makes no region object: it takes the short path
+    of `region.__enter__` inline (one counter step, one comparison, one context-variable write),
+    which saves the object and its two method calls on every unsampled step."""
+    stack = (name,)
+
+    @functools.wraps(func)
+    def in_region(*args, **kwargs):
+        gate = sampler
+        if gate is None or policy is not None or _regions.get():
             with region(name, policy=policy):
                 return func(*args, **kwargs)
+        index = next(gate.entries)
+        if index < gate.next_sampled and _step_observer is None:
+            token = _regions.set(stack)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _regions.reset(token)
+        entered = region(name)
+        entered._enter((), index)  # counted above: the gate decides on this index
+        try:
+            return func(*args, **kwargs)
+        finally:
+            entered.__exit__(None, None, None)
 
-        return in_region
+    return in_region
 
 
 @contextlib.contextmanager
@@ -210,14 +233,7 @@ def scope_attribute(owner: object, name: str, spec: str) -> Callable[[], None]:
     raw = vars(owner).get(name, original) if isinstance(owner, type) else original
     if isinstance(raw, (staticmethod, classmethod)):
         raise ValueError(f"--scope {spec}: static and class methods are not supported; scope a plain method or function")
-    region_name = spec.rpartition(":")[2]
-
-    @functools.wraps(original)
-    def scoped(*args, **kwargs):
-        with region(region_name):
-            return original(*args, **kwargs)
-
-    setattr(owner, name, scoped)
+    setattr(owner, name, run_in_region(original, spec.rpartition(":")[2]))
 
     def undo() -> None:
         setattr(owner, name, raw)
