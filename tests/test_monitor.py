@@ -254,11 +254,32 @@ def test_a_thread_outside_sampled_regions_records_nothing(gate_in_regions):
     assert recorder.events[0].site.path == "tests/test_monitor.py"  # the caller's line, not the recorder's
 
 
+def test_regions_reach_the_metrics_once_a_period_without_a_sampled_region(gate_in_regions):
+    """Region mode's flusher: unsampled regions are handed to the metrics every period, not only
+    at the next sampled region (a rate over a window would be off by a run's worth at its ends)."""
+    import time
+
+    reported = []
+    gate = gate_in_regions(Gate(1e-12, period_s=0.05, on_regions=lambda n, sampled: reported.append((n, sampled))))
+    gate.start()
+    try:
+        for _ in range(100):
+            with regions.region("step"):
+                pass
+        deadline = time.monotonic() + 5
+        while sum(n for n, _ in reported) < 100 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sum(n for n, _ in reported) == 100 and not any(s for _, s in reported)
+    finally:
+        gate.stop()
+    assert sum(n for n, _ in reported) == 100  # stop's flush adds nothing twice
+
+
 def test_time_slices_arm_for_their_share_of_each_period():
     armed = []
     slices = []
     gate = Gate(0.5, mode="time", period_s=0.1, seed=1, on_slice=lambda a, p: slices.append((a, p)))
-    gate.start_slicing()
+    gate.start()
     import time
 
     end = time.monotonic() + 1.0
@@ -336,6 +357,20 @@ def test_the_python_api_serves_metrics_and_writes_a_sampled_report(tmp_path):
     report = json.load(open(tmp_path / "r.json"))
     assert report["sampled"] is True and report["sampling"]["sampled_regions"] == 5
     assert [(s["line"], s["count"]) for s in report["sites"]] == [(10, 5)]
+
+
+def test_a_monitored_program_that_enters_no_region_is_told_so_unless_sampled_by_time(tmp_path):
+    (tmp_path / "prog.py").write_text("import torch\nx = torch.ones(3, device='cuda')\nprint(int(x.sum().item()))\n")
+    notice = "the program entered no region"
+    for mode, told in (("region", True), ("time", False)):
+        run = subprocess.run(
+            [sys.executable, "-m", "syncscope", "run", "--monitor", "--device", "sim", "--sample-by", mode,
+             "--metrics-port", str(_free_port()), "-o", f"{mode}.json", "prog.py"],
+            cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120,
+        )
+        assert run.returncode == 0 and run.stdout == "3\n", run.stderr
+        assert (notice in run.stderr) is told, run.stderr
+        assert json.load(open(tmp_path / f"{mode}.json"))["sampling"]["mode"] == mode
 
 
 # -- bad input ---------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ class Gate:
         self._run_end = 0
         if self._thread is not None and not self._stop.is_set():
             self._time_armed = False
-            self.start_slicing()
+            self.start()
 
     @property
     def counts(self) -> SamplingCounts:
@@ -185,12 +185,22 @@ class Gate:
         if unreported and self._on_regions is not None:
             self._on_regions(unreported, 0)
 
-    # -- time mode ----------------------------------------------------------------------------
-    def start_slicing(self) -> None:
-        """Start (or, after `stop`, start again) arming the trap for a share of each period."""
+    def start(self) -> None:
+        """Start (or, after `stop`, start again) the gate's thread. Time mode: the slicer, which
+        arms the trap for a share of each period. Region mode: a flusher that hands the regions
+        entered to the metrics once a period. Without it they reach the metrics only at sampled
+        regions, in steps a run apart (~1.6 s at 500 regions/s and 1%), and a rate Prometheus
+        takes over a window is off by up to one step at each end (+7.8% over 34 s on the H100)."""
         self._stop.clear()
-        self._thread = threading.Thread(target=self._slice_loop, name="syncscope-monitor-slices", daemon=True)
+        loop, name = (self._slice_loop, "slices") if self.mode == "time" else (self._flush_loop, "flush")
+        self._thread = threading.Thread(target=loop, name=f"syncscope-monitor-{name}", daemon=True)
         self._thread.start()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self.flush()
+
+    # -- time mode ----------------------------------------------------------------------------
 
     def _slice_loop(self) -> None:
         armed_s = self.sample * self.period_s

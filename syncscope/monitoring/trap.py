@@ -77,8 +77,7 @@ def sampled_trap(session, device: str, policy, *, allow=(), scope=(), module_for
         undo_scopes = regions.apply_scopes(scope, module_forward)
         if options.mode == "region":
             regions.sampler = gate
-        else:
-            gate.start_slicing()
+        gate.start()
         active = trap_module.Trap(recorder, device, resident or switched)
         trap_module._active = active
         yield active

@@ -63,6 +63,14 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
         title += "; blocked time not measured on the simulated device"
     if not report.sites:
         console.print(f"syncscope: no host syncs (device: {device})", style="bold green")
+    sampling = report.meta.get("sampling")
+    if isinstance(sampling, dict) and sampling.get("mode") == "region" and sampling.get("regions") == 0:
+        # Region sampling arms the trap only inside regions: a program that marks none is not watched.
+        console.print(
+            "syncscope: the monitor sampled nothing: the program entered no region (mark its steps with "
+            "syncscope.region, --scope or --module-forward, or sample by time with --sample-by time)",
+            style="yellow",
+        )
     bubbles = report.meta.get("bubbles")
     columns = ["site", "function", "kind", "count", "total ms", "mean ms"]
     columns += ["bubbles", "bubble ms"] if bubbles else []
