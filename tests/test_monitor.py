@@ -275,6 +275,32 @@ def test_regions_reach_the_metrics_once_a_period_without_a_sampled_region(gate_i
     assert sum(n for n, _ in reported) == 100  # stop's flush adds nothing twice
 
 
+def test_auto_samples_time_slices_until_the_first_region_then_regions(gate_in_regions):
+    import time
+
+    hooks = []
+    gate = gate_in_regions(Gate(0.5, mode="auto", period_s=0.02, seed=5,
+                                arm_detector=lambda: hooks.append("arm"), disarm_detector=lambda: hooks.append("disarm")))
+    gate.start()
+    try:
+        deadline = time.monotonic() + 5
+        while hooks.count("arm") < 3 and time.monotonic() < deadline:  # slices arm while no region runs
+            time.sleep(0.005)
+        assert hooks.count("arm") >= 3 and gate.mode == "auto"
+        for _ in range(1000):
+            with regions.region("step"):
+                pass
+        assert gate.mode == "region"
+        arms_after_switch = hooks.count("arm")
+        time.sleep(0.1)  # five periods: the slicer is gone
+        assert gate.counts.regions == 1000 and 0.4 < gate.counts.sampled / 1000 < 0.6
+        assert hooks.count("arm") == arms_after_switch
+        assert not gate.armed_here()  # outside a region, in region mode
+    finally:
+        gate.stop()
+    assert hooks[-1] == "disarm"
+
+
 def test_time_slices_arm_for_their_share_of_each_period():
     armed = []
     slices = []
@@ -362,7 +388,7 @@ def test_the_python_api_serves_metrics_and_writes_a_sampled_report(tmp_path):
 def test_a_monitored_program_that_enters_no_region_is_told_so_unless_sampled_by_time(tmp_path):
     (tmp_path / "prog.py").write_text("import torch\nx = torch.ones(3, device='cuda')\nprint(int(x.sum().item()))\n")
     notice = "the program entered no region"
-    for mode, told in (("region", True), ("time", False)):
+    for mode, told in (("region", True), ("time", False), ("auto", False)):
         run = subprocess.run(
             [sys.executable, "-m", "syncscope", "run", "--monitor", "--device", "sim", "--sample-by", mode,
              "--metrics-port", str(_free_port()), "-o", f"{mode}.json", "prog.py"],
@@ -370,7 +396,8 @@ def test_a_monitored_program_that_enters_no_region_is_told_so_unless_sampled_by_
         )
         assert run.returncode == 0 and run.stdout == "3\n", run.stderr
         assert (notice in run.stderr) is told, run.stderr
-        assert json.load(open(tmp_path / f"{mode}.json"))["sampling"]["mode"] == mode
+        sampling = json.load(open(tmp_path / f"{mode}.json"))["sampling"]
+        assert sampling["sample_by"] == mode and sampling["mode"] == ("time" if mode == "auto" else mode)
 
 
 # -- bad input ---------------------------------------------------------------------------------

@@ -221,7 +221,7 @@ def register(app: typer.Typer) -> None:
         bubble_seconds: float = typer.Option(10.0, "--bubble-seconds", help="window length in a program without regions"),
         monitor: bool = typer.Option(False, "--monitor", help="sampled trapping with Prometheus metrics (docs/monitor.md)"),
         sample: float = typer.Option(0.01, "--sample", help="--monitor: fraction of regions (or of time) trapped, in (0, 1]"),
-        sample_by: str = typer.Option("region", "--sample-by", help="--monitor: region | time (for programs without regions)"),
+        sample_by: str = typer.Option("auto", "--sample-by", help="--monitor: auto (time slices until the first region, then regions) | region | time"),
         sample_run: int = typer.Option(8, "--sample-run", help="--monitor: sampled regions come in runs of this many in a row (arming paid once per run); 1: each on its own"),
         slice_period: float = typer.Option(1.0, "--slice-period", help="--monitor --sample-by time: seconds per slice"),
         metrics_port: int = typer.Option(9400, "--metrics-port", help="--monitor: port of the /metrics endpoint"),

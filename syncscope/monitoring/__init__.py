@@ -75,7 +75,7 @@ def monitor(
     sample: float = DEFAULT_SAMPLE,
     port: int | None = DEFAULT_PORT,
     *,
-    sample_by: str = "region",
+    sample_by: str = "auto",
     sample_run: int = DEFAULT_SAMPLE_RUN,
     period_s: float = 1.0,
     top_sites: int = 50,

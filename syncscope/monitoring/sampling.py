@@ -9,7 +9,9 @@ detector costs several times a sampled step's other overhead (~60 setattr/delatt
 `torch.Tensor` and `torch`, measured in bench/monitor_overhead.py), and a run pays it once for all
 its regions. Time slicing
 (for programs without regions): a timer thread arms the trap for `sample * period` seconds out of
-every `period`, for the whole process.
+every `period`, for the whole process. Auto (the default): time slices until the program enters
+its first outermost region, region sampling from then on, so a program that marks no region is
+still watched and one that does is sampled by its regions.
 
 While nothing is armed on a real GPU, the detector is not installed at all (no shims, torch's
 sync-debug mode off), so an unsampled step runs the program's own code and nothing else: the only
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from syncscope.runtime.policy import HostSyncError
 from syncscope.runtime.recorder import Recorder
 
-MODES = ("region", "time")
+MODES = ("auto", "region", "time")
 
 _armed_here: contextvars.ContextVar[bool] = contextvars.ContextVar("syncscope_sampled", default=False)
 
@@ -78,6 +80,9 @@ class Gate:
         self._time_armed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._switch_lock = threading.Lock()  # auto mode: the first region turns the gate to regions
+        if mode == "auto":
+            self.next_sampled = 0  # every region entry reaches enter_counted until the switch
         gate = weakref.ref(self)
         os.register_at_fork(after_in_child=lambda: gate() is not None and gate()._forked())
 
@@ -89,7 +94,7 @@ class Gate:
         self._reported = 0
         self._lock = threading.Lock()
         self._random = random.Random().random  # not the parent's sequence of draws
-        self.next_sampled = self._gap()
+        self.next_sampled = 0 if self.mode == "auto" else self._gap()
         self._run_end = 0
         if self._thread is not None and not self._stop.is_set():
             self._time_armed = False
@@ -103,7 +108,7 @@ class Gate:
 
     # -- asked by the recorder on every sync -------------------------------------------------
     def armed_here(self) -> bool:
-        return self._time_armed if self.mode == "time" else _armed_here.get()
+        return _armed_here.get() if self.mode == "region" else self._time_armed
 
     # -- region mode: called by regions.region() at outermost entry and exit -------------------
     def enter(self):
@@ -119,6 +124,8 @@ class Gate:
         to undo at exit: the gap to the next run of sampled regions is drawn once per run, from
         the geometric distribution, so each region is sampled with probability `sample` (with
         runs of 1, independently of the others)."""
+        if self.mode == "auto":
+            self._switch_to_regions(index)
         if index < self.next_sampled:
             return None
         with self._lock:
@@ -140,6 +147,23 @@ class Gate:
         if self._on_regions is not None:
             self._on_regions(unreported, 1)
         return _armed_here.set(True)
+
+    def _switch_to_regions(self, index: int) -> None:
+        """Auto mode, at the first outermost region: stop the slicer (taking the trap out if a
+        slice had it in), then sample regions from this one on. What the slices recorded stays;
+        the report's sampled count restarts with regions (slices are no regions)."""
+        with self._switch_lock:
+            if self.mode != "auto":
+                return  # another thread's region switched first
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+            self._set_time_armed(False)
+            with self._lock:
+                self._counts.sampled = 0
+                self.next_sampled = index - 1 + self._gap()
+                self.mode = "region"
+            self.start()  # the region mode's flusher
 
     def _gap(self) -> int:
         """Regions from the last region of a run to the first of the next: 1 + G, G the
@@ -192,7 +216,7 @@ class Gate:
         regions, in steps a run apart (~1.6 s at 500 regions/s and 1%), and a rate Prometheus
         takes over a window is off by up to one step at each end (+7.8% over 34 s on the H100)."""
         self._stop.clear()
-        loop, name = (self._slice_loop, "slices") if self.mode == "time" else (self._flush_loop, "flush")
+        loop, name = (self._flush_loop, "flush") if self.mode == "region" else (self._slice_loop, "slices")
         self._thread = threading.Thread(target=loop, name=f"syncscope-monitor-{name}", daemon=True)
         self._thread.start()
 
@@ -224,7 +248,7 @@ class Gate:
 
     def _set_time_armed(self, armed: bool) -> None:
         with self._lock:
-            if armed == self._time_armed:
+            if armed == self._time_armed or (armed and self.mode == "region"):  # auto: switched meanwhile
                 return
             if armed:
                 self._counts.regions += 1

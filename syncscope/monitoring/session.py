@@ -37,7 +37,7 @@ class MonitorOptions:
     sample: float = DEFAULT_SAMPLE
     port: int | None = DEFAULT_PORT  # None: no server in this process (children, LOCAL_RANK > 0)
     directory: str | None = None  # the multiprocess directory; None: a fresh temporary one
-    mode: str = "region"
+    mode: str = "auto"  # auto | region | time (monitoring/sampling.py)
     run_length: int = DEFAULT_SAMPLE_RUN
     period_s: float = 1.0
     top_sites: int = DEFAULT_TOP_SITES
@@ -53,7 +53,7 @@ def check_options(options: MonitorOptions) -> None:
     if not (0.0 < options.sample <= 1.0):
         raise MonitorError(f"--sample {options.sample:g}: must be in (0, 1]")
     if options.mode not in MODES:
-        raise MonitorError(f"--sample-by {options.mode!r}: choose region or time")
+        raise MonitorError(f"--sample-by {options.mode!r}: choose auto, region or time")
     if isinstance(options.run_length, bool) or not isinstance(options.run_length, int) or options.run_length < 1:
         raise MonitorError(f"--sample-run {options.run_length!r}: must be a whole number of regions, at least 1")
     if options.period_s <= 0:
@@ -102,15 +102,19 @@ class MonitorSession:
     def report_meta(self) -> dict:
         """What the JSON report says about the sampling: its events are the sampled regions' only."""
         counts = self.gate.counts if self.gate is not None else None
+        mode = self.gate.mode if self.gate is not None else self.options.mode
+        if mode == "auto":  # no region entered: it sampled by time all along
+            mode = "time"
         return {
             "sampled": True,
             "sampling": {
-                "mode": self.options.mode,
+                "mode": mode,
+                "sample_by": self.options.mode,
                 "rate": self.options.sample,
                 "run_length": self.options.run_length,
                 "regions": counts.regions if counts else 0,
                 "sampled_regions": counts.sampled if counts else 0,
-                "period_s": self.options.period_s if self.options.mode == "time" else None,
+                "period_s": self.options.period_s if mode != "region" else None,
                 "monitored_s": round(counts.monitored_s, 3) if counts else 0.0,
                 "sampled_s": round(counts.sampled_s, 3) if counts else 0.0,
                 "top_sites": self.options.top_sites,

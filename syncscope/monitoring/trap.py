@@ -75,7 +75,7 @@ def sampled_trap(session, device: str, policy, *, allow=(), scope=(), module_for
     undo_scopes = []
     try:
         undo_scopes = regions.apply_scopes(scope, module_forward)
-        if options.mode == "region":
+        if options.mode != "time":  # auto too: its first region turns it to region sampling
             regions.sampler = gate
         gate.start()
         active = trap_module.Trap(recorder, device, resident or switched)
