@@ -223,7 +223,7 @@ def register(app: typer.Typer) -> None:
         sample: float = typer.Option(0.01, "--sample", help="--monitor: fraction of regions (or of time) trapped, in (0, 1]"),
         sample_by: str = typer.Option("auto", "--sample-by", help="--monitor: auto (time slices until the first region, then regions) | region | time"),
         sample_run: int = typer.Option(8, "--sample-run", help="--monitor: sampled regions come in runs of this many in a row (arming paid once per run); 1: each on its own"),
-        slice_period: float = typer.Option(1.0, "--slice-period", help="--monitor --sample-by time: seconds per slice"),
+        slice_period: float = typer.Option(1.0, "--slice-period", help="--monitor: seconds per time-slice period (auto, time); how often region counts reach the metrics (region)"),
         metrics_port: int = typer.Option(9400, "--metrics-port", help="--monitor: port of the /metrics endpoint"),
         metrics_dir: Optional[str] = typer.Option(None, "--metrics-dir", help="--monitor: prometheus_client multiprocess dir"),
         top_sites: int = typer.Option(50, "--top-sites", help="--monitor: sites with labels of their own; the rest are site=other"),
