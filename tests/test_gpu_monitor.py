@@ -87,7 +87,8 @@ def test_the_detector_is_installed_only_for_runs_of_sampled_regions_and_waits_ar
 
 def test_serve_workers_under_monitor_on_cuda(tmp_path):
     run = subprocess.run(
-        [sys.executable, "-m", "syncscope", "run", "--monitor", "--sample", "0.5", "--device", "cuda",
+        # Runs of 1, so every process samples some of its regions (runs of 8 can miss a short one).
+        [sys.executable, "-m", "syncscope", "run", "--monitor", "--sample", "0.5", "--sample-run", "1", "--device", "cuda",
          "--metrics-port", str(_free_port()), "--no-table", "-o", "out/r.json",
          os.path.join(REPO, "examples", "serve_workers.py"), "--batches", "6", "--steps", "10"],
         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
