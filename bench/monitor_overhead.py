@@ -242,14 +242,12 @@ def _mixed(times: dict, sample: float, run_length: int, resamples: int = 2000, d
     """1 + (1 - s)(d - 1) + s((i - 1) + (c - i) / B), with d, i and c the median paired ratios of
     the disarmed, installed and cycled arms (c - i: one arm and disarm, paid once per run of B),
     and its percentile-bootstrap 95% interval (rounds resampled, all arms together)."""
-    from paired_stats import bootstrap_interval
 
     def estimate(rows):
         d, i, c = (statistics.median(times[arm][r] / times["plain"][r] for r in rows) for arm in (disarmed, "installed", "cycled"))
         return 1 + (1 - sample) * (d - 1) + sample * ((i - 1) + (c - i) / run_length)
 
-    rounds = len(times["plain"])
-    return {"ratio": estimate(range(rounds)), "ci95": list(bootstrap_interval(estimate, rounds, resamples=resamples))}
+    return _with_interval(estimate, len(times["plain"]), resamples)
 
 
 def _time_sliced(times: dict, sample: float, period_s: float, resamples: int = 2000) -> dict:
@@ -257,14 +255,20 @@ def _time_sliced(times: dict, sample: float, period_s: float, resamples: int = 2
     paired ratios: in time mode a step pays nothing while the trap is out (the slicer thread
     sleeps in C), the shims while it is in (a fraction s of the time), and one arm and disarm
     ((c - i) plain steps' worth) per slice period; with its percentile-bootstrap 95% interval."""
-    from paired_stats import bootstrap_interval
 
     def estimate(rows):
         step = statistics.median(times["plain"][r] for r in rows)
         i, c = (statistics.median(times[arm][r] / times["plain"][r] for r in rows) for arm in ("installed", "cycled"))
         return 1 + sample * (i - 1) + (c - i) * step / period_s
 
-    rounds = len(times["plain"])
+    return _with_interval(estimate, len(times["plain"]), resamples)
+
+
+def _with_interval(estimate, rounds: int, resamples: int) -> dict:
+    """A figure computed from round indices, over all rounds, with its percentile-bootstrap 95%
+    interval (rounds resampled, all arms of a round together)."""
+    from paired_stats import bootstrap_interval
+
     return {"ratio": estimate(range(rounds)), "ci95": list(bootstrap_interval(estimate, rounds, resamples=resamples))}
 
 
