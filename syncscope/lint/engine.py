@@ -17,6 +17,7 @@ from .cache import FACT_FIELDS, Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
 from .provenance import HOST, PY
+from .records import FileFinding, diagnostic
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
 from .worker import RawResult, analyze_bytes, analyze_file, decode, init_worker
@@ -55,22 +56,6 @@ class Finding:
 
 
 @dataclass
-class _Pending:
-    """A raw finding on its way to becoming a Finding (what suppressions look at)."""
-
-    code: str
-    line: int
-    column: int
-    stmt_start: int
-    stmt_end: int
-    function: str
-    message: str
-    fix: str | None
-    level: str
-    chain: tuple = ()
-
-
-@dataclass
 class LintRun:
     findings: list[Finding] = field(default_factory=list)
     files: int = 0
@@ -106,7 +91,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             with open(absolute, "rb") as handle:
                 data = handle.read()
         except OSError as error:
-            results[rel] = RawResult(findings=[("SYN001", 1, 1, 1, 1, "<module>", f"cannot read file: {error.strerror}", None, "error")])
+            results[rel] = RawResult(findings=[diagnostic("SYN001", f"cannot read file: {error.strerror}")])
             digests[rel] = f"unreadable {error.errno}"
             continue
         texts[rel] = data
@@ -142,13 +127,13 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     if cache is not None:
         cache.save()
     host_fields = _host_fields(results)
-    sites: list[tuple[Site, _Pending]] = []
+    sites: list[tuple[Site, FileFinding]] = []
     for rel in sorted(results):
         raw = results[rel]
-        pending = [_Pending(*f) for i, f in enumerate(raw.findings)
-                   if not (raw.field_reads.get(i) and "%s.%s" % raw.field_reads[i] in host_fields)
-                   and raw.param_reads.get(i) not in host_params and (rel, i) not in host_origins]
-        pending += [_Pending(*f) for f in extra.get(rel, ())]
+        pending = [f for f in raw.findings
+                   if not (f.field and "%s.%s" % f.field in host_fields)
+                   and f.param not in host_params and (rel, f) not in host_origins]
+        pending += extra.get(rel, ())
         suppressions = raw.suppressions
         if not pending and not suppressions:
             continue
@@ -156,7 +141,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         kept, used = apply_suppressions(pending, suppressions)
         if suppressions and config.enabled("SYN900", rel):
             for line, message in unused_suppressions(suppressions, used, lambda c: config.enabled(c, rel)):
-                kept.append(_Pending("SYN900", line, 1, line, line, "<module>", message, "safe", "warning"))
+                kept.append(diagnostic("SYN900", message, line, fix="safe", level="warning"))
         if not kept:
             continue
         data = texts.get(rel)
@@ -276,7 +261,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
             try:
                 result = future.result()
             except Exception as error:  # a worker died (e.g. out of memory): report, go on
-                result = RawResult(findings=[("SYN003", 1, 1, 1, 1, "<module>", f"internal error: worker failed: {error!r}", None, "error")],
+                result = RawResult(findings=[diagnostic("SYN003", f"internal error: worker failed: {error!r}")],
                                    internal_error=repr(error))
             if progress is not None:
                 progress.advance(1)

@@ -10,7 +10,8 @@ A value is a `Fact`: where it lives (provenance.py), or "derived from parameter 
 arithmetic and tensor methods keep the parameter's device), or "the result of call #i" (resolved
 once the callee's summary is known). The walk is straight-line: the last assignment wins.
 
-Everything recorded is plain tuples and dicts: it is pickled into the lint cache.
+Everything recorded is plain tuples, named tuples (records.py) and dicts: it is pickled into
+the lint cache.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import ast
 import sys
 
 from . import provenance as P
+from .records import CallRecord
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
 FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
@@ -565,11 +567,10 @@ class _Scope:
         return (P.UNKNOWN, None, len(self.facts["calls"]) - 1)
 
     def record(self, ref: tuple, args, node, text: str) -> None:
-        """A call (or attribute read) to resolve against the tree: (line, column, statement
-        start, statement end, target, arguments, name as written)."""
+        """A call (or attribute read) to resolve against the tree (records.CallRecord)."""
         packed = tuple((position, keyword, fact) for position, keyword, fact in args)
-        self.facts["calls"].append((node.lineno, node.col_offset + 1, self.stmt[0], self.stmt[1],
-                                    ref, packed, sys.intern(text)))
+        self.facts["calls"].append(CallRecord(node.lineno, node.col_offset + 1, self.stmt[0], self.stmt[1],
+                                              ref, packed, sys.intern(text)))
 
 
 def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.NameHints, is_cold):

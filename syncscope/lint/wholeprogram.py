@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from . import provenance as P
 from .facts import FUNC, METHOD, PROP, SUPER
+from .records import CallRecord, ChainStep, FileFinding, Root
 
 MAX_CHAIN = 12  # deeper chains are kept at this length (the root is always the last step)
 MAX_ALIAS_HOPS = 6
@@ -37,7 +38,7 @@ class Program:
         self.path_of: dict[str, str] = {}
         self.classes: dict[str, dict] = {}
         self.modules: dict[str, dict[str, str]] = {}
-        self.roots: dict[str, list[tuple]] = {}
+        self.roots: dict[str, list[tuple[str, Root]]] = {}  # function -> [(path, root)]
         for path, result in results.items():
             if result.module is not None:
                 self.modules.setdefault(result.module, result.exports)
@@ -51,7 +52,7 @@ class Program:
             for qualname, roots in result.roots.items():
                 kept = [r for r in roots if not _is_accepted(accepted, r)]
                 if kept:
-                    self.roots.setdefault(qualname, []).extend((path,) + r for r in kept)
+                    self.roots.setdefault(qualname, []).extend((path, r) for r in kept)
         # "Class.attr" -> host/Python, for attributes a class fills from host data (classinfo.py)
         self.field_hints: dict[str, int] = {}
         for result in results.values():
@@ -181,7 +182,7 @@ class Summary:
     __slots__ = ("sync", "cond", "ret", "elements")
 
     def __init__(self) -> None:
-        self.sync: tuple | None = None  # chain: ((path, line, function, note), ..., root step)
+        self.sync: tuple | None = None  # chain: (ChainStep, ..., root step)
         self.cond: dict[str, tuple] = {}
         self.ret: tuple = (P.PY, None)  # (where, parameter it follows or None)
         self.elements: tuple | None = None  # `return a, b`: (where, parameter) of each element
@@ -198,15 +199,15 @@ def _better(old: tuple | None, new: tuple) -> bool:
 class Solver:
     def __init__(self, program: Program) -> None:
         self.program = program
-        self.edges: dict[str, list[tuple]] = {}  # caller -> [(call record, target, shift)]
+        self.edges: dict[str, list[tuple[CallRecord, str, int]]] = {}  # caller -> [(call, target, shift)]
         callers: dict[str, set[str]] = {}
         for qualname, facts in program.functions.items():
             out = []
             for call in facts["calls"]:
-                target = program.resolve(call[4])
+                target = program.resolve(call.target)
                 if target is None or target not in program.functions:
                     continue
-                out.append((call, target, program.shift(call[4], target)))
+                out.append((call, target, program.shift(call.target, target)))
                 callers.setdefault(target, set()).add(qualname)
             self.edges[qualname] = out
         self.callers = callers
@@ -235,14 +236,15 @@ class Solver:
         facts = program.functions[qualname]
         path = program.path_of[qualname]
         summary = Summary()
-        for root_path, code, line, _start, _end, message, param, origin in program.roots.get(qualname, ()):
-            if param is None and origin is not None:
+        for root_path, root in program.roots.get(qualname, ()):
+            param = root.param
+            if param is None and root.origin is not None:
                 # the value comes from a call: its callee's return summary decides
-                where, follows = self.origin_value(qualname, origin, line)
+                where, follows = self.origin_value(qualname, root.origin, root.line)
                 if follows is None and where in (P.PY, P.HOST):
                     continue
                 param = follows
-            step = ((root_path, line, qualname, f"{code} {_short(message)}"),)
+            step = (ChainStep(root_path, root.line, qualname, f"{root.code} {_short(root.message)}"),)
             if param is None:
                 if _better(summary.sync, step):
                     summary.sync = step
@@ -250,7 +252,7 @@ class Solver:
                 summary.cond[param] = step
         for call, target, shift in self.edges.get(qualname, ()):
             callee = self.summaries[target]
-            here = (path, call[0], qualname, f"calls `{call[6]}`")
+            here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
             if callee.sync is not None:
                 chain = _join(here, callee.sync)
                 if _better(summary.sync, chain):
@@ -269,11 +271,11 @@ class Solver:
         summary.elements = self.tuple_returns(qualname, facts)
         return summary
 
-    def argument(self, caller: str, call: tuple, target: str, shift: int, param: str) -> tuple:
+    def argument(self, caller: str, call: CallRecord, target: str, shift: int, param: str) -> tuple:
         """(where, caller parameter it follows) of the value a call passes for `param`."""
         params = self.program.functions[target]["params"]
         receiver = shift == 1 and params and param == params[0]
-        for position, keyword, fact in call[5]:
+        for position, keyword, fact in call.args:
             if position == -1:
                 if receiver:
                     return self.value(caller, fact)
@@ -298,9 +300,9 @@ class Solver:
         if call_index >= len(calls):
             return (where, None)
         call = calls[call_index]
-        target = self.program.resolve(call[4])
+        target = self.program.resolve(call.target)
         if target is None or target not in self.summaries:
-            hinted = self.program.field_where(call[4])
+            hinted = self.program.field_where(call.target)
             return (hinted if hinted is not None else where, None)
         summary = self.summaries[target]
         if element is not None:
@@ -311,9 +313,9 @@ class Solver:
             ret_where, ret_param = summary.ret
         if ret_param is None:
             return (ret_where, None)
-        shift = self.program.shift(call[4], target)
+        shift = self.program.shift(call.target, target)
         params = self.program.functions[target]["params"]
-        for position, keyword, arg in call[5]:
+        for position, keyword, arg in call.args:
             if keyword == ret_param or (position is not None and position + shift < len(params)
                                         and params[position + shift] == ret_param):
                 return self.value(caller, arg, depth + 1)
@@ -326,25 +328,24 @@ class Solver:
         name, _, element = name.partition("#")
         best = None
         for index, call in enumerate(calls):
-            if call[6] == name and call[0] <= line and (best is None or call[0] >= calls[best][0]):
+            if call.name == name and call.line <= line and (best is None or call.line >= calls[best].line):
                 best = index
         if best is None:
             return (P.UNKNOWN, None)
         return self.value(qualname, (P.UNKNOWN, None, (best, int(element)) if element else best))
 
-    def host_origins(self, results: dict) -> set[tuple[str, int]]:
-        """(path, finding index) of the rules' findings on a value a tree function returned on
-        the host (`to_host(x).tolist()`): not a sync, whatever the value's name suggested."""
+    def host_origins(self, results: dict) -> set[tuple[str, FileFinding]]:
+        """(path, finding) of the rules' findings on a value a tree function returned on the
+        host (`to_host(x).tolist()`): not a sync, whatever the value's name suggested."""
         dropped = set()
         for path, result in results.items():
-            for index, name in result.origin_reads.items():
-                if index in result.param_reads:
+            for finding in result.findings:
+                if finding.origin is None or finding.param is not None:
                     continue
-                finding = result.findings[index]
-                function = f"{result.module}.{finding[5]}" if result.module else finding[5]
-                where, follows = self.origin_value(function, name, finding[1])
+                function = f"{result.module}.{finding.function}" if result.module else finding.function
+                where, follows = self.origin_value(function, finding.origin, finding.line)
                 if follows is None and where in (P.PY, P.HOST):
-                    dropped.add((path, index))
+                    dropped.add((path, finding))
         return dropped
 
     def tuple_returns(self, qualname: str, facts: dict) -> tuple | None:
@@ -372,9 +373,9 @@ class Solver:
         return (P.combine(*wheres), None) if wheres else (P.PY, None)
 
     # -- findings ----------------------------------------------------------------------
-    def findings(self) -> dict[str, list[tuple]]:
-        """Raw findings per path: the engine's tuple shape plus the chain."""
-        found: dict[str, list[tuple]] = {}
+    def findings(self) -> dict[str, list[FileFinding]]:
+        """The call-site findings (SYN601, SYN602) per path, with their chains."""
+        found: dict[str, list[FileFinding]] = {}
         for qualname, facts in self.program.functions.items():
             if not facts["hot"]:
                 continue
@@ -382,7 +383,7 @@ class Solver:
             function = qualname[len(_module_prefix(qualname, self.program)):]
             for call, target, shift in self.edges.get(qualname, ()):
                 callee = self.summaries[target]
-                here = (path, call[0], qualname, f"calls `{call[6]}`")
+                here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
                 code, chain = None, None
                 if callee.sync is not None:
                     code, chain = "SYN602", _join(here, callee.sync)
@@ -399,9 +400,9 @@ class Solver:
                             break
                 if code is None:
                     continue
-                found.setdefault(path, []).append((
-                    code, call[0], call[1], call[2], call[3], function or "<module>",
-                    _message(code, call, target, chain), None, "error", chain,
+                found.setdefault(path, []).append(FileFinding(
+                    code, call.line, call.column, call.stmt_start, call.stmt_end, function or "<module>",
+                    _message(code, call, chain), None, "error", chain,
                 ))
         return found
 
@@ -411,7 +412,7 @@ class Solver:
         seen: dict[tuple[str, str], bool] = {}
         for caller, edges in self.edges.items():
             for call, target, shift in edges:
-                if call[4][0] == PROP:
+                if call.target[0] == PROP:
                     continue
                 for param in self.program.functions[target]["params"]:
                     where, follows = self.argument(caller, call, target, shift, param)
@@ -428,7 +429,7 @@ def _module_prefix(qualname: str, program: Program) -> str:
     return ""
 
 
-def _join(step: tuple, chain: tuple) -> tuple:
+def _join(step: ChainStep, chain: tuple) -> tuple:
     joined = (step,) + chain
     if len(joined) > MAX_CHAIN:
         joined = joined[: MAX_CHAIN - 1] + joined[-1:]
@@ -439,18 +440,18 @@ def _short(message: str) -> str:
     return message.split(";")[0].split(" (")[0]
 
 
-def _message(code: str, call: tuple, target: str, chain: tuple) -> str:
-    name = call[6]
-    root_path, root_line, _, note = chain[-1]
-    what = "reads property" if call[4][0] == PROP else "calls"
+def _message(code: str, call: CallRecord, chain: tuple) -> str:
+    name = call.name
+    root = chain[-1]
+    what = "reads property" if call.target[0] == PROP else "calls"
     depth = len(chain) - 1
-    via = " -> ".join(step[2].rsplit(".", 1)[-1] + "()" for step in chain[1:])
+    via = " -> ".join(step.function.rsplit(".", 1)[-1] + "()" for step in chain[1:])
     if code == "SYN602":
         head = f"{what} `{name}`, which syncs"
     else:
         head = f"{what} `{name}` with a device value it syncs on"
     calls = "1 call" if depth == 1 else f"{depth} calls"
-    return f"{head} {calls} down: {root_path}:{root_line} {note} (via {via})"
+    return f"{head} {calls} down: {root.path}:{root.line} {root.note} (via {via})"
 
 
 def _accepted_lines(suppressions: dict) -> dict[int, list]:
@@ -458,16 +459,15 @@ def _accepted_lines(suppressions: dict) -> dict[int, list]:
     return {line: [s for s in items if getattr(s, "reason", "")] for line, items in (suppressions or {}).items()}
 
 
-def _is_accepted(accepted: dict, root: tuple) -> bool:
-    code, line, start, end = root[0], root[1], root[2], root[3]
-    for at in {line, start, end}:
+def _is_accepted(accepted: dict, root: Root) -> bool:
+    for at in {root.line, root.stmt_start, root.stmt_end}:
         for suppression in accepted.get(at, ()):
-            if suppression.covers(code):
+            if suppression.covers(root.code):
                 return True
     return False
 
 
-def solve(results: dict) -> tuple[dict[str, list[tuple]], set[tuple[str, str]], set[tuple[str, int]]]:
+def solve(results: dict) -> tuple[dict[str, list[FileFinding]], set[tuple[str, str]], set[tuple[str, FileFinding]]]:
     """(extra findings per path, host-fed parameters, rules' findings on host return values)
     for the whole linted tree."""
     program = Program(results)

@@ -18,6 +18,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from .lines import locate, spans_of
+from .records import FileFinding, Root, diagnostic
 from .suppress import may_have_suppressions, parse_suppressions
 
 
@@ -26,12 +27,10 @@ class RawResult:
     """A file's analysis, independent of rule selection and suppressions (those are applied
     later, so changing `--select` reuses the cache)."""
 
-    # (code, line, column, stmt_start, stmt_end, function, message, fix applicability, level)
-    findings: list[tuple] = field(default_factory=list)
+    findings: list[FileFinding] = field(default_factory=list)
     # for the whole-program pass (wholeprogram.py): the module's dotted name and import table,
     # per-function facts and class facts (facts.py), and the sync roots of each function:
-    # qualified function -> [(code, line, stmt_start, stmt_end, message, parameter or None,
-    # name of the call whose result it flags or None)]
+    # qualified function -> [Root]
     module: str | None = None
     exports: dict = field(default_factory=dict)
     functions: dict = field(default_factory=dict)
@@ -40,12 +39,6 @@ class RawResult:
     suppressions: dict = field(default_factory=dict)  # line -> [Suppression], see suppress.py
     # "Class.attr" -> where, for attributes this file's classes keep on the host (classinfo.py)
     field_hints: dict = field(default_factory=dict)
-    # finding index -> (class, attribute) its value was read from
-    field_reads: dict = field(default_factory=dict)
-    # finding index -> (qualified function, parameter) it flags
-    param_reads: dict = field(default_factory=dict)
-    # finding index -> the call (by name) whose result it flags (wholeprogram.py decides)
-    origin_reads: dict = field(default_factory=dict)
     internal_error: str | None = None
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
@@ -100,7 +93,7 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
-        return RawResult(findings=[("SYN001", 1, 1, 1, 1, "<module>", f"cannot read file: {error.strerror}", None, "error")])
+        return RawResult(findings=[diagnostic("SYN001", f"cannot read file: {error.strerror}")])
     if facts_only:
         return facts_of_bytes(data, module, is_package, config)
     return analyze_bytes(data, module, is_package, config)
@@ -163,7 +156,7 @@ def _analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree
     try:
         text = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as error:
-        result = RawResult(findings=[("SYN001", 1, 1, 1, 1, "<module>", f"cannot decode file: {error}", None, "error")])
+        result = RawResult(findings=[diagnostic("SYN001", f"cannot decode file: {error}")])
         return (result, None) if keep_tree else result
     if not text.strip():
         result = RawResult()
@@ -173,11 +166,10 @@ def _analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree
     try:
         tree = ast.parse(text)
     except SyntaxError as error:
-        result = RawResult(findings=[("SYN002", error.lineno or 1, (error.offset or 0) or 1, error.lineno or 1,
-                                      error.lineno or 1, "<module>", f"syntax error: {error.msg}", None, "error")])
+        result = RawResult(findings=[diagnostic("SYN002", f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)])
         return result
     except (ValueError, RecursionError, MemoryError) as error:
-        return RawResult(findings=[("SYN002", 1, 1, 1, 1, "<module>", f"cannot parse file: {error}", None, "error")])
+        return RawResult(findings=[diagnostic("SYN002", f"cannot parse file: {error}")])
     try:
         result = _by_function(tree, text, module, is_package, config)
     except _FallBack:
@@ -223,7 +215,7 @@ def _on_a_deep_stack(analyze, data: bytes, module: str, is_package: bool, config
         sys.setrecursionlimit(previous_limit)
     if outcome:
         return outcome[0]
-    result = RawResult(findings=[("SYN002", 1, 1, 1, 1, "<module>", "cannot parse file: nested too deeply to analyze", None, "error")])
+    result = RawResult(findings=[diagnostic("SYN002", "cannot parse file: nested too deeply to analyze")])
     return (result, None) if keep_tree else result
 
 
@@ -231,7 +223,7 @@ def _internal_error() -> RawResult:
     if isinstance(sys.exc_info()[1], RecursionError):
         raise _TooDeep()  # not a bug: analyze_bytes retries on a deeper stack
     trace = traceback.format_exc(limit=-3).strip().splitlines()
-    return RawResult(findings=[("SYN003", 1, 1, 1, 1, "<module>", "internal error: " + " | ".join(trace[-3:]), None, "error")],
+    return RawResult(findings=[diagnostic("SYN003", "internal error: " + " | ".join(trace[-3:]))],
                      internal_error="\n".join(trace))
 
 
@@ -246,7 +238,7 @@ def _whole_module(text: str, module: str, is_package: bool, config, keep_tree: b
         ast.parse(text)
     except (RecursionError, MemoryError) as error:
         reason = str(error) or f"nested too deeply ({type(error).__name__})"
-        result = RawResult(findings=[("SYN002", 1, 1, 1, 1, "<module>", f"cannot parse file: {reason}", None, "error")])
+        result = RawResult(findings=[diagnostic("SYN002", f"cannot parse file: {reason}")])
         return (result, None) if keep_tree else result
     except (SyntaxError, ValueError):
         pass  # reported from libcst's parse below, with its position
@@ -254,11 +246,10 @@ def _whole_module(text: str, module: str, is_package: bool, config, keep_tree: b
         module_node = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         message = str(error).splitlines()[0] if str(error) else "invalid syntax"
-        result = RawResult(findings=[("SYN002", error.raw_line, error.raw_column + 1, error.raw_line, error.raw_line,
-                                      "<module>", f"syntax error: {message}", None, "error")])
+        result = RawResult(findings=[diagnostic("SYN002", f"syntax error: {message}", error.raw_line, error.raw_column + 1)])
         return (result, None) if keep_tree else result
     except Exception as error:  # libcst's native parser: recursion limits and the like
-        result = RawResult(findings=[("SYN002", 1, 1, 1, 1, "<module>", f"cannot parse file: {type(error).__name__}: {error}", None, "error")])
+        result = RawResult(findings=[diagnostic("SYN002", f"cannot parse file: {type(error).__name__}: {error}")])
         return (result, None) if keep_tree else result
     try:
         result, analyzer = _analyze(module_node, text, module, is_package, config)
@@ -413,14 +404,9 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
     """Place the analyzer's findings and call sites on lines and add them to `result`."""
     for raw in analyzer.findings:
         line, column, start, end = place(raw, spans, lines, analyzer.module)
-        if raw.field is not None:
-            result.field_reads[len(result.findings)] = raw.field
-        if raw.param is not None:
-            result.param_reads[len(result.findings)] = raw.param
-        if raw.origin is not None:
-            result.origin_reads[len(result.findings)] = raw.origin
-        result.findings.append((raw.code, line, column, start, end, raw.function, raw.message,
-                                raw.fix.applicability if raw.fix else None, raw.level))
+        result.findings.append(FileFinding(raw.code, line, column, start, end, raw.function, raw.message,
+                                           raw.fix.applicability if raw.fix else None, raw.level,
+                                           field=raw.field, param=raw.param, origin=raw.origin))
         _add_root(result, raw, analyzer.module_name, line, start, end)
     for raw in analyzer.latent:
         line, _, start, end = place(raw, spans, lines, analyzer.module)
@@ -432,7 +418,7 @@ def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: i
     parameter (the finding's value is computed from it)."""
     function = f"{module}.{raw.function}" if module else raw.function
     param = raw.param[1] if raw.param else None
-    result.roots.setdefault(function, []).append((raw.code, line, start, end, raw.message, param, raw.origin))
+    result.roots.setdefault(function, []).append(Root(raw.code, line, start, end, raw.message, param, raw.origin))
 
 
 def place(raw, spans, lines: list[str], module_node) -> tuple[int, int, int, int]:
