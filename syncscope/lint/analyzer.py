@@ -56,7 +56,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self.is_package = is_package
         self.aliases: dict[str, str] = {}
         # (class, attribute) -> where, from `self.x = ...` assignments anywhere in the class
-        self.class_hints: dict[tuple[str, str], int] = {}
+        self.class_hints: dict[tuple[str, str], P.Place] = {}
         self.findings: list[RawFinding] = []
         # syncs not reported where they are (lazy-init branches, memoized functions) but
         # counted for the callers of their function (wholeprogram.py)
@@ -121,7 +121,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             # property, once per step when a tensor is part of the key (its callers still sync
             # then: latent), else once per configuration (cold: dropped)
             per_object = any((dotted(d.decorator) or "").endswith("cached_property") for d in memo)
-            keyed_by_tensor = any(ctx.env.get(p, P.PY) >= P.TENSOR for p in ctx.params)
+            keyed_by_tensor = any(P.is_tensor_like(ctx.env.get(p, P.PY)) for p in ctx.params)
             if per_object or keyed_by_tensor:
                 ctx.once_depth = 1
             else:
@@ -147,12 +147,12 @@ class ModuleAnalyzer(ExpressionEvaluator):
             if param in ordered:
                 ctx.params.append(name)
             where = self._where_of_param(param, ctx)
-            if host_function and where in (P.UNKNOWN, P.TENSOR):
+            if host_function and P.device_unknown(where):
                 where = P.HOST  # `_mask_cpu(...)`: a function named for the host works on host data
             ctx.env[name] = where
             ctx.reassigned.discard(name)
 
-    def _where_of_param(self, param: cst.Param, ctx: FunctionContext) -> int:
+    def _where_of_param(self, param: cst.Param, ctx: FunctionContext) -> P.Place:
         name = param.name.value
         by_name = self.hints.where(name)
         if by_name == P.HOST:
@@ -163,14 +163,14 @@ class ModuleAnalyzer(ExpressionEvaluator):
             return by_name
         return self._where_of_annotation(param.annotation.annotation, name, ctx, by_name)
 
-    def _where_of_annotation(self, ann: cst.BaseExpression, name: str, ctx: FunctionContext, by_name: int) -> int:
+    def _where_of_annotation(self, ann: cst.BaseExpression, name: str, ctx: FunctionContext, by_name: P.Place) -> P.Place:
         where, type_name = annotation_where(ann)
         if type_name:
             ctx.types[name] = type_name
         if where is None:
             return by_name
         if where == P.TENSOR:
-            return max(by_name, P.TENSOR)
+            return P.join(by_name, P.TENSOR)
         return where
 
     # -- statements ----------------------------------------------------------------------
@@ -315,7 +315,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     if origin is not None and isinstance(element.value, cst.Name):
                         ctx.origins[element.value.value] = f"{origin}#{position}"
 
-    def bind(self, target: cst.BaseExpression, where: int, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
+    def bind(self, target: cst.BaseExpression, where: P.Place, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
         if isinstance(target, cst.Name):
             name = target.value
             self._bind_name(name, where, value, ctx)
@@ -334,7 +334,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             for rule in self.registry.subscript_store:
                 rule.on_subscript_store(ctx, target, base, value, where)
 
-    def _bind_name(self, name: str, where: int, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
+    def _bind_name(self, name: str, where: P.Place, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
         # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
         if self.hints.where(name.rsplit(".", 1)[-1]) == P.HOST and where != P.PY:
             where = P.HOST
@@ -369,7 +369,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 and value.func.attr.value in ("to", "cpu", "cuda") and isinstance(value.func.value, cst.Name):
             ctx.copies[name] = value.func.value.value
 
-    def bind_loop_target(self, target: cst.BaseExpression, where: int, ctx: FunctionContext) -> None:
+    def bind_loop_target(self, target: cst.BaseExpression, where: P.Place, ctx: FunctionContext) -> None:
         if isinstance(target, cst.Name):
             ctx.env[target.value] = where
             ctx.reassigned.add(target.value)
@@ -386,14 +386,13 @@ def _decorator_kind(decorator: cst.Decorator) -> str | None:
     return decorator_kind(dotted(expr) or "")
 
 
-def _merge_branches(ctx: FunctionContext, other_env: dict[str, int], other_bools: set[str]) -> None:
+def _merge_branches(ctx: FunctionContext, other_env: dict[str, P.Place], other_bools: set[str]) -> None:
     """After `if`/`else`: a name may hold either branch's value, so keep the more device-like
     one (a device mask on one path is a sync on that path) and any boolean-mask flag."""
     env = ctx.env
     for name, where in other_env.items():
         mine = env.get(name)
-        if mine is None or where > mine:
-            env[name] = where
+        env[name] = where if mine is None else P.join(mine, where)
     ctx.bools |= other_bools
 
 

@@ -76,7 +76,7 @@ def _classes(body: list):
     return (stmt for stmt in _statements(body, into_classes=True) if isinstance(stmt, ast.ClassDef))
 
 
-def _from_annotation(node: ast.AST) -> int | None:
+def _from_annotation(node: ast.AST) -> P.Place | None:
     text = ast.unparse(node)
     if "ndarray" in text or "NDArray" in text:
         return P.HOST
@@ -86,7 +86,7 @@ def _from_annotation(node: ast.AST) -> int | None:
     return None  # `torch.Tensor` says nothing about the device
 
 
-def _from_value(node: ast.AST) -> int | None:
+def _from_value(node: ast.AST) -> P.Place | None:
     if isinstance(node, ast.Constant):
         return None  # `self.x = None` in a constructor says nothing
     if not isinstance(node, ast.Call):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .rules.base import CallInfo
 
 
-def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> int | None:
+def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> P.Place | None:
     """HOST or DEVICE for a device expression (`"cuda"`, `torch.device("cpu")`, `self.device`,
     `x.device`); None for something that is not a device (a dtype, another tensor)."""
     if isinstance(node, cst.SimpleString):
@@ -54,7 +54,7 @@ def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> int | None:
     return None
 
 
-def copy_target(info: CallInfo, ctx: FunctionContext) -> int | None:
+def copy_target(info: CallInfo, ctx: FunctionContext) -> P.Place | None:
     """Where `x.to(...)` sends x: HOST, DEVICE, or None when it only changes the dtype or the
     target cannot be told."""
     device = info.kwarg("device")

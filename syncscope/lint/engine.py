@@ -16,7 +16,7 @@ from ..site import Site, with_occurrences
 from .cache import FACT_FIELDS, Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
-from .provenance import HOST, PY
+from .provenance import known_host
 from .records import FileFinding, diagnostic
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
@@ -215,7 +215,7 @@ def _host_fields(results: dict) -> set[str]:
     other: set[str] = set()
     for result in results.values():
         for key, where in result.field_hints.items():
-            (host if where in (HOST, PY) else other).add(key)
+            (host if known_host(where) else other).add(key)
     return host - other
 
 

@@ -120,7 +120,7 @@ class ExpressionEvaluator:
         }
 
     # -- expressions ---------------------------------------------------------------------
-    def eval(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+    def eval(self, node: cst.BaseExpression, ctx: FunctionContext) -> P.Place:
         handler = self._eval_dispatch.get(type(node))
         if handler is None:
             return P.UNKNOWN
@@ -139,7 +139,7 @@ class ExpressionEvaluator:
         for rule in self.registry.condition:
             rule.on_condition(ctx, test, where, context)
 
-    def _eval_name(self, node: cst.Name, ctx: FunctionContext) -> int:
+    def _eval_name(self, node: cst.Name, ctx: FunctionContext) -> P.Place:
         value = node.value
         if value in ("True", "False", "None"):
             return P.PY
@@ -150,7 +150,7 @@ class ExpressionEvaluator:
             return P.PY  # a module or an imported function
         return self.hints.where(value)
 
-    def _eval_attribute(self, node: cst.Attribute, ctx: FunctionContext) -> int:
+    def _eval_attribute(self, node: cst.Attribute, ctx: FunctionContext) -> P.Place:
         attr = node.attr.value
         name = dotted(node)
         if name is not None:
@@ -179,7 +179,7 @@ class ExpressionEvaluator:
             return by_name
         return P.UNKNOWN
 
-    def _eval_subscript_parts(self, node: cst.Subscript, ctx: FunctionContext) -> int:
+    def _eval_subscript_parts(self, node: cst.Subscript, ctx: FunctionContext) -> P.Place:
         base = self.eval(node.value, ctx)
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
@@ -190,13 +190,13 @@ class ExpressionEvaluator:
                         self.eval(part, ctx)
         return base
 
-    def _eval_subscript(self, node: cst.Subscript, ctx: FunctionContext) -> int:
+    def _eval_subscript(self, node: cst.Subscript, ctx: FunctionContext) -> P.Place:
         base = self._eval_subscript_parts(node, ctx)
         for rule in self.registry.subscript_read:
             rule.on_subscript_read(ctx, node, base)
         return base
 
-    def index_where(self, node: cst.Subscript, ctx: FunctionContext) -> list[tuple[cst.BaseExpression | None, int]]:
+    def index_where(self, node: cst.Subscript, ctx: FunctionContext) -> list[tuple[cst.BaseExpression | None, P.Place]]:
         """(expression, where) of each index element; slices give (None, PY). Rules call this;
         it re-evaluates only names and attributes, which has no side effects."""
         out = []
@@ -208,7 +208,7 @@ class ExpressionEvaluator:
                 out.append((None, P.PY))
         return out
 
-    def peek(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+    def peek(self, node: cst.BaseExpression, ctx: FunctionContext) -> P.Place:
         """Where a simple expression lives, without emitting events."""
         if isinstance(node, cst.Name):
             return self._eval_name(node, ctx)
@@ -254,12 +254,12 @@ class ExpressionEvaluator:
             return self.peek(node.value, ctx)
         return P.UNKNOWN
 
-    def _eval_binary(self, node: cst.BinaryOperation, ctx: FunctionContext) -> int:
+    def _eval_binary(self, node: cst.BinaryOperation, ctx: FunctionContext) -> P.Place:
         left, right = self.eval(node.left, ctx), self.eval(node.right, ctx)
         # torch does not mix devices: an operand combined with a host tensor is on the host too
-        if left == P.HOST and right in (P.UNKNOWN, P.TENSOR):
+        if left == P.HOST and P.device_unknown(right):
             self._learn_host(node.right, ctx)
-        elif right == P.HOST and left in (P.UNKNOWN, P.TENSOR):
+        elif right == P.HOST and P.device_unknown(left):
             self._learn_host(node.left, ctx)
         return P.combine(left, right)
 
@@ -268,46 +268,46 @@ class ExpressionEvaluator:
         if name is not None and not isinstance(node, cst.Call):
             ctx.env[name] = P.HOST
 
-    def _eval_comparison(self, node: cst.Comparison, ctx: FunctionContext) -> int:
+    def _eval_comparison(self, node: cst.Comparison, ctx: FunctionContext) -> P.Place:
         wheres = [self.eval(node.left, ctx)] + [self.eval(c.comparator, ctx) for c in node.comparisons]
         if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
             return P.PY
         return P.combine(*wheres)
 
-    def _eval_unary(self, node: cst.UnaryOperation, ctx: FunctionContext) -> int:
+    def _eval_unary(self, node: cst.UnaryOperation, ctx: FunctionContext) -> P.Place:
         if isinstance(node.operator, cst.Not):
             self.condition(node.expression, ctx, "not")
             return P.PY
         return self.eval(node.expression, ctx)
 
-    def _eval_boolean(self, node: cst.BooleanOperation, ctx: FunctionContext) -> int:
+    def _eval_boolean(self, node: cst.BooleanOperation, ctx: FunctionContext) -> P.Place:
         # `a or b` calls bool(a); b is returned as it is
         self.condition(node.left, ctx, node.operator.__class__.__name__.lower())
         return P.combine(P.PY, self.eval(node.right, ctx))
 
-    def _eval_ifexp(self, node: cst.IfExp, ctx: FunctionContext) -> int:
+    def _eval_ifexp(self, node: cst.IfExp, ctx: FunctionContext) -> P.Place:
         self.condition(node.test, ctx, "ternary")
         return P.combine(self.eval(node.body, ctx), self.eval(node.orelse, ctx))
 
-    def _eval_fstring(self, node: cst.FormattedString, ctx: FunctionContext) -> int:
+    def _eval_fstring(self, node: cst.FormattedString, ctx: FunctionContext) -> P.Place:
         for part in node.parts:
             if isinstance(part, cst.FormattedStringExpression):
                 self.eval(part.expression, ctx)
         return P.PY
 
-    def _eval_sequence(self, node, ctx: FunctionContext) -> int:
+    def _eval_sequence(self, node, ctx: FunctionContext) -> P.Place:
         wheres = [self.eval(e.value, ctx) for e in node.elements]
         # a literal list of Python values is host data (what `torch.tensor([...])` copies)
         return P.combine(P.PY, *wheres)
 
-    def _eval_dict(self, node: cst.Dict, ctx: FunctionContext) -> int:
+    def _eval_dict(self, node: cst.Dict, ctx: FunctionContext) -> P.Place:
         for element in node.elements:
             if isinstance(element, cst.DictElement):
                 self.eval(element.key, ctx)
             self.eval(element.value, ctx)
         return P.PY
 
-    def _eval_comp(self, node, ctx: FunctionContext) -> int:
+    def _eval_comp(self, node, ctx: FunctionContext) -> P.Place:
         saved = dict(ctx.env)
         clause = node.for_in
         while clause is not None:
@@ -323,7 +323,7 @@ class ExpressionEvaluator:
         ctx.env = saved
         return result
 
-    def _iter_where(self, node: cst.BaseExpression, ctx: FunctionContext) -> int:
+    def _iter_where(self, node: cst.BaseExpression, ctx: FunctionContext) -> P.Place:
         """Where the items of an iteration live."""
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value not in ctx.env:
             name = node.func.value
@@ -336,31 +336,31 @@ class ExpressionEvaluator:
         where = self.eval(node, ctx)
         return where
 
-    def _eval_await(self, node: cst.Await, ctx: FunctionContext) -> int:
+    def _eval_await(self, node: cst.Await, ctx: FunctionContext) -> P.Place:
         return self.eval(node.expression, ctx)
 
-    def _eval_yield(self, node: cst.Yield, ctx: FunctionContext) -> int:
+    def _eval_yield(self, node: cst.Yield, ctx: FunctionContext) -> P.Place:
         if isinstance(node.value, cst.BaseExpression):
             self.eval(node.value, ctx)
         elif isinstance(node.value, cst.From):
             self.eval(node.value.item, ctx)
         return P.UNKNOWN
 
-    def _eval_walrus(self, node: cst.NamedExpr, ctx: FunctionContext) -> int:
+    def _eval_walrus(self, node: cst.NamedExpr, ctx: FunctionContext) -> P.Place:
         where = self.eval(node.value, ctx)
         self.bind(node.target, where, node.value, ctx)
         return where
 
-    def _eval_starred(self, node: cst.StarredElement, ctx: FunctionContext) -> int:
+    def _eval_starred(self, node: cst.StarredElement, ctx: FunctionContext) -> P.Place:
         return self.eval(node.value, ctx)
 
     # -- calls ---------------------------------------------------------------------------
-    def _eval_call(self, node: cst.Call, ctx: FunctionContext) -> int:
+    def _eval_call(self, node: cst.Call, ctx: FunctionContext) -> P.Place:
         func = node.func
         qualname: str | None = None
         method: str | None = None
         receiver: cst.BaseExpression | None = None
-        receiver_where: int | None = None
+        receiver_where: P.Place | None = None
         if isinstance(func, cst.Name):
             name = func.value
             if name in ctx.env:
@@ -382,8 +382,8 @@ class ExpressionEvaluator:
         else:
             self.eval(func, ctx)
 
-        args: list[tuple[cst.BaseExpression, int]] = []
-        kwargs: dict[str, tuple[cst.BaseExpression, int]] = {}
+        args: list[tuple[cst.BaseExpression, P.Place]] = []
+        kwargs: dict[str, tuple[cst.BaseExpression, P.Place]] = {}
         star = False
         for arg in node.args:
             where = self.eval(arg.value, ctx)
@@ -397,7 +397,7 @@ class ExpressionEvaluator:
         callee = method or (qualname or "").rsplit(".", 1)[-1]
         if "h2d" in callee.lower() and args:  # `async_tensor_h2d(x, ...)`: x lives on the host
             name = dotted(args[0][0])
-            if name is not None and args[0][1] in (P.UNKNOWN, P.TENSOR):
+            if name is not None and P.device_unknown(args[0][1]):
                 ctx.env[name] = P.HOST
 
         last = method if method is not None else (qualname.rsplit(".", 1)[-1] if qualname else None)
@@ -409,7 +409,7 @@ class ExpressionEvaluator:
                         rule.on_call(ctx, info)
         return self._call_result(info, ctx)
 
-    def _call_result(self, info: CallInfo, ctx: FunctionContext) -> int:
+    def _call_result(self, info: CallInfo, ctx: FunctionContext) -> P.Place:
         qualname, method = info.qualname, info.method
         if info.receiver is not None:
             r = info.receiver_where if info.receiver_where is not None else P.UNKNOWN
@@ -421,7 +421,7 @@ class ExpressionEvaluator:
                 return P.HOST
             if method in ("to", "cuda"):
                 target = copy_target(info, ctx) if method == "to" else P.DEVICE
-                if target == P.DEVICE and is_non_blocking(info) and r in (P.UNKNOWN, P.TENSOR):
+                if target == P.DEVICE and is_non_blocking(info) and P.device_unknown(r):
                     # nobody copies device memory to the device with non_blocking=True: the
                     # source is a (pinned) host tensor, from here on
                     name = dotted(info.receiver)
@@ -431,7 +431,7 @@ class ExpressionEvaluator:
             if method in PY_METHODS:
                 return P.PY
             if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
-                return r if r >= P.HOST else P.TENSOR
+                return r if r != P.PY else P.TENSOR
             if r in (P.HOST, P.TENSOR, P.DEVICE):
                 return r
             if self.hints.where(method) == P.HOST:
@@ -454,14 +454,14 @@ class ExpressionEvaluator:
                 if short.endswith("_like") and info.args:
                     return info.args[0][1]
                 if short == "as_tensor" and info.args:
-                    return info.args[0][1] if info.args[0][1] >= P.HOST else P.HOST
+                    return info.args[0][1] if info.args[0][1] != P.PY else P.HOST
                 return P.HOST
             if short == "from_numpy":
                 return P.HOST
             wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
             if any(w == P.DEVICE for w in wheres):
                 return P.DEVICE
-            if any(w in (P.TENSOR, P.UNKNOWN) for w in wheres):
+            if any(P.device_unknown(w) for w in wheres):
                 return P.TENSOR
             if any(w == P.HOST for w in wheres):
                 return P.HOST
@@ -478,11 +478,11 @@ class ExpressionEvaluator:
         return P.UNKNOWN
 
 
-def _py(node, ctx) -> int:
+def _py(node, ctx) -> P.Place:
     return P.PY
 
 
-def _unknown(node, ctx) -> int:
+def _unknown(node, ctx) -> P.Place:
     return P.UNKNOWN
 
 
@@ -490,7 +490,7 @@ CONTAINERS = frozenset("list List tuple Tuple Sequence MutableSequence Iterable 
                        "MutableMapping set Set frozenset FrozenSet deque Generator Callable type".split())
 
 
-def annotation_where(node: cst.BaseExpression) -> tuple[int | None, str]:
+def annotation_where(node: cst.BaseExpression) -> tuple[P.Place | None, str]:
     """Where a value of this annotated type lives, and its class name when it is a class:
     `torch.Tensor | None` -> TENSOR; `list[torch.Tensor]` -> PY (a list's truth value is its
     length, no sync); `np.ndarray` -> HOST; `CommonAttentionMetadata` -> (None, that name)."""
@@ -526,19 +526,19 @@ def annotation_where(node: cst.BaseExpression) -> tuple[int | None, str]:
     return None, ""
 
 
-def _union(members: list[tuple[int | None, str]]) -> tuple[int | None, str]:
+def _union(members: list[tuple[P.Place | None, str]]) -> tuple[P.Place | None, str]:
     """`X | None`: None adds nothing; the most device-like member wins."""
     wheres = [w for w, _ in members if w is not None]
     names = [n for _, n in members if n]
     known = [w for w in wheres if w != P.PY] or wheres
     if names and not any(w != P.PY for w in wheres):
         return None, names[0]
-    return (max(known) if known else None), (names[0] if names else "")
+    return (P.join(*known) if known else None), (names[0] if names else "")
 
 
-def _py_handler(_analyzer, node, ctx) -> int:
+def _py_handler(_analyzer, node, ctx) -> P.Place:
     return _py(node, ctx)
 
 
-def _unknown_handler(_analyzer, node, ctx) -> int:
+def _unknown_handler(_analyzer, node, ctx) -> P.Place:
     return _unknown(node, ctx)

@@ -206,7 +206,7 @@ class FileFacts:
                     if found:
                         scope.types[arg.arg] = found
             # a parameter is "whatever the caller passes", unless its name or type says
-            scope.env[arg.arg] = (where, None, None) if where in (P.HOST, P.PY) else (where, arg.arg, None)
+            scope.env[arg.arg] = (where, None, None) if P.known_host(where) else (where, arg.arg, None)
         facts = {
             "line": node.lineno,
             "params": positional,
@@ -251,7 +251,7 @@ def _annotation_where(node) -> int | None:
         parts = [node.left, node.right] if isinstance(node, ast.BinOp) else \
             (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
         found = [w for w in (_annotation_where(p) for p in parts) if w is not None and w != P.PY]
-        return max(found) if found else None
+        return P.join(*found) if found else None
     if last in ("Tensor", "Parameter"):
         return P.TENSOR
     if last in ("ndarray", "NDArray"):

@@ -1,21 +1,37 @@
 """Where a value lives, as far as the linter can tell without running anything.
 
-The order matters: `combine` keeps the "most device-like" side, because an operation that
-mixes a device tensor with host data produces a device tensor. `UNKNOWN` sits between host and
-tensor: a value we know nothing about (an attribute of `self`, an unannotated parameter) is not
-assumed to be a tensor, but a value that *is* a tensor and whose device we do not know counts as
-device (`TENSOR`), as the issue asks.
+`UNKNOWN` sits between host and tensor: a value we know nothing about (an attribute of `self`,
+an unannotated parameter) is not assumed to be a tensor, but a value that *is* a tensor and
+whose device we do not know counts as device (`TENSOR`), as the issue asks. `join` merges paths,
+`combine` operands (an operation that mixes a device tensor with host data produces a device
+tensor, a host tensor with one of unknown device a host one).
 """
 
 from __future__ import annotations
 
-PY = 0  # a plain Python value: int, str, a shape, a dtype. Never a tensor.
-HOST = 1  # host memory: a CPU tensor, a numpy array, a list built on the host
-UNKNOWN = 2  # nothing known
-TENSOR = 3  # a torch tensor on an unknown device: treated as device
-DEVICE = 4  # known to live on the device
+from enum import IntEnum
 
-NAMES = {PY: "python", HOST: "host", UNKNOWN: "unknown", TENSOR: "tensor", DEVICE: "device"}
+
+class Place(IntEnum):
+    """Where a value lives. The order is the *path* order: `join` keeps the later of two, so a
+    name that holds a device value on one path is a device value after the paths merge. How an
+    operation's operands decide its result is another order (`combine`). Compare places only
+    through the functions below, which say which order they mean."""
+
+    PY = 0  # a plain Python value: int, str, a shape, a dtype. Never a tensor.
+    HOST = 1  # host memory: a CPU tensor, a numpy array, a list built on the host
+    UNKNOWN = 2  # nothing known
+    TENSOR = 3  # a torch tensor on an unknown device: treated as device
+    DEVICE = 4  # known to live on the device
+
+
+PY, HOST, UNKNOWN, TENSOR, DEVICE = Place.PY, Place.HOST, Place.UNKNOWN, Place.TENSOR, Place.DEVICE
+
+
+def join(*wheres: Place) -> Place:
+    """Where a value lives that is any of these (two branches of an `if`, the members of a
+    `Union`): the most device-like, since a sync on one path is a sync."""
+    return max(wheres) if wheres else PY
 
 
 # How strongly an operand decides where a result lives. torch refuses to mix devices (except
@@ -25,19 +41,30 @@ NAMES = {PY: "python", HOST: "host", UNKNOWN: "unknown", TENSOR: "tensor", DEVIC
 _RANK = {PY: 0, UNKNOWN: 1, TENSOR: 2, HOST: 3, DEVICE: 4}
 
 
-def combine(*wheres: int) -> int:
+def combine(*wheres: Place) -> Place:
     """Where the result of an operation on these operands lives."""
     return max(wheres, key=_RANK.__getitem__) if wheres else PY
 
 
-def is_tensor_like(where: int) -> bool:
+def known_host(where: Place) -> bool:
+    """Known not to be on the device: a Python value or host memory."""
+    return where <= HOST
+
+
+def is_tensor_like(where: Place) -> bool:
     """Known to be a tensor that may live on the device (the issue's "tensor-looking value")."""
     return where >= TENSOR
 
 
-def maybe_device(where: int) -> bool:
+def maybe_device(where: Place) -> bool:
     """Not known to be on the host: what a method that only tensors have (`.item()`) implies."""
     return where >= UNKNOWN
+
+
+def device_unknown(where: Place) -> bool:
+    """Nothing known, or a tensor on a device we cannot tell: what a host-only use of it
+    (`async_tensor_h2d(x)`, `x_cpu & x`) can teach us."""
+    return where == UNKNOWN or where == TENSOR
 
 
 FLAG_WORDS = frozenset("is has use uses enable enabled can should do need needs allow supports".split())
@@ -52,15 +79,15 @@ class NameHints:
     def __init__(self, host_suffixes: list[str], device_suffixes: list[str]):
         self.host_words = frozenset(s.strip("_").lower() for s in host_suffixes if s.strip("_"))
         self.device_words = frozenset(s.strip("_").lower() for s in device_suffixes if s.strip("_"))
-        self._memo: dict[str, int] = {}
+        self._memo: dict[str, Place] = {}
 
-    def where(self, name: str) -> int:
+    def where(self, name: str) -> Place:
         found = self._memo.get(name)
         if found is None:
             found = self._memo[name] = self._classify(name)
         return found
 
-    def _classify(self, name: str) -> int:
+    def _classify(self, name: str) -> Place:
         words = name.lower().strip("_").split("_")
         if words[0] in FLAG_WORDS and len(words) > 1:
             return PY  # `is_cuda`, `use_cuda_graph`, `has_cpu_copy`: a flag, not a tensor

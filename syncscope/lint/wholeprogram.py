@@ -241,7 +241,7 @@ class Solver:
             if param is None and root.origin is not None:
                 # the value comes from a call: its callee's return summary decides
                 where, follows = self.origin_value(qualname, root.origin, root.line)
-                if follows is None and where in (P.PY, P.HOST):
+                if follows is None and P.known_host(where):
                     continue
                 param = follows
             step = (ChainStep(root_path, root.line, qualname, f"{root.code} {_short(root.message)}"),)
@@ -344,7 +344,7 @@ class Solver:
                     continue
                 function = f"{result.module}.{finding.function}" if result.module else finding.function
                 where, follows = self.origin_value(function, finding.origin, finding.line)
-                if follows is None and where in (P.PY, P.HOST):
+                if follows is None and P.known_host(where):
                     dropped.add((path, finding))
         return dropped
 
@@ -416,7 +416,7 @@ class Solver:
                     continue
                 for param in self.program.functions[target]["params"]:
                     where, follows = self.argument(caller, call, target, shift, param)
-                    host = follows is None and where in (P.PY, P.HOST)
+                    host = follows is None and P.known_host(where)
                     seen[(target, param)] = seen.get((target, param), True) and host
         return {key for key, host in seen.items() if host}
 

@@ -38,10 +38,10 @@ class DeviceMaskIndex(Rule):
     ]
 
     def on_subscript_read(self, ctx, node, base_where):
-        if base_where <= P.HOST:
+        if P.known_host(base_where):
             return
         for value, where in ctx.analyzer.index_where(node, ctx):
-            if value is None or where <= P.HOST or not ctx.is_bool(value):
+            if value is None or P.known_host(where) or not ctx.is_bool(value):
                 continue
             ctx.report(
                 self, node,

@@ -26,7 +26,7 @@ class HostMaskWrite(Rule):
     ]
 
     def on_subscript_store(self, ctx, target, base_where, value, value_where):
-        if base_where < P.UNKNOWN:
+        if P.known_host(base_where):
             return
         for index, where in ctx.analyzer.index_where(target, ctx):
             if index is not None and where == P.HOST and ctx.is_bool(index):

@@ -23,10 +23,10 @@ class DeviceMaskTensorWrite(Rule):
     ]
 
     def on_subscript_store(self, ctx, target, base_where, value, value_where):
-        if base_where < P.UNKNOWN or value_where < P.HOST or value_where == P.UNKNOWN:
+        if P.known_host(base_where) or value_where == P.PY or value_where == P.UNKNOWN:
             return
         for index, where in ctx.analyzer.index_where(target, ctx):
-            if index is not None and where >= P.UNKNOWN and ctx.is_bool(index):
+            if index is not None and P.maybe_device(where) and ctx.is_bool(index):
                 ctx.report(
                     self, target,
                     f"`{show(target, ctx)} = <tensor>` stores a tensor through a mask that may be on "

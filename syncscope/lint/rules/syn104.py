@@ -46,7 +46,7 @@ class RepeatInterleaveWithoutOutputSize(Rule):
             source, repeats = None, call.args[0]  # torch.repeat_interleave(repeats)
         else:
             source, repeats = call.args[0] if call.args else None, call.kwargs.get("repeats")
-        if repeats is None or repeats[1] <= P.HOST:
+        if repeats is None or P.known_host(repeats[1]):
             return
         # the method form `x.repeat_interleave(n_heads // n_kv, dim=1)` usually repeats by an
         # int: ask for evidence of a tensor there; the function form with two arguments is used

@@ -29,7 +29,7 @@ class OneHotWithoutNumClasses(Rule):
         if num_classes is not None and ctx.analyzer.module.code_for_node(num_classes).strip() != "-1":
             return
         source = first_input(call, "tensor")
-        if source is not None and source[1] <= P.HOST:
+        if source is not None and P.known_host(source[1]):
             return
         ctx.report(
             self, call.node,
