@@ -23,23 +23,7 @@ from . import provenance as P
 from .context import FunctionContext, RawFinding
 from .evaluate import ExpressionEvaluator, annotation_where
 from .imports import dotted, record_import
-
-# Decorators of functions that are not host code run every step: Triton/JIT/CuTe kernels
-# (device code: `@triton.jit`, `@cute.kernel`), never walked, and memoized functions and cached
-# properties (run once per argument), walked for their callers' sake only (see `report`).
-KERNEL_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton", "kernel")
-MEMO_DECORATOR_WORDS = ("cache",)
-
-
-def decorator_kind(name: str) -> str | None:
-    """"kernel", "memo" or None for a decorator's dotted name."""
-    name = name.lower()
-    if any(word in name for word in KERNEL_DECORATOR_WORDS):
-        return "kernel"
-    if any(word in name for word in MEMO_DECORATOR_WORDS):
-        return "memo"
-    return None
-
+from .vocabulary import decorator_kind
 
 class ModuleAnalyzer(ExpressionEvaluator):
     """Walks one module's statements (or one function parsed on its own, `run_function`) and

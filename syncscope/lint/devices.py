@@ -9,6 +9,7 @@ import libcst as cst
 
 from . import provenance as P
 from .imports import dotted
+from .vocabulary import literal_device_place, named_device_place
 
 if TYPE_CHECKING:
     from .context import FunctionContext
@@ -20,14 +21,10 @@ def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> P.Place | No
     `x.device`); None for something that is not a device (a dtype, another tensor)."""
     if isinstance(node, cst.SimpleString):
         try:
-            text = str(node.evaluated_value).lower()
+            text = str(node.evaluated_value)
         except Exception:  # an odd literal: not a device we can name
             return None
-        if text.startswith("cpu"):
-            return P.HOST
-        if text.startswith(("cuda", "xpu", "npu", "hip", "mps", "meta")):
-            return P.DEVICE
-        return None
+        return literal_device_place(text)
     if isinstance(node, cst.Call):
         if ctx.resolve(node.func) == "torch.device":
             if node.args:
@@ -43,15 +40,7 @@ def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> P.Place | No
     qual = ctx.resolve(node)
     if qual is not None and qual.startswith("torch.") and not qual.startswith("torch.device"):
         return None  # torch.float16 and friends
-    last = name.rsplit(".", 1)[-1].lower()
-    words = last.strip("_").split("_")
-    if "dtype" in words or "type" in words:
-        return None
-    if any(w in ctx.config.name_hints.host_words for w in words) or last == "cpu":
-        return P.HOST
-    if "device" in words or "dev" in words or last in ("cuda", "gpu"):
-        return P.DEVICE
-    return None
+    return named_device_place(name, ctx.config.name_hints.host_words)
 
 
 def copy_target(info: CallInfo, ctx: FunctionContext) -> P.Place | None:

@@ -17,72 +17,9 @@ from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
 from .rules.base import CallInfo
-
-# Tensor attributes and methods that give plain Python values (no tensor, no sync).
-PY_ATTRS = frozenset(
-    "shape dtype device ndim is_cuda is_cpu is_sparse layout requires_grad itemsize nbytes is_leaf "
-    "is_quantized is_meta names".split()
-)
-PY_METHODS = frozenset(
-    "size dim numel element_size nelement is_contiguous data_ptr stride storage_offset get_device "
-    "is_pinned is_floating_point is_complex untyped_storage __len__ startswith endswith join "
-    "format split strip lower upper keys items values".split()
-)
-# torch functions that make a tensor from nothing: their device is where `device=` says, the
-# host otherwise (the `_like` family copies its argument's device instead).
-TORCH_FACTORIES = frozenset(
-    "tensor as_tensor zeros ones empty full arange linspace logspace eye rand randn randint "
-    "randperm empty_strided frombuffer asarray zeros_like ones_like empty_like full_like rand_like "
-    "randn_like randint_like".split()
-)
-# torch namespaces whose calls return streams, events, devices, flags: never tensors.
-TORCH_NON_TENSOR = (
-    "torch.cuda.",
-    "torch.accelerator.",
-    "torch.distributed.",
-    "torch.compiler.",
-    "torch._dynamo.",
-    "torch.device",
-    "torch.Size",
-    "torch.is_",
-    "torch.get_",
-    "torch.set_",
-    "torch.finfo",
-    "torch.iinfo",
-    "torch.numel",
-    "torch.no_grad",
-    "torch.inference_mode",
-    "torch.Generator",
-    "torch.dtype",
-    "torch.library.",
-    "torch.ops.",
-    "torch.jit.",
-    "torch.fx.",
-    "torch.nn.Module",
-    "torch.nn.Parameter",
-    "torch.profiler.",
-    "torch.autograd.",
-    "torch.cpu.",
-    "torch.backends.",
-    "torch.version",
-    "torch.manual_seed",
-    "torch.use_deterministic_algorithms",
-)
-PREDICATE_PREFIXES = ("is_", "has_", "get_", "supports_", "can_")
-PY_BUILTINS = frozenset(
-    "len range isinstance issubclass hasattr callable id hash str repr format bytes int float bool "
-    "complex dict set frozenset tuple list sorted reversed enumerate zip type chr ord bin hex oct "
-    "divmod round abs print memoryview bytearray".split()
-)
-TYPE_HOST_HINTS = ("ndarray", "NDArray", "array")
-TYPE_PY_HINTS = frozenset(
-    "int float bool str bytes list List tuple Tuple dict Dict set Set frozenset Sequence Iterable "
-    "Mapping Callable Any None Optional Union Literal Iterator Generator type".split()
-)
-# Decorators of functions that are not host code run every step: Triton/JIT/CuTe kernels
-# (device code: `@triton.jit`, `@cute.kernel`), never walked, and memoized functions and cached
-# properties (run once per argument), walked for their callers' sake only (see `report`).
-
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, NEW_TENSOR_METHODS, PREDICATE_PREFIXES, PY_ATTRS,
+                         PY_BUILTINS, PY_METHODS, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_NON_TENSOR, factory_place,
+                         generic_place, type_place, union_place)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -172,7 +109,7 @@ class ExpressionEvaluator:
                 rule.on_attribute(ctx, node, receiver)
         if attr in PY_ATTRS:
             return P.PY
-        if attr in ("T", "mT", "H", "data", "real", "imag"):
+        if attr in SAME_PLACE_ATTRS:
             return receiver
         by_name = self.hints.where(attr)
         if by_name != P.UNKNOWN:
@@ -234,9 +171,7 @@ class ExpressionEvaluator:
             func = node.func
             if isinstance(func, cst.Attribute):
                 method = func.attr.value
-                if method in ("item",):
-                    return P.PY
-                if method in ("cpu", "numpy", "tolist", "pin_memory"):
+                if method in HOST_METHODS:
                     return P.HOST
                 if method in PY_METHODS:
                     return P.PY
@@ -413,11 +348,9 @@ class ExpressionEvaluator:
         qualname, method = info.qualname, info.method
         if info.receiver is not None:
             r = info.receiver_where if info.receiver_where is not None else P.UNKNOWN
-            if method == "item":
+            if method in PY_METHODS:  # `.item()`, `.tolist()`: Python numbers; a fill, not a copy
                 return P.PY
-            if method == "tolist":
-                return P.PY  # Python numbers: storing one is a fill, not a host tensor copy
-            if method in ("cpu", "numpy", "pin_memory"):
+            if method in HOST_METHODS:
                 return P.HOST
             if method in ("to", "cuda"):
                 target = copy_target(info, ctx) if method == "to" else P.DEVICE
@@ -428,9 +361,7 @@ class ExpressionEvaluator:
                     if name is not None:
                         ctx.env[name] = P.HOST
                 return target if target is not None else r
-            if method in PY_METHODS:
-                return P.PY
-            if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
+            if method in NEW_TENSOR_METHODS:
                 return r if r != P.PY else P.TENSOR
             if r in (P.HOST, P.TENSOR, P.DEVICE):
                 return r
@@ -449,13 +380,8 @@ class ExpressionEvaluator:
                 return P.PY  # flags, queries and classes (`torch.cuda.is_available`, `_SymmetricMemory`)
             if short in TORCH_FACTORIES:
                 device = info.kwarg("device")
-                if device is not None:
-                    return device_where(device, ctx) or P.DEVICE
-                if short.endswith("_like") and info.args:
-                    return info.args[0][1]
-                if short == "as_tensor" and info.args:
-                    return info.args[0][1] if info.args[0][1] != P.PY else P.HOST
-                return P.HOST
+                return factory_place(short, None if device is None else (device_where(device, ctx) or P.DEVICE),
+                                     info.args[0][1] if info.args else None)
             if short == "from_numpy":
                 return P.HOST
             wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
@@ -472,7 +398,7 @@ class ExpressionEvaluator:
             return P.PY
         if qualname in PY_BUILTINS:
             return P.PY
-        if qualname in ("min", "max", "sum"):
+        if qualname in COMBINING_BUILTINS:
             wheres = [w for _, w in info.args]
             return P.PY if all(w == P.PY for w in wheres) else P.combine(*wheres)
         return P.UNKNOWN
@@ -486,10 +412,6 @@ def _unknown(node, ctx) -> P.Place:
     return P.UNKNOWN
 
 
-CONTAINERS = frozenset("list List tuple Tuple Sequence MutableSequence Iterable Iterator dict Dict Mapping "
-                       "MutableMapping set Set frozenset FrozenSet deque Generator Callable type".split())
-
-
 def annotation_where(node: cst.BaseExpression) -> tuple[P.Place | None, str]:
     """Where a value of this annotated type lives, and its class name when it is a class:
     `torch.Tensor | None` -> TENSOR; `list[torch.Tensor]` -> PY (a list's truth value is its
@@ -500,40 +422,21 @@ def annotation_where(node: cst.BaseExpression) -> tuple[P.Place | None, str]:
         except Exception:
             return None, ""
     if isinstance(node, (cst.Name, cst.Attribute)):
-        name = dotted(node) or ""
-        last = name.rsplit(".", 1)[-1]
-        if last == "Tensor" or last == "Parameter":
-            return P.TENSOR, ""
-        if last in TYPE_HOST_HINTS:
-            return P.HOST, ""
-        if last in TYPE_PY_HINTS or last in CONTAINERS:
-            return P.PY, ""
-        return None, last
+        last = (dotted(node) or "").rsplit(".", 1)[-1]
+        where = type_place(last)
+        return (where, "") if where is not None else (None, last)
     if isinstance(node, cst.Subscript):
         head = (dotted(node.value) or "").rsplit(".", 1)[-1]
-        if head in CONTAINERS:
-            return P.PY, ""
-        if head in TYPE_HOST_HINTS:
-            return P.HOST, ""
         if head in ("Optional", "Union", "Annotated"):
             members = [annotation_where(e.slice.value) for e in node.slice if isinstance(e.slice, cst.Index)]
             if head == "Annotated":
                 members = members[:1]
-            return _union(members)
-        return None, head
+            return union_place(members)
+        where = generic_place(head)
+        return (where, "") if where is not None else (None, head)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-        return _union([annotation_where(node.left), annotation_where(node.right)])
+        return union_place([annotation_where(node.left), annotation_where(node.right)])
     return None, ""
-
-
-def _union(members: list[tuple[P.Place | None, str]]) -> tuple[P.Place | None, str]:
-    """`X | None`: None adds nothing; the most device-like member wins."""
-    wheres = [w for w, _ in members if w is not None]
-    names = [n for _, n in members if n]
-    known = [w for w in wheres if w != P.PY] or wheres
-    if names and not any(w != P.PY for w in wheres):
-        return None, names[0]
-    return (P.join(*known) if known else None), (names[0] if names else "")
 
 
 def _py_handler(_analyzer, node, ctx) -> P.Place:

@@ -21,6 +21,9 @@ import sys
 
 from . import provenance as P
 from .records import CallRecord
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, SAME_PLACE_ATTRS,
+                         TORCH_FACTORIES, decorator_kind, factory_place, generic_place, literal_device_place,
+                         named_device_place, type_place, union_place)
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
 FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
@@ -30,27 +33,6 @@ PROP = "p"  # ("p", receiver or None, attr): an attribute read that may be a pro
 # `self.runner.step()` in class A is ("mod.A", ("runner",), False) with method "step"; hops are
 # resolved through class field types.
 SUPER = "__super__"
-
-PY_ATTRS = frozenset(
-    "shape dtype device ndim is_cuda is_cpu is_sparse layout requires_grad itemsize nbytes is_leaf "
-    "is_quantized is_meta names T mT data real imag grad".split()
-)
-PY_METHODS = frozenset(
-    "size dim numel element_size nelement is_contiguous data_ptr stride storage_offset get_device "
-    "is_pinned is_floating_point is_complex item tolist __len__ startswith endswith join format split "
-    "strip lower upper keys items values get append extend pop".split()
-)
-HOST_METHODS = frozenset("cpu numpy".split())
-PY_BUILTINS = frozenset(
-    "len range isinstance issubclass hasattr getattr callable id hash str repr format bytes int float "
-    "bool complex dict set frozenset tuple list sorted reversed enumerate zip type chr ord bin hex oct "
-    "divmod round abs print min max sum any all iter next map filter super object".split()
-)
-TORCH_FACTORIES = frozenset(
-    "tensor as_tensor zeros ones empty full arange linspace logspace eye rand randn randint randperm "
-    "empty_strided frombuffer asarray".split()
-)
-KERNEL_WORDS = ("jit", "autotune", "heuristics", "triton", "kernel")
 
 Fact = tuple  # (where, parameter or None, call index or None)
 _PY: Fact = (P.PY, None, None)
@@ -179,7 +161,7 @@ class FileFacts:
     # -- functions ---------------------------------------------------------------------
     def function(self, node, classes: list[str], outer: "_Scope | None") -> None:
         decorators = _decorator_names(node)
-        if any(word in d for d in decorators for word in KERNEL_WORDS):
+        if any(decorator_kind(d) == "kernel" for d in decorators):
             return  # a Triton/JIT kernel: device code, it cannot sync the host
         if outer is not None and outer.kind == "function":
             local = f"{outer.local}.{node.name}"
@@ -214,7 +196,7 @@ class FileFacts:
             # memoized functions and cached properties run their body too (once per key), so
             # their syncs count for their callers; but they are not where a finding is reported
             "hot": (outer is None or outer.facts.get("hot", True)) and not self.is_cold(node.name, classes)
-            and not any("cache" in d for d in decorators),
+            and not any(decorator_kind(d) == "memo" for d in decorators),
             "calls": [],
             "returns": [],
             "tuple_returns": [],  # `return a, b`: the facts of each element
@@ -245,21 +227,37 @@ def _flat(body):
 
 
 def _annotation_where(node) -> int | None:
-    name = dotted(node.value if isinstance(node, ast.Subscript) else node) or ""
-    last = name.rsplit(".", 1)[-1]
-    if isinstance(node, ast.BinOp) or (isinstance(node, ast.Subscript) and last in ("Optional", "Union")):
-        parts = [node.left, node.right] if isinstance(node, ast.BinOp) else \
-            (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
-        found = [w for w in (_annotation_where(p) for p in parts) if w is not None and w != P.PY]
-        return P.join(*found) if found else None
-    if last in ("Tensor", "Parameter"):
-        return P.TENSOR
-    if last in ("ndarray", "NDArray"):
-        return P.HOST
-    if last in ("int", "float", "bool", "str", "bytes", "list", "List", "tuple", "Tuple", "dict", "Dict",
-                "set", "Set", "Sequence", "Iterable", "Mapping", "Callable"):
-        return P.PY
-    return None
+    """Where a value of this annotated type lives (the same reading as
+    evaluate.annotation_where, on `ast`)."""
+    return _annotation(node)[0]
+
+
+def _annotation(node) -> tuple[int | None, str]:
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return P.PY, ""
+        if not isinstance(node.value, str):
+            return None, ""
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None, ""
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        last = (dotted(node) or "").rsplit(".", 1)[-1]
+        where = type_place(last)
+        return (where, "") if where is not None else (None, last)
+    if isinstance(node, ast.Subscript):
+        head = (dotted(node.value) or "").rsplit(".", 1)[-1]
+        if head in ("Optional", "Union", "Annotated"):
+            members = [_annotation(e) for e in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])]
+            if head == "Annotated":
+                members = members[:1]
+            return union_place(members)
+        where = generic_place(head)
+        return (where, "") if where is not None else (None, head)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return union_place([_annotation(node.left), _annotation(node.right)])
+    return None, ""
 
 
 class _Scope:
@@ -474,8 +472,10 @@ class _Scope:
                 return _PY  # a module attribute: `torch.float16`
         receiver = self.eval(node.value)
         attr = node.attr
+        if attr in SAME_PLACE_ATTRS:
+            return receiver
         if attr in PY_ATTRS or attr.startswith("__"):
-            return receiver if attr in ("T", "mT", "data", "real", "imag") else _PY
+            return _PY
         owner = self.receiver(node.value)
         key = (owner, attr) if owner is not None else (dotted(node.value), attr)
         found = self.seen_props.get(key)
@@ -520,24 +520,42 @@ class _Scope:
                 return _UNKNOWN  # a local holding a callable
             if func.id in self.local_defs:
                 return self.function_call(self.local_defs[func.id], args, node)
+            if func.id in COMBINING_BUILTINS and func.id not in self.file.defined:
+                return _combine([a[2] for a in args])
             if func.id in PY_BUILTINS and func.id not in self.file.defined:
-                if func.id in ("min", "max", "sum") and args:
-                    return _combine([a[2] for a in args])
                 return _PY
             return self.function_call(self.file.resolve_name(func.id, self.local_defs), args, node)
         self.eval(func)
         return _UNKNOWN
 
     def _to_target(self, node: ast.Call, receiver: Fact) -> Fact:
-        for value in list(node.args) + [k.value for k in node.keywords if k.arg == "device"]:
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                return _HOST if value.value.startswith("cpu") else _DEVICE
-            text = (dotted(value) or "").lower()
-            if "cpu" in text.split("_") or text.endswith("cpu"):
-                return _HOST
-            if text and not text.startswith("torch.") and "dtype" not in text:
-                return _DEVICE
-        return receiver
+        """Where `x.to(...)` sends x (the same reading as devices.copy_target)."""
+        device = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if device is None and node.args and not isinstance(node.args[0], ast.Starred):
+            device = node.args[0]
+        where = self._device_place(device) if device is not None else None
+        return receiver if where is None else (where, None, None)
+
+    def _device_place(self, node) -> int | None:
+        """Where a device argument points (the same reading as devices.device_where)."""
+        if isinstance(node, ast.Constant):
+            return literal_device_place(node.value) if isinstance(node.value, str) else None
+        if isinstance(node, ast.Call):
+            if self.file.resolve_name(dotted(node.func) or "", self.local_defs) == "torch.device":
+                return (self._device_place(node.args[0]) if node.args else None) or P.DEVICE
+            return None
+        if isinstance(node, ast.Attribute) and node.attr == "device":
+            owner = dotted(node.value)
+            found = self.env.get(owner) if owner else None
+            where = found[0] if found is not None else self.file.hints.where(owner.rsplit(".", 1)[-1]) if owner else P.UNKNOWN
+            return P.HOST if where == P.HOST else P.DEVICE
+        name = dotted(node)
+        if name is None:
+            return None
+        qual = self.file.resolve_name(name, self.local_defs)
+        if qual is not None and qual.startswith("torch.") and not qual.startswith("torch.device"):
+            return None  # torch.float16 and friends
+        return named_device_place(name, self.file.hints.host_words)
 
     def function_call(self, qualname: str | None, args, node: ast.Call) -> Fact:
         if qualname is None:
@@ -545,12 +563,13 @@ class _Scope:
         if qualname.startswith("torch."):
             short = qualname.rsplit(".", 1)[-1]
             if short in TORCH_FACTORIES:
-                device = next((k for k in node.keywords if k.arg == "device"), None)
-                if device is None:
-                    return _HOST
-                if isinstance(device.value, ast.Constant) and str(device.value.value).startswith("cpu"):
-                    return _HOST
-                return _DEVICE
+                device = next((k.value for k in node.keywords if k.arg == "device"), None)
+                first = next((fact for position, _, fact in args if position == 0), None)
+                where = factory_place(short, None if device is None else (self._device_place(device) or P.DEVICE),
+                                      None if first is None else first[0])
+                if device is None and first is not None and where == first[0]:
+                    return first  # `zeros_like(x)`: x's device, whatever x follows
+                return (where, None, None)
             if short[:1].isupper() or qualname.startswith(("torch.cuda.", "torch.distributed.")):
                 return _PY
             return _combine([a[2] for a in args]) if args else _UNKNOWN

@@ -355,7 +355,7 @@ def _called_names(source: str) -> frozenset[str]:
 def _decorated_kind(node) -> str | None:
     """"kernel" for Triton/JIT kernels (device code), "memo" for memoized functions and cached
     properties (their body runs once per key), None otherwise."""
-    from .analyzer import decorator_kind
+    from .vocabulary import decorator_kind
 
     for decorator in node.decorator_list:
         if isinstance(decorator, ast.Call):

@@ -1,0 +1,167 @@
+"""The words both walks read: which attributes, methods, builtins and torch functions give
+Python values, host data or device tensors, which decorators mark device code or memoized code,
+which type names say where a value lives, and where a device argument points.
+
+Two walks answer "where does this value live": the rules' walk on libcst (evaluate.py,
+analyzer.py, devices.py) and the whole-program facts walk on Python's `ast` (facts.py, kept
+because it reads every function of every file and must be cheap). Each reads its own tree, but
+every word list and every decision that does not depend on the tree lives here, so that a fact
+added for one walk holds for the other. Plain strings and places only: no tree types.
+"""
+
+from __future__ import annotations
+
+from . import provenance as P
+
+# -- attributes and methods -------------------------------------------------------------------
+# Tensor attributes that are plain Python values (no tensor, no sync).
+PY_ATTRS = frozenset(
+    "shape dtype device ndim is_cuda is_cpu is_sparse layout requires_grad itemsize nbytes is_leaf "
+    "is_quantized is_meta names".split()
+)
+# Attributes that are a view of the same memory: where the tensor lives.
+SAME_PLACE_ATTRS = frozenset("T mT H mH data real imag".split())
+# Methods whose result is a Python value (numbers, flags, strings, None).
+PY_METHODS = frozenset(
+    "size dim numel element_size nelement is_contiguous data_ptr stride storage_offset get_device "
+    "is_pinned is_floating_point is_complex untyped_storage __len__ item tolist startswith endswith "
+    "join format split strip lower upper keys items values append extend".split()
+)
+# Methods whose result is host memory.
+HOST_METHODS = frozenset("cpu numpy pin_memory".split())
+# Methods that make a tensor like their receiver (its device, unless the receiver is no tensor).
+NEW_TENSOR_METHODS = frozenset("new_tensor new_zeros new_ones new_empty new_full".split())
+
+# -- builtins ---------------------------------------------------------------------------------
+# Builtins whose result is a Python value (a container's truth value is its length: no sync).
+PY_BUILTINS = frozenset(
+    "len range isinstance issubclass hasattr callable id hash str repr format bytes int float bool "
+    "complex dict set frozenset tuple list sorted reversed enumerate zip type chr ord bin hex oct "
+    "divmod round abs print memoryview bytearray any all iter map filter object".split()
+)
+# Builtins whose result is one of their arguments (or computed from them): where those live.
+COMBINING_BUILTINS = frozenset("min max sum".split())
+
+# -- torch ------------------------------------------------------------------------------------
+# torch functions that make a tensor from nothing: their device is where `device=` says, the
+# host otherwise; the `_like` family and `as_tensor` keep their argument's device instead.
+TORCH_FACTORIES = frozenset(
+    "tensor as_tensor zeros ones empty full arange linspace logspace eye rand randn randint "
+    "randperm empty_strided frombuffer asarray zeros_like ones_like empty_like full_like rand_like "
+    "randn_like randint_like".split()
+)
+# torch namespaces whose calls return streams, events, devices, flags: never tensors.
+TORCH_NON_TENSOR = (
+    "torch.cuda.", "torch.accelerator.", "torch.distributed.", "torch.compiler.", "torch._dynamo.",
+    "torch.device", "torch.Size", "torch.is_", "torch.get_", "torch.set_", "torch.finfo", "torch.iinfo",
+    "torch.numel", "torch.no_grad", "torch.inference_mode", "torch.Generator", "torch.dtype",
+    "torch.library.", "torch.ops.", "torch.jit.", "torch.fx.", "torch.nn.Module", "torch.nn.Parameter",
+    "torch.profiler.", "torch.autograd.", "torch.cpu.", "torch.backends.", "torch.version",
+    "torch.manual_seed", "torch.use_deterministic_algorithms",
+)
+PREDICATE_PREFIXES = ("is_", "has_", "get_", "supports_", "can_")
+
+
+def factory_place(name: str, device: P.Place | None, first: P.Place | None) -> P.Place:
+    """Where `torch.<name>(...)` (a TORCH_FACTORIES name) puts its tensor: `device` is where its
+    `device=` argument points (None: not given), `first` where its first argument lives (None:
+    none)."""
+    if device is not None:
+        return device
+    if name.endswith("_like") and first is not None:
+        return first
+    if name == "as_tensor" and first is not None:
+        return first if first != P.PY else P.HOST
+    return P.HOST
+
+
+# -- decorators -------------------------------------------------------------------------------
+# Triton/JIT/CuTe kernels (`@triton.jit`, `@cute.kernel`): device code, never walked.
+KERNEL_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton", "kernel")
+# Memoized functions and cached properties: their body runs once per key.
+MEMO_DECORATOR_WORDS = ("cache",)
+
+
+def decorator_kind(name: str) -> str | None:
+    """"kernel", "memo" or None for a decorator's dotted name."""
+    name = name.lower()
+    if any(word in name for word in KERNEL_DECORATOR_WORDS):
+        return "kernel"
+    if any(word in name for word in MEMO_DECORATOR_WORDS):
+        return "memo"
+    return None
+
+
+# -- type annotations -------------------------------------------------------------------------
+TENSOR_TYPES = frozenset(("Tensor", "Parameter"))
+HOST_TYPES = frozenset(("ndarray", "NDArray", "array"))
+PY_TYPES = frozenset(
+    "int float bool str bytes list List tuple Tuple dict Dict set Set frozenset Sequence Iterable "
+    "Mapping Callable Any None Optional Union Literal Iterator Generator type".split()
+)
+CONTAINERS = frozenset(
+    "list List tuple Tuple Sequence MutableSequence Iterable Iterator dict Dict Mapping "
+    "MutableMapping set Set frozenset FrozenSet deque Generator Callable type".split()
+)
+UNION_HEADS = frozenset(("Optional", "Union", "Annotated"))
+
+
+def type_place(last: str) -> P.Place | None:
+    """Where a value of the type named `last` (the last part of its dotted name) lives; None
+    when the name says nothing (a class of the program)."""
+    if last in TENSOR_TYPES:
+        return P.TENSOR
+    if last in HOST_TYPES:
+        return P.HOST
+    if last in PY_TYPES or last in CONTAINERS:
+        return P.PY
+    return None
+
+
+def generic_place(head: str) -> P.Place | None:
+    """Where a value of a subscripted type `head[...]` lives (not a union): containers are
+    Python values, arrays host memory."""
+    if head in CONTAINERS:
+        return P.PY
+    if head in HOST_TYPES:
+        return P.HOST
+    return None
+
+
+def union_place(members: list[tuple[P.Place | None, str]]) -> tuple[P.Place | None, str]:
+    """`X | None`, `Optional[X]`: None adds nothing; the most device-like member wins; a class
+    member names the type when nothing else is known."""
+    wheres = [w for w, _ in members if w is not None]
+    names = [n for _, n in members if n]
+    known = [w for w in wheres if w != P.PY] or wheres
+    if names and not any(w != P.PY for w in wheres):
+        return None, names[0]
+    return (P.join(*known) if known else None), (names[0] if names else "")
+
+
+# -- devices ----------------------------------------------------------------------------------
+DEVICE_PREFIXES = ("cuda", "xpu", "npu", "hip", "mps", "meta")
+
+
+def literal_device_place(text: str) -> P.Place | None:
+    """Where a device string points (`"cpu"`, `"cuda:0"`); None for anything else."""
+    text = text.lower()
+    if text.startswith("cpu"):
+        return P.HOST
+    if text.startswith(DEVICE_PREFIXES):
+        return P.DEVICE
+    return None
+
+
+def named_device_place(name: str, host_words: frozenset[str]) -> P.Place | None:
+    """Where a device held in a variable points, by its name (`self.device`, `cpu_device`,
+    `target_dev`); None for a name that is no device (`dtype`, `x`)."""
+    last = name.rsplit(".", 1)[-1].lower()
+    words = last.strip("_").split("_")
+    if "dtype" in words or "type" in words:
+        return None
+    if any(w in host_words for w in words) or last == "cpu":
+        return P.HOST
+    if "device" in words or "dev" in words or last in ("cuda", "gpu"):
+        return P.DEVICE
+    return None
