@@ -18,8 +18,8 @@ from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
 from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, NEW_TENSOR_METHODS, PREDICATE_PREFIXES, PY_ATTRS,
-                         PY_BUILTINS, PY_METHODS, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_NON_TENSOR, factory_place,
-                         generic_place, type_place, union_place)
+                         PY_BUILTINS, PY_METHODS, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_NON_TENSOR, annotation_place,
+                         factory_place)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -413,30 +413,23 @@ def _unknown(node, ctx) -> P.Place:
 
 
 def annotation_where(node: cst.BaseExpression) -> tuple[P.Place | None, str]:
-    """Where a value of this annotated type lives, and its class name when it is a class:
-    `torch.Tensor | None` -> TENSOR; `list[torch.Tensor]` -> PY (a list's truth value is its
-    length, no sync); `np.ndarray` -> HOST; `CommonAttentionMetadata` -> (None, that name)."""
+    """Where a value of this annotated type lives, and its class name (vocabulary.annotation_place)."""
+    return annotation_place(node, _annotation_shape)
+
+
+def _annotation_shape(node: cst.BaseExpression) -> tuple:
     if isinstance(node, cst.SimpleString):
         try:
             node = cst.parse_expression(str(node.evaluated_value))
         except Exception:
-            return None, ""
+            return "", None
     if isinstance(node, (cst.Name, cst.Attribute)):
-        last = (dotted(node) or "").rsplit(".", 1)[-1]
-        where = type_place(last)
-        return (where, "") if where is not None else (None, last)
+        return "name", dotted(node) or ""
     if isinstance(node, cst.Subscript):
-        head = (dotted(node.value) or "").rsplit(".", 1)[-1]
-        if head in ("Optional", "Union", "Annotated"):
-            members = [annotation_where(e.slice.value) for e in node.slice if isinstance(e.slice, cst.Index)]
-            if head == "Annotated":
-                members = members[:1]
-            return union_place(members)
-        where = generic_place(head)
-        return (where, "") if where is not None else (None, head)
+        return "generic", dotted(node.value) or "", [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-        return union_place([annotation_where(node.left), annotation_where(node.right)])
-    return None, ""
+        return "union", None, [node.left, node.right]
+    return "", None
 
 
 def _py_handler(_analyzer, node, ctx) -> P.Place:

@@ -22,8 +22,8 @@ import sys
 from . import provenance as P
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, SAME_PLACE_ATTRS,
-                         TORCH_FACTORIES, decorator_kind, factory_place, generic_place, literal_device_place,
-                         named_device_place, type_place, union_place)
+                         TORCH_FACTORIES, annotation_place, decorator_kind, factory_place, literal_device_place,
+                         named_device_place)
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
 FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
@@ -227,37 +227,27 @@ def _flat(body):
 
 
 def _annotation_where(node) -> int | None:
-    """Where a value of this annotated type lives (the same reading as
-    evaluate.annotation_where, on `ast`)."""
-    return _annotation(node)[0]
+    """Where a value of this annotated type lives (vocabulary.annotation_place)."""
+    return annotation_place(node, _annotation_shape)[0]
 
 
-def _annotation(node) -> tuple[int | None, str]:
+def _annotation_shape(node) -> tuple:
     if isinstance(node, ast.Constant):
         if node.value is None:
-            return P.PY, ""
+            return "name", "None"
         if not isinstance(node.value, str):
-            return None, ""
+            return "", None
         try:
             node = ast.parse(node.value, mode="eval").body
         except SyntaxError:
-            return None, ""
+            return "", None
     if isinstance(node, (ast.Name, ast.Attribute)):
-        last = (dotted(node) or "").rsplit(".", 1)[-1]
-        where = type_place(last)
-        return (where, "") if where is not None else (None, last)
+        return "name", dotted(node) or ""
     if isinstance(node, ast.Subscript):
-        head = (dotted(node.value) or "").rsplit(".", 1)[-1]
-        if head in ("Optional", "Union", "Annotated"):
-            members = [_annotation(e) for e in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])]
-            if head == "Annotated":
-                members = members[:1]
-            return union_place(members)
-        where = generic_place(head)
-        return (where, "") if where is not None else (None, head)
+        return "generic", dotted(node.value) or "", node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return union_place([_annotation(node.left), _annotation(node.right)])
-    return None, ""
+        return "union", None, [node.left, node.right]
+    return "", None
 
 
 class _Scope:

@@ -128,6 +128,30 @@ def generic_place(head: str) -> P.Place | None:
     return None
 
 
+def annotation_place(node, shape) -> tuple[P.Place | None, str]:
+    """Where a value of an annotated type lives, and its class name when it is a class:
+    `torch.Tensor | None` -> TENSOR; `list[torch.Tensor]` -> PY (a list's truth value is its
+    length, no sync); `np.ndarray` -> HOST; `CommonAttentionMetadata` -> (None, that name).
+    `shape(node)` reads one node of either tree (evaluate.py for libcst, facts.py for `ast`):
+    ("name", dotted name), ("generic", head's dotted name, member nodes), ("union", member
+    nodes), or ("", None) for anything else; a string annotation is read as the expression in it."""
+    kind, name, *members = shape(node)
+    if kind == "name":
+        last = name.rsplit(".", 1)[-1]
+        where = type_place(last)
+        return (where, "") if where is not None else (None, last)
+    if kind == "generic":
+        head = name.rsplit(".", 1)[-1]
+        if head in UNION_HEADS:
+            inner = members[0][:1] if head == "Annotated" else members[0]
+            return union_place([annotation_place(m, shape) for m in inner])
+        where = generic_place(head)
+        return (where, "") if where is not None else (None, head)
+    if kind == "union":
+        return union_place([annotation_place(m, shape) for m in members[0]])
+    return None, ""
+
+
 def union_place(members: list[tuple[P.Place | None, str]]) -> tuple[P.Place | None, str]:
     """`X | None`, `Optional[X]`: None adds nothing; the most device-like member wins; a class
     member names the type when nothing else is known."""
