@@ -376,7 +376,10 @@ def _merge_branches(ctx: FunctionContext, other_env: dict[str, P.Place], other_b
     env = ctx.env
     for name, where in other_env.items():
         mine = env.get(name)
-        env[name] = where if mine is None else P.join(mine, where)
+        if mine is None:
+            env[name] = where
+        elif where != mine:
+            env[name] = P.join(mine, where)
     ctx.bools |= other_bools
 
 
