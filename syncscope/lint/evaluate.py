@@ -17,9 +17,9 @@ from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
 from .rules.base import CallInfo
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, NEW_TENSOR_METHODS, PREDICATE_PREFIXES, PY_ATTRS,
-                         PY_BUILTINS, PY_METHODS, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_NON_TENSOR, annotation_place,
-                         factory_place)
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, NEW_TENSOR_METHODS, PY_ATTRS, PY_BUILTINS,
+                         PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
+                         annotation_place, factory_place, torch_gives_python)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -375,14 +375,13 @@ class ExpressionEvaluator:
             return P.HOST  # `async_copy_to_np(x)`, `to_cpu(x)`: named for what they return
         if qualname.startswith("torch."):
             short = qualname.rsplit(".", 1)[-1]
-            if qualname.startswith(TORCH_NON_TENSOR) or short.lstrip("_").startswith(PREDICATE_PREFIXES) \
-                    or short[:1].isupper():
-                return P.PY  # flags, queries and classes (`torch.cuda.is_available`, `_SymmetricMemory`)
+            if torch_gives_python(qualname):
+                return P.PY
             if short in TORCH_FACTORIES:
                 device = info.kwarg("device")
                 return factory_place(short, None if device is None else (device_where(device, ctx) or P.DEVICE),
                                      info.args[0][1] if info.args else None)
-            if short == "from_numpy":
+            if short in TORCH_HOST_FUNCTIONS:
                 return P.HOST
             wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
             if any(w == P.DEVICE for w in wheres):
@@ -392,9 +391,9 @@ class ExpressionEvaluator:
             if any(w == P.HOST for w in wheres):
                 return P.HOST
             return P.TENSOR
-        if qualname.startswith(("numpy.", "array.")):  # array.array is host memory too
+        if qualname.startswith(HOST_MODULES):
             return P.HOST
-        if qualname.startswith("math."):
+        if qualname.startswith(PY_MODULES):
             return P.PY
         if qualname in PY_BUILTINS:
             return P.PY

@@ -21,9 +21,9 @@ import sys
 
 from . import provenance as P
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, SAME_PLACE_ATTRS,
-                         TORCH_FACTORIES, annotation_place, decorator_kind, factory_place, literal_device_place,
-                         named_device_place)
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES,
+                         SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, annotation_place, decorator_kind,
+                         factory_place, literal_device_place, named_device_place, torch_gives_python)
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
 FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
@@ -560,13 +560,14 @@ class _Scope:
                 if device is None and first is not None and where == first[0]:
                     return first  # `zeros_like(x)`: x's device, whatever x follows
                 return (where, None, None)
-            if short[:1].isupper() or qualname.startswith(("torch.cuda.", "torch.distributed.")):
+            if torch_gives_python(qualname):
                 return _PY
+            if short in TORCH_HOST_FUNCTIONS:
+                return _HOST
             return _combine([a[2] for a in args]) if args else _UNKNOWN
-        if qualname.startswith(("numpy.", "np.")):
+        if qualname.startswith(HOST_MODULES):
             return _HOST
-        if qualname.startswith(("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.",
-                                "os.", "logging.", "time.")):
+        if qualname.startswith(PY_MODULES):
             return _PY
         last = qualname.rsplit(".", 1)[-1]
         if last[:1].isupper():

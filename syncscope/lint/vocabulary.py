@@ -60,6 +60,20 @@ TORCH_NON_TENSOR = (
     "torch.manual_seed", "torch.use_deterministic_algorithms",
 )
 PREDICATE_PREFIXES = ("is_", "has_", "get_", "supports_", "can_")
+# torch functions that wrap host memory.
+TORCH_HOST_FUNCTIONS = frozenset(("from_numpy",))
+# Modules whose functions return host memory, and those whose functions return Python values.
+HOST_MODULES = ("numpy.", "np.", "array.")
+PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.", "os.", "logging.",
+              "time.")
+
+
+def torch_gives_python(qualname: str) -> bool:
+    """A torch function (or class) whose result is no tensor: flags, queries, streams, devices
+    and classes (`torch.cuda.is_available`, `torch.get_default_dtype`, `_SymmetricMemory`)."""
+    short = qualname.rsplit(".", 1)[-1]
+    return qualname.startswith(TORCH_NON_TENSOR) or short.lstrip("_").startswith(PREDICATE_PREFIXES) \
+        or short[:1].isupper()
 
 
 def factory_place(name: str, device: P.Place | None, first: P.Place | None) -> P.Place:
