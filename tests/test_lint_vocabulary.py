@@ -76,3 +76,19 @@ def test_a_diagnostic_is_a_finding_on_one_line_of_the_module():
     assert (found.code, found.line, found.column, found.stmt_start, found.stmt_end, found.function) == \
         ("SYN002", 7, 3, 7, 7, "<module>")
     assert (found.fix, found.level, found.chain, found.param) == (None, "error", (), None)
+
+
+def test_cast_is_its_argument_in_both_walks(tmp_path):
+    from lint_helpers import lint_source
+
+    source = (
+        "import typing\nimport torch\n"
+        "def step(lens: torch.Tensor):\n    lens = typing.cast(torch.Tensor, lens)\n    return lens.item()\n"
+        "def helper(x):\n    return x.item()\n"
+        "def on_device(lens_gpu):\n    return helper(typing.cast(torch.Tensor, lens_gpu))\n"
+        "def on_host(lens_cpu):\n    return helper(typing.cast(torch.Tensor, lens_cpu))\n"
+    )
+    found = sorted((f.code, f.site.line) for f in lint_source(tmp_path, source).findings)
+    # the rules see `.item()` on the cast tensor (line 5); the whole-program pass sees the
+    # device value go through the cast into a helper that syncs on it (line 9), not the host one
+    assert found == [("SYN201", 5), ("SYN201", 7), ("SYN601", 9)]

@@ -17,8 +17,8 @@ from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
 from .rules.base import CallInfo
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, NEW_TENSOR_METHODS, PY_ATTRS, PY_BUILTINS,
-                         PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, NEW_TENSOR_METHODS, PASS_THROUGH, PY_ATTRS,
+                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
                          annotation_place, factory_place, torch_gives_python)
 
 class ExpressionEvaluator:
@@ -393,6 +393,9 @@ class ExpressionEvaluator:
             return P.TENSOR
         if qualname.startswith(HOST_MODULES):
             return P.HOST
+        if qualname in PASS_THROUGH:
+            position = PASS_THROUGH[qualname]
+            return info.args[position][1] if len(info.args) > position else P.UNKNOWN
         if qualname.startswith(PY_MODULES):
             return P.PY
         if qualname in PY_BUILTINS:

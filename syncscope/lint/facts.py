@@ -21,9 +21,10 @@ import sys
 
 from . import provenance as P
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES,
-                         SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, annotation_place, decorator_kind,
-                         factory_place, literal_device_place, named_device_place, torch_gives_python)
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, PASS_THROUGH, PY_ATTRS, PY_BUILTINS,
+                         PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
+                         annotation_place, decorator_kind, factory_place, literal_device_place, named_device_place,
+                         torch_gives_python)
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
 FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
@@ -567,6 +568,8 @@ class _Scope:
             return _combine([a[2] for a in args]) if args else _UNKNOWN
         if qualname.startswith(HOST_MODULES):
             return _HOST
+        if qualname in PASS_THROUGH:
+            return next((fact for position, _, fact in args if position == PASS_THROUGH[qualname]), _UNKNOWN)
         if qualname.startswith(PY_MODULES):
             return _PY
         last = qualname.rsplit(".", 1)[-1]

@@ -66,6 +66,8 @@ TORCH_HOST_FUNCTIONS = frozenset(("from_numpy",))
 HOST_MODULES = ("numpy.", "np.", "array.")
 PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.", "os.", "logging.",
               "time.")
+# Functions that return one of their arguments as it is (its position): `cast(T, x)` is x.
+PASS_THROUGH = {"typing.cast": 1, "typing_extensions.cast": 1}
 
 
 def torch_gives_python(qualname: str) -> bool:
