@@ -128,7 +128,7 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
 
             write_github(findings, stream)
         if output_format in ("text", "concise") or statistics:
-            print(output.summary(lint_run, findings), file=stream)
+            print(output.summary(lint_run, findings, unsafe_fixes), file=stream)
         if confirmation is not None:
             # Machine formats stay parseable: the cross-check then goes to stderr.
             human = output_format in ("text", "concise") or statistics

@@ -70,7 +70,7 @@ def _check_importable(spec: str, module_name: str, attr_path: str) -> None:
         owner = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name or module_name
-        raise ScopeError(f"--scope {spec}: no module named {missing!r}{did_you_mean(missing.rpartition('.')[2], _modules_beside(missing))}") from None
+        raise ScopeError(f"--scope {spec}: no module named {missing!r}{did_you_mean(missing, _modules_beside(missing))}") from None
     where = module_name
     for part in attr_path.split("."):
         if not hasattr(owner, part):
@@ -91,7 +91,7 @@ def _modules_beside(dotted: str) -> list[str]:
         package = importlib.import_module(parent)
     except ImportError:
         return []
-    return [m.name for m in pkgutil.iter_modules(getattr(package, "__path__", []) or [])]
+    return [f"{parent}.{m.name}" for m in pkgutil.iter_modules(getattr(package, "__path__", []) or [])]
 
 
 def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
