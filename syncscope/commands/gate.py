@@ -48,7 +48,7 @@ def _check_complete(observation, allow_incomplete: bool, what: str) -> None:
         return
     said = f"{observation.path}: the run {describe(observation.end)}"
     if not allow_incomplete:
-        _fail(f"{said}; refusing to {what} from it (rerun it, or pass --allow-incomplete to use the syncs it saw)")
+        _fail(f"{said}; refusing to {what} (rerun it, or pass --allow-incomplete to use the syncs it saw)")
     typer.echo(f"syncscope: warning: {safe_text(said)}; using the syncs it saw (--allow-incomplete)", err=True)
 
 
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
             _fail(f"{output} exists; pass --force to replace it, or `syncscope gate --update` to shrink it")
         try:
             observation = bl.load_observation(source)
-            _check_complete(observation, allow_incomplete, "create a baseline")
+            _check_complete(observation, allow_incomplete, "create a baseline from it")
             created = bl.create(observation, budget_slack=budget, steps=steps)
         except bl.InputError as exc:
             _fail(str(exc))
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         try:
             accepted = bl.load_baseline(baseline)
             observation = bl.load_observation(report)
-            _check_complete(observation, allow_incomplete, "gate")
+            _check_complete(observation, allow_incomplete, "gate it")
             result = gate.check(observation, accepted, steps=steps)
         except bl.InputError as exc:
             _fail(str(exc))

@@ -132,7 +132,7 @@ def run_target(target: str, args: list[str], *, module: bool = False, on_sigterm
         code, message = _exit_code(exc.code)
         if message is not None:
             print(message, file=sys.stderr)
-        return Outcome(code, "exit" if code else "ok")
+        return Outcome(code, "exit" if code else "ok", message)  # the report keeps sys.exit("why")
     except KeyboardInterrupt as exc:
         _strip_own_frames(exc)
         traceback.print_exception(exc)
