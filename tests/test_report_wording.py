@@ -59,9 +59,12 @@ def test_counts_agree_in_number(tmp_path):
 
 def test_a_site_outside_the_working_directory_keeps_its_line_number_on_its_row(tmp_path):
     far = "/opt/some/very/long/virtualenv/lib/python3.11/site-packages/engine/worker/model_runner_helpers.py"
-    out = show(tmp_path, {"sites": [site(path=far, line=1234)]})
+    long = dict(function="GPUModelRunner._prepare_inputs_for_speculative_decode",
+                source="num_scheduled_tokens_per_request = scheduler_output.num_scheduled_tokens.item()",
+                regions=["decode_step_with_speculation"])
+    out = show(tmp_path, {"sites": [site(path=far, line=1234, **long)]})
     rows = [line for line in out.splitlines() if "model_runner_helpers.py:1234" in line]
-    assert len(rows) == 1 and "step" in rows[0], out
+    assert len(rows) == 1 and "GPUModelRunner" in rows[0], out
     assert not any(line.strip("│ ").startswith("1234") for line in out.splitlines())
 
 

@@ -8,7 +8,7 @@ from syncscope.report.model import Report, SiteStats
 from syncscope.terminal import safe_text
 from syncscope.report.model import format_ms as _ms
 
-_MAX_WIDTH = {"site": 60, "function": 32, "region": 20, "source": 48}
+_MAX_WIDTH = {"function": 32, "region": 20, "source": 48}
 _MIN_WIDTH = {"site": 24, "kind": 17, "count": 5, "total ms": 8, "mean ms": 8, "bubble ms": 9, "region": 6}
 _NUMERIC = ("count", "total ms", "mean ms", "bubbles", "bubble ms")
 
@@ -128,6 +128,9 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
         if not group:
             continue
         table = Table(title=heading, title_style=style, show_lines=False, expand=False)
+        shown = sorted(group, key=lambda s: (-s.cost_ns, -s.count))[:limit]
+        # The site column is as wide as its longest cell (at most _MAX_SITE): never shrunk to fit.
+        site_width = max([_MIN_WIDTH["site"]] + [len(_site_cell(s)) for s in shown])
         for name in columns:
             # One line per site: long cells are cut with an ellipsis (the JSON report has them whole).
             table.add_column(
@@ -135,11 +138,11 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
                 no_wrap=True,  # one row per site: _site_cell keeps a site's line number whole
                 overflow="ellipsis",
                 max_width=_MAX_WIDTH.get(name),
-                min_width=_MIN_WIDTH.get(name),
+                min_width=site_width if name == "site" else _MIN_WIDTH.get(name),
                 justify="right" if name in _NUMERIC else "left",
             )
         # Sorted by cost: the larger of the host's wait and the GPU's idle time after the site.
-        for s in sorted(group, key=lambda s: (-s.cost_ns, -s.count))[:limit]:
+        for s in shown:
             table.add_row(*_row(s, bool(bubbles)))
         if len(group) > limit:
             table.caption = f"{len(group) - limit} more sites in the JSON report"
@@ -157,7 +160,7 @@ def _end_line(meta: dict) -> str | None:
     """A run that did not complete says so above its table (report/status.py)."""
     from syncscope.report.status import describe, of_report
 
-    if "status" not in meta and "combined_from" in meta:
+    if "status" not in meta:  # a report built without one (the gate reads that as never started)
         return None
     end = of_report(meta)
     if end.completed:

@@ -71,6 +71,8 @@ def _check_importable(spec: str, module_name: str, attr_path: str) -> None:
     except ModuleNotFoundError as exc:
         missing = exc.name or module_name
         raise ScopeError(f"--scope {spec}: no module named {missing!r}{did_you_mean(missing, _modules_beside(missing))}") from None
+    except Exception as exc:  # the module itself fails to import: one line, not a traceback
+        raise ScopeError(f"--scope {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     where = module_name
     for part in attr_path.split("."):
         if not hasattr(owner, part):
