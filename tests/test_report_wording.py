@@ -71,7 +71,10 @@ def test_a_site_outside_the_working_directory_keeps_its_line_number_on_its_row(t
 def test_a_run_that_did_not_complete_says_so_above_its_table(tmp_path):
     out = show(tmp_path, {"sites": [site()], "status": "failed", "ending": "exception", "exit_code": 1,
                           "error": "ValueError: boom"})
-    assert "the run failed (exit code 1: ValueError: boom): the sites below are what it saw before that" in out
+    assert "the run failed (exit code 1: ValueError: boom): the sites shown are what it saw before that" in out
+    out = show(tmp_path, {"sites": [], "status": "never_started", "ending": "never_started", "exit_code": 2,
+                          "error": "No module named 'serve'"})
+    assert "the run never started (No module named 'serve')" in out and "no host syncs" not in out
 
 
 WAITING = """

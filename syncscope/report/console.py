@@ -91,7 +91,12 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
     title = f"syncscope: {counted} (device: {device})"
     if device == "sim":
         title += "; blocked time not measured on the simulated device"
-    if not report.sites:
+    end = _end_line(report.meta, bool(report.sites))
+    if end:  # a run that did not complete: what it saw is not all there was
+        console.print(end, style="yellow")
+    if not report.sites and end:
+        pass  # never the all-clear for a run that did not complete
+    elif not report.sites:
         if sampling is not None and _sampled_nothing(sampling):
             # Nothing watched is not nothing found: never the green all-clear (issue 28).
             console.print(f"syncscope: the monitor sampled nothing ({_sampling_words(sampling)}): no syncs seen, none ruled out "
@@ -100,9 +105,6 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
             console.print(f"syncscope: no host syncs {_sampling_words(sampling)} (device: {device})", style="green")
         else:
             console.print(f"syncscope: no host syncs (device: {device})", style="bold green")
-    end = _end_line(report.meta)
-    if end:
-        console.print(end, style="yellow")
     if sampling is not None and sampling.get("mode") == "region" and sampling.get("regions") == 0:
         # Region sampling arms the trap only inside regions: a program that marks none is not watched.
         console.print(
@@ -156,7 +158,7 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
         console.print(f"report: {escape(safe_text(path))}", style="dim")
 
 
-def _end_line(meta: dict) -> str | None:
+def _end_line(meta: dict, has_sites: bool) -> str | None:
     """A run that did not complete says so above its table (report/status.py)."""
     from syncscope.report.status import describe, of_report
 
@@ -167,4 +169,5 @@ def _end_line(meta: dict) -> str | None:
         return None
     from rich.markup import escape
 
-    return f"syncscope: the run {escape(safe_text(describe(end)))}: the sites below are what it saw before that"
+    seen = ": the sites shown are what it saw before that" if has_sites else ": it saw no sync"
+    return f"syncscope: the run {escape(safe_text(describe(end)))}{seen}"
