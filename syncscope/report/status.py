@@ -56,7 +56,7 @@ def ended(ending: str, exit_code: int | None, error: str | None = None) -> RunEn
         status = RUNNING
     elif ending == "never_started":
         status = NEVER_STARTED
-    elif ending in ("ok", "exit", "os._exit") and exit_code == 0:
+    elif ending == "ok" or (ending in ("exit", "os._exit") and exit_code == 0):
         status = COMPLETED
     else:  # exception, a non-zero exit, anything unknown: fail closed
         status = FAILED
