@@ -36,7 +36,7 @@ per_rank = {json.load(open(p))["rank"]: json.load(open(p)) for p in ranks}
 assert sorted(per_rank) == list(range(nproc)), f"expected one report per rank, got {ranks}"
 for rank, data in per_rank.items():
     assert f".rank{rank}.json" in [os.path.basename(p)[-len(f'.rank{rank}.json'):] for p in ranks]
-    assert data["status"] == "ok" and data["exit_code"] == 0, (rank, data.get("status"), data.get("error"))
+    assert data["status"] == "completed" and data["exit_code"] == 0, (rank, data.get("status"), data.get("error"))
 
 combined = json.load(open(os.path.join(out, "combined.json")))
 assert combined["summary"]["events"] == sum(d["summary"]["events"] for d in per_rank.values()), "combine lost or added events"

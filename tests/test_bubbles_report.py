@@ -46,7 +46,8 @@ def _report(pid_suffix: str = "") -> dict:
     rec.events[:] = [dataclasses.replace(e, ts_ns=m.wait_end_ns) for e, m in zip(rec.events, marks)]
     attribution = attribute(acts, marks, (0, us(t + 6000)))
     window = WindowResult(attribution, "program", 0, 0, marks, len(acts), {"open_ns": 1, "close_ns": 2, "analysis_ns": 3})
-    meta = {"device": "cuda", "pid": 4242, "host": "h" + pid_suffix, "created": "2026-11-23T00:00:00" + pid_suffix}
+    # `ok`: the status word of reports before issue 28, still read as a completed run
+    meta = {"device": "cuda", "pid": 4242, "host": "h" + pid_suffix, "created": "2026-11-23T00:00:00" + pid_suffix, "status": "ok"}
     return build_report(rec.events, meta, bubbles=window).to_json()
 
 
@@ -150,7 +151,8 @@ def test_bubbles_on_the_simulated_device_is_one_clear_error(tmp_path):
         assert proc.stdout == "" and "Traceback" not in proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "--bubbles" in lines[0] and "CUDA" in lines[0]
-        assert not (tmp_path / "syncscope-report.json").exists()
+        # the report says the run never started (issue 28), in place of any older one
+        assert json.loads((tmp_path / "syncscope-report.json").read_text())["status"] == "never_started"
 
 
 def test_bad_bubble_options_are_one_clear_error(tmp_path):

@@ -114,11 +114,18 @@ def test_a_spawned_child_of_a_dash_m_run_scopes_the_module_without_importing_it_
     assert not sites[(12, "tolist")]["in_scope"]
 
 
-def test_a_scope_that_matches_no_class_warns_and_scopes_nothing(tmp_path):
-    traced, sites = run_traced(tmp_path, "__main__:Missing.build", "__main__:Builder.nope")
-    assert "--scope __main__:Missing.build: the program defined no class Missing" in traced.stderr
-    assert "--scope __main__:Builder.nope: class Builder has no attribute 'nope'" in traced.stderr
-    assert not any(s["in_scope"] for s in sites.values())  # a scope was declared, nothing matched it
+def test_a_scope_that_matches_no_class_is_an_error_before_the_program_starts(tmp_path):
+    """Issue 28: a scope that matches nothing would report every sync as out of scope. The
+    script's source says there is no such class, or no such method: exit 2, nothing runs."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent(SCRIPT))
+    for spec, message in (("__main__:Missing.build", "prog.py defines no class 'Missing'"),
+                          ("__main__:Builder.nope", "class Builder in prog.py has no method 'nope'")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "syncscope", "run", "--device", "sim", "--no-table", "--scope", spec, "prog.py"],
+            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        )
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.splitlines() == [f"syncscope: error: --scope {spec}: {message}"], proc.stderr
 
 
 @pytest.mark.parametrize(

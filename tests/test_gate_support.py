@@ -51,7 +51,8 @@ def runtime_report(source: str, path: str = "model.py", counts: dict[int, int] |
                 )
             )
     meta = {"tool": {"name": "syncscope", "version": "0.1.0"}, "created": "2026-11-22T00:00:00+00:00",
-            "device": "sim", "host": host, "pid": pid, "rank": rank, "project_root": "/proj"}
+            "device": "sim", "host": host, "pid": pid, "rank": rank, "project_root": "/proj",
+            "status": "completed", "ending": "ok", "exit_code": 0, "error": None}  # a run that completed (issue 28)
     return build_report(events, meta).to_json()
 
 

@@ -120,7 +120,7 @@ def test_fix_diff_and_unsafe(project):
     run_cli("host_copy.py", "--fix", cwd=project, check_code=1)  # unsafe: not applied
     assert "non_blocking" not in (project / "host_copy.py").read_text()
     run_cli("host_copy.py", "--fix", "--unsafe-fixes", cwd=project, check_code=0)
-    assert "x_cpu.to(device, non_blocking=True)" in (project / "host_copy.py").read_text()
+    assert "x_cpu.pin_memory().to(device, non_blocking=True)" in (project / "host_copy.py").read_text()
 
 
 def test_select_and_ignore_options(project):

@@ -409,7 +409,7 @@ def _results_for_program(tmp_path):
 def _oracle_report(tmp_path):
     results = _results_for_program(tmp_path)
     section = oracle_section(results, str(tmp_path), calibration=None, thresholds=V.Thresholds(), settings={"repeat": 1}, cost={})
-    return build_oracle_report(results, {"project_root": str(tmp_path), "device": "cuda"}, str(tmp_path), section), section
+    return build_oracle_report(results, {"project_root": str(tmp_path), "device": "cuda", "status": "completed"}, str(tmp_path), section), section
 
 
 def test_oracle_report_has_blocked_sites_and_every_line(tmp_path):

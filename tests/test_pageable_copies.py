@@ -79,7 +79,7 @@ def event(line: int, kind: str = "h2d_pageable", blocked_ns: int | None = 100_00
 
 def report_of(events, pid: int = 1000) -> Report:
     meta = {"tool": {"name": "syncscope", "version": "0.1.0"}, "created": "2026-11-23T00:00:00+00:00",
-            "device": "cuda", "host": "h", "pid": pid, "rank": None, "project_root": "/proj"}
+            "device": "cuda", "host": "h", "pid": pid, "rank": None, "project_root": "/proj", "status": "completed"}
     return build_report(events, meta)
 
 

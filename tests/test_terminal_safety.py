@@ -96,9 +96,9 @@ def test_gate_combine_and_export_outputs(tmp_path):
     from syncscope.report.model import build_report, write_json_atomic
 
     hostile = tmp_path / "hostile.json"
-    write_json_atomic(str(hostile), {**hostile_report().to_json(), "pid": 11, "host": "h"})
+    write_json_atomic(str(hostile), {**hostile_report().to_json(), "pid": 11, "host": "h", "status": "completed"})
     empty = tmp_path / "empty.json"
-    write_json_atomic(str(empty), build_report([], {"device": "sim", "pid": 12, "host": "h"}).to_json())
+    write_json_atomic(str(empty), build_report([], {"device": "sim", "pid": 12, "host": "h", "status": "completed"}).to_json())
     env = dict(os.environ, PYTHONPATH=REPO)
 
     def cli(*args):

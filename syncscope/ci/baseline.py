@@ -58,6 +58,13 @@ class Observation:
     # runtime: in-scope pageable `non_blocking` copies that did not block in this run
     # (`SiteStats.potential`). Listed by the gate, never failing it, never put in a baseline.
     potential: tuple[ObservedSite, ...] = ()
+    # runtime: how the run ended (report/status.py); None for lint output. Only a completed run
+    # saw everything it would have: the gate refuses any other (issue 28).
+    end: Any = None
+
+    @property
+    def complete(self) -> bool:
+        return self.end is None or self.end.completed
 
 
 @dataclass(frozen=True)
@@ -228,9 +235,12 @@ def load_observation(path: str) -> Observation:
     if isinstance(data, dict) and data.get("schema") == SCHEMA:
         raise InputError(f"{path}: this is a baseline, not a report (pass it with --baseline)")
     if isinstance(data, dict) and "schema" in data:
+        from syncscope.report.status import of_report
+
         sites, potential = _runtime_sites(data, path)
         steps = data.get("steps")
-        return Observation(RUNTIME, path, tuple(sites), steps if isinstance(steps, int) and steps > 0 else None, tuple(potential))
+        return Observation(RUNTIME, path, tuple(sites), steps if isinstance(steps, int) and steps > 0 else None, tuple(potential),
+                           end=of_report(data))
     return Observation(LINT, path, tuple(_lint_sites(data, path)))
 
 

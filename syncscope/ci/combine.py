@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 
 from syncscope.report.model import Report, ReportError, SiteStats, assign_fingerprints, write_json_atomic
+from syncscope.report.status import of_report, worst
 
 DEFAULT_PATTERN = "syncscope-report*.json"
 
@@ -34,6 +35,7 @@ class Part:
     rank: int | None
     created: str | None
     report: str
+    status: str | None = None  # how this process's run ended (report/status.py)
 
     @property
     def identity(self) -> tuple:
@@ -43,14 +45,16 @@ class Part:
         return (self.host, self.pid, self.created)
 
     def to_json(self) -> dict:
-        return {"host": self.host, "pid": self.pid, "rank": self.rank, "created": self.created, "report": self.report}
+        return {"host": self.host, "pid": self.pid, "rank": self.rank, "created": self.created, "report": self.report,
+                "status": self.status}
 
 
 def _parts(data: dict, path: str) -> list[Part]:
     nested = data.get("combined_from")
     if isinstance(nested, list) and nested:
-        return [Part(p.get("host"), p.get("pid"), p.get("rank"), p.get("created"), p.get("report") or path) for p in nested]
-    return [Part(data.get("host"), data.get("pid"), data.get("rank"), data.get("created"), path)]
+        return [Part(p.get("host"), p.get("pid"), p.get("rank"), p.get("created"), p.get("report") or path,
+                     of_report(p).status if "status" in p else of_report(data).status) for p in nested]
+    return [Part(data.get("host"), data.get("pid"), data.get("rank"), data.get("created"), path, of_report(data).status)]
 
 
 def _load(path: str) -> tuple[dict, Report]:
@@ -174,6 +178,9 @@ def combine(paths: list[str]) -> dict:
         "rank": None,
         "project_root": inputs[0][1].get("project_root"),
         "combined_from": [p.to_json() for p in parts],
+        # The worst way any of its processes ended: one rank that failed makes the whole run fail
+        # the gate (issue 28); `combined_from` says which.
+        **worst(of_report(data) for _, data, _ in inputs).to_meta(),
     }
     merged_errors = [{"where": w, "error": e, "count": n} for (w, e), n in sorted(errors.items())]
     out = Report(sites=sites, events=events, meta=meta, events_truncated=truncated, errors=merged_errors).to_json()

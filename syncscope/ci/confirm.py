@@ -3,7 +3,8 @@
 A finding is confirmed when a runtime site of a compatible kind has the finding's line in its
 stack: the innermost frame for a direct sync (`.item()` on that line), an outer frame for a sync
 inside a helper the line calls (SYN601/SYN602 report the call site), or the root line of a
-whole-program finding's chain. Confirmed findings rank first, by
+whole-program finding's chain. A finding with a chain is confirmed only by the sync its chain
+ends at, never by another sync the same call leads to. Confirmed findings rank first, by
 the time the host was blocked there, then by events: they are real and measured, fix them first.
 Runtime sites that no finding points at are the linter's blind spots.
 
@@ -138,11 +139,13 @@ def confirm(
     runtime = [s for s in report.sites if not s.allowed and (s.in_scope or include_out_of_scope)]
     # Every (path, line) a runtime site's stack passes through -> the sites (innermost first).
     by_line: dict[tuple[str, int], list[tuple[int, SiteStats]]] = {}
+    innermost: dict[int, tuple[str, int]] = {}  # id(site) -> where it synced
     for stats in runtime:
         frames = stats.stack or [{"path": stats.path, "line": stats.line}]
         for depth, frame in enumerate(frames):
             key = (_rebase(str(frame.get("path", "")), report_root, lint_root), int(frame.get("line", 0)))
             by_line.setdefault(key, []).append((depth, stats))
+            innermost.setdefault(id(stats), key)
 
     confirmed, unconfirmed, caught = [], [], set()
     for finding in findings:
@@ -157,6 +160,10 @@ def confirm(
             stats
             for depth, stats in sorted(candidates, key=lambda m: m[0])
             if _compatible(site.kind, stats.kind, rule_kinds)
+            # A chain names the one sync it reaches: another sync the call also leads to (its
+            # stack passes through the call site too) is not this finding's, and stays
+            # "uncaught" unless a finding of its own points at it (issue 28).
+            and (root is None or innermost[id(stats)] == root)
         ]
         if matches:
             runtime_sites = tuple({id(s): s for s in matches}.values())  # each once, innermost first

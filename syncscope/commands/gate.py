@@ -38,6 +38,20 @@ def _write_text(path: str, text: str) -> None:
         _cannot_write(path, exc)
 
 
+def _check_complete(observation, allow_incomplete: bool, what: str) -> None:
+    """Fail closed (issue 28): a run that did not complete saw only part of what it would have,
+    so a gate on it could pass, and a baseline from it forget, syncs it never reached."""
+    from syncscope.report.status import describe
+    from syncscope.terminal import safe_text
+
+    if observation.complete:
+        return
+    said = f"{observation.path}: the run {describe(observation.end)}"
+    if not allow_incomplete:
+        _fail(f"{said}; refusing to {what} (rerun it, or pass --allow-incomplete to use the syncs it saw)")
+    typer.echo(f"syncscope: warning: {safe_text(said)}; using the syncs it saw (--allow-incomplete)", err=True)
+
+
 def register(app: typer.Typer) -> None:
     baseline_app = typer.Typer(help="Accepted sync sites: create a baseline for `syncscope gate`.", no_args_is_help=True)
     app.add_typer(baseline_app, name="baseline")
@@ -51,6 +65,7 @@ def register(app: typer.Typer) -> None:
         ),
         steps: Optional[int] = typer.Option(None, "--steps", min=1, help="steps the run made (for --budget)"),
         force: bool = typer.Option(False, "--force", help="overwrite an existing baseline"),
+        allow_incomplete: bool = typer.Option(False, "--allow-incomplete", help="accept a report whose run did not complete (failed, killed, never started)"),
     ) -> None:
         """Accept every in-scope site of SOURCE: later gates fail only on sites not in it."""
         import os
@@ -61,6 +76,7 @@ def register(app: typer.Typer) -> None:
             _fail(f"{output} exists; pass --force to replace it, or `syncscope gate --update` to shrink it")
         try:
             observation = bl.load_observation(source)
+            _check_complete(observation, allow_incomplete, "create a baseline from it")
             created = bl.create(observation, budget_slack=budget, steps=steps)
         except bl.InputError as exc:
             _fail(str(exc))
@@ -80,6 +96,7 @@ def register(app: typer.Typer) -> None:
         steps: Optional[int] = typer.Option(None, "--steps", min=1, help="steps the run made, for per-step budgets"),
         markdown: Optional[str] = typer.Option(None, "--markdown", help="also write a Markdown summary here (- for stdout)"),
         github: bool = typer.Option(False, "--github", help="also print GitHub workflow annotations for the new sites"),
+        allow_incomplete: bool = typer.Option(False, "--allow-incomplete", help="gate a report whose run did not complete (failed, killed, never started); --update then never shrinks the baseline"),
     ) -> None:
         """Exit 1 when REPORT has a sync site the baseline does not accept, else 0."""
         from syncscope.ci import baseline as bl
@@ -88,6 +105,7 @@ def register(app: typer.Typer) -> None:
         try:
             accepted = bl.load_baseline(baseline)
             observation = bl.load_observation(report)
+            _check_complete(observation, allow_incomplete, "gate it")
             result = gate.check(observation, accepted, steps=steps)
         except bl.InputError as exc:
             _fail(str(exc))
@@ -107,6 +125,9 @@ def register(app: typer.Typer) -> None:
         if update:
             if not result.passed:
                 typer.echo(f"syncscope gate: {safe_text(baseline)} left unchanged (the gate failed; --update only shrinks a passing baseline)", err=True)
+            elif result.fixed and not observation.complete:
+                typer.echo(f"syncscope gate: {safe_text(baseline)} left unchanged (the run did not complete: a site it did not "
+                           "reach is not fixed; --update only shrinks from a completed run)", err=True)
             elif result.fixed:
                 try:
                     bl.save_baseline(bl.shrink(accepted, (o.fingerprint for o in observation.sites)), baseline)

@@ -57,7 +57,7 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
     """The whole command; returns the exit code (0 clean, 1 findings, 2 error)."""
     import os
 
-    from syncscope.lint.config import ConfigError, find_project_root, load_config
+    from syncscope.lint.config import ConfigError, check_selectors, find_project_root, load_config
     from syncscope.lint.engine import lint_paths
     from syncscope.lint import output
     from syncscope.terminal import SafeStream, safe_text
@@ -70,6 +70,7 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         overrides = {"select": select, "extend_select": extend_select, "all_functions": all_functions}
         config = load_config(root, config_file, overrides)
         if ignore:
+            check_selectors("ignore", ignore, "--ignore")
             config.ignore = config.ignore + ignore
     except ConfigError as error:
         print(f"syncscope lint: {safe_text(error)}", file=sys.stderr)
@@ -127,7 +128,7 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
 
             write_github(findings, stream)
         if output_format in ("text", "concise") or statistics:
-            print(output.summary(lint_run, findings), file=stream)
+            print(output.summary(lint_run, findings, unsafe_fixes), file=stream)
         if confirmation is not None:
             # Machine formats stay parseable: the cross-check then goes to stderr.
             human = output_format in ("text", "concise") or statistics

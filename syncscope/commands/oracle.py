@@ -116,7 +116,9 @@ def execute(
         )
         meta = run_metadata(device="cuda", gpu=gpu.device, target=target, args=args, module=module, root=root, mode="oracle")
         if outcome is not None:
-            meta.update(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
+            from syncscope.report.status import from_outcome
+
+            meta.update(from_outcome(outcome).to_meta())
         meta["report_path"] = report_path
         comparison = None
         if hook is not None:

@@ -39,29 +39,36 @@ def execute(
     import sys
 
     from syncscope.report import console
-    from syncscope.runtime import config, regions, runner
+    from syncscope.report import status as run_status
+    from syncscope.runtime import config, multiprocess, regions, runner, scope_check
     from syncscope.runtime.policy import Policy
     from syncscope.runtime.trap import DeviceUnavailable, resolve_device, trap
 
-    if policy not in {p.value for p in Policy}:
-        _fail(f"--policy {policy!r}: choose record, warn or error")
     root = os.getcwd()
+    base_report = os.path.abspath(report_path)
+    report_path = multiprocess.process_report_path(base_report)
+    # Until the program starts, every error is a run that never started: its report says so
+    # (over any older report, which a gate would otherwise read as this run's; issue 28).
+    not_started = _NotStarted(report_path, target=target, args=args, module=module, root=root)
+    if policy not in {p.value for p in Policy}:
+        not_started.fail(f"--policy {policy!r}: choose record, warn or error")
     try:
         allow_rules = config.load_allow_rules(root) + tuple(config.parse_allow_option(a) for a in allow)
         resolved = resolve_device(device)
     except (config.ConfigError, DeviceUnavailable, ValueError) as exc:
-        _fail(str(exc))
+        not_started.fail(str(exc))
+    not_started.device = resolved
     if bubbles:  # issue 11: GPU idle time per sync site (runtime/bubble_window.py)
         from syncscope.runtime.bubble_window import BubblesUnavailable, check_available
 
         if bubble_steps < 1 or bubble_warmup < 0 or bubble_seconds <= 0:
-            _fail("--bubble-steps must be >= 1, --bubble-warmup >= 0 and --bubble-seconds > 0")
+            not_started.fail("--bubble-steps must be >= 1, --bubble-warmup >= 0 and --bubble-seconds > 0")
         try:
             check_available(resolved)
         except BubblesUnavailable as exc:
-            _fail(str(exc))
+            not_started.fail(str(exc))
     if monitor is not None and bubbles:
-        _fail("--monitor and --bubbles cannot be combined (the bubble window profiles every step)")
+        not_started.fail("--monitor and --bubbles cannot be combined (the bubble window profiles every step)")
     # Monitor mode (issue 12, syncscope/monitoring): checked and serving before the program starts.
     session = None
     if monitor is not None:
@@ -70,16 +77,13 @@ def execute(
         try:
             session = monitor_session.start(monitor)
         except monitor_session.MonitorError as exc:
-            _fail(str(exc))
+            not_started.fail(str(exc))
     # Child processes and torchrun ranks (issue 6, syncscope/runtime/multiprocess.py): each rank gets a
     # report name of its own, and multiprocessing children write reports of their own.
-    from syncscope.runtime import multiprocess
-
     children = multiprocess.ChildConfig(
-        os.path.abspath(report_path), resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward,
+        base_report, resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward,
         monitor=session.child_options() if session else None, main_module=target if module else None,
     )
-    report_path = multiprocess.process_report_path(os.path.abspath(report_path))
 
     outcome = None
     bubble_options = dict(bubbles=bubbles, bubble_steps=bubble_steps, bubble_warmup=bubble_warmup, bubble_seconds=bubble_seconds)
@@ -89,32 +93,98 @@ def execute(
         else trap(resolved, policy, allow=allow_rules, root=root, **bubble_options)
     ) as t:
         try:
+            # Inside the trap: finding a `-m` module imports its parent packages, and a scope's
+            # module is imported here, as the program would import them.
+            runner.check_target(target, module)
+            scope_check.check_scopes(scope, target=target, module=module)
             undo = regions.apply_scopes(scope, module_forward, main_module=target if module else None)
+        except runner.TargetNotFound as exc:
+            not_started.fail(str(exc), session=session)
         except (ImportError, AttributeError, ValueError) as exc:
-            _fail(f"--scope: {exc}")
+            message = str(exc) if isinstance(exc, scope_check.ScopeError) else f"--scope: {exc}"
+            not_started.fail(message, session=session)
         stop_following = multiprocess.follow_children(children)
         # The report is kept on disk while the program runs and written on every way out
         # (runtime/keeper.py, docs/reliability.md).
         keeper = _start_keeper(t, resolved, report_path, show_table, session, target=target, args=args, module=module, root=root)
         try:
             outcome = runner.run_target(target, args, module=module, on_sigterm_now=keeper.fatal_signal)
-        except runner.TargetNotFound as exc:
-            _fail(str(exc))
         finally:
             keeper.keeper.stop()
             stop_following()
             for fn in reversed(undo):
                 fn()
             # Written even when the program raised, exited or was interrupted.
-            final = {} if outcome is None else dict(exit_code=outcome.exit_code, status=outcome.status, error=outcome.error)
+            final = run_status.from_outcome(outcome) if outcome is not None else run_status.ended("exception", 1, "syncscope could not follow the program to its end")
+            unmatched = _unmatched_scopes()
+            if unmatched:  # no sync of this run is known to be in scope: the run failed (issue 28)
+                final = run_status.scope_failed(final, unmatched[0])
             keeper.keeper.finish(final)
             report = keeper.report
     if session is not None:
         session.finish()  # waits for the scrape that takes the last counts
     if show_table:
         console.render(report)
+    else:
+        _report_line(report)
+    for problem in unmatched:
+        _error_line(problem)
     sys.stderr.flush()
+    if unmatched and outcome.signal is None and outcome.exit_code == 0:
+        raise SystemExit(2)
     runner.exit_like_python(outcome)
+
+
+def _unmatched_scopes() -> list[str]:
+    from syncscope.runtime.class_scopes import take_unmatched
+
+    return take_unmatched()
+
+
+def _error_line(message: str) -> None:
+    from syncscope.terminal import safe_text
+
+    typer.echo(f"syncscope: error: {safe_text(message)}", err=True)
+
+
+def _report_line(report) -> None:
+    """`--no-table`: still one line saying where the report is and how the run ended."""
+    from syncscope.report.status import of_report
+    from syncscope.terminal import safe_text
+
+    if report is None:
+        return
+    in_scope = sum(s.count for s in report.grouped()[0])
+    typer.echo(f"syncscope: report {safe_text(report.meta.get('report_path', ''))}: run {of_report(report.meta).status}, "
+               f"{_plural(in_scope, 'host sync')} in scope", err=True)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class _NotStarted:
+    """Writes the report of a run that never started, then fails with the one-line error."""
+
+    def __init__(self, report_path: str, **command) -> None:
+        self.report_path = report_path
+        self.command = command
+        self.device = None
+
+    def fail(self, message: str, session=None) -> None:
+        from syncscope.report.model import build_report, run_metadata, write_json_atomic
+        from syncscope.report.status import never_started
+
+        meta = run_metadata(device=self.device, gpu=None, **{**self.command, "target": self.command["target"] or ""})
+        meta.update(never_started(message).to_meta())
+        meta["report_path"] = self.report_path
+        if session is not None:
+            meta.update(session.report_meta())
+        try:
+            write_json_atomic(self.report_path, build_report([], meta).to_json())
+        except OSError as exc:
+            message += f" (and no report: cannot write {self.report_path}: {exc.strerror or exc})"
+        _fail(message)
 
 
 def _monitor_options(sample, sample_by, sample_run, slice_period, port, directory, top_sites, exit_wait):
@@ -137,10 +207,12 @@ class _RunReport:
         self.report = None
         self.keeper = None
 
-    def write(self, final: dict | None) -> None:
+    def write(self, final) -> None:
+        """`final`: None for a flush while the program runs, else its `RunEnd` (report/status.py)."""
         import sys
 
         from syncscope.report.model import build_report, run_metadata, write_json_atomic
+        from syncscope.report.status import running
         from syncscope.runtime import hook_errors
 
         gpu = None
@@ -148,13 +220,13 @@ class _RunReport:
             gpu = sys.modules["torch"].cuda.get_device_name()
         meta = run_metadata(device=self.device, gpu=gpu, **self.command)
         if final is None:
-            meta.update(status="running", exit_code=None, error=None)  # a flush while it runs
+            meta.update(running().to_meta())  # a flush while it runs
         else:
             window = getattr(self.t, "bubble_window", None)
             if window is not None:
                 window.finish()
             self.t.recorder.settle_scope()
-            meta.update(final)
+            meta.update(final.to_meta())
         if self.session is not None:
             meta.update(self.session.report_meta())
         meta["report_path"] = self.report_path
@@ -165,7 +237,7 @@ class _RunReport:
         if final is not None:
             self.report = report
 
-    def _final_and_table(self, final: dict) -> None:
+    def _final_and_table(self, final) -> None:
         import sys
 
         from syncscope.report import console
@@ -173,23 +245,27 @@ class _RunReport:
         self.keeper.finish(final)
         if self.show_table and self.report is not None:
             console.render(self.report)
+        elif self.report is not None:
+            _report_line(self.report)
         sys.stderr.flush()  # not stdout: plain python's os._exit or signal death drops its buffer
 
     def fatal_signal(self, signum: int) -> None:
         """SIGTERM/SIGHUP/SIGQUIT: the final report (and table), then die of the signal."""
-        import signal
-
+        from syncscope.report.status import killed_by
         from syncscope.runtime.keeper import die_of_signal
 
-        self._final_and_table({"status": "terminated", "exit_code": -signum, "error": signal.Signals(signum).name})
+        self._final_and_table(killed_by(signum))
         die_of_signal(signum)
 
     def os_exit(self, code: int) -> None:
         """`os._exit(code)` in the program: the final report (and table); the exit follows."""
-        self._final_and_table({"status": "os._exit", "exit_code": code, "error": None})
+        from syncscope.report.status import os_exit
+
+        self._final_and_table(os_exit(code))
 
 
 def _start_keeper(t, device: str, report_path: str, show_table: bool, session=None, **command) -> _RunReport:
+    import syncscope.report.model  # noqa: F401  (imported here, not first in the keeper's flush thread)
     from syncscope.runtime.keeper import ReportKeeper
 
     run_report = _RunReport(t, device, report_path, show_table, session, **command)
@@ -231,7 +307,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a program (script.py args... or -m module args...) and report its host syncs."""
         if not target:
-            _fail("nothing to run: syncscope run [OPTIONS] script.py [ARGS]... or -m module [ARGS]...")
+            import os
+
+            _NotStarted(os.path.abspath(report), target="", args=[], module=module, root=os.getcwd()).fail(
+                "nothing to run: syncscope run [OPTIONS] script.py [ARGS]... or -m module [ARGS]...")
         execute(
             target,
             list(ctx.args),

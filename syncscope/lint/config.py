@@ -27,6 +27,9 @@ import os
 import re
 from dataclasses import dataclass, field, fields
 
+from syncscope.suggest import did_you_mean, unknown_tool_table
+
+from .catalog import CATALOG, DIAGNOSTICS
 from .provenance import NameHints
 
 DEFAULT_SKIP_FUNCTIONS = [
@@ -152,6 +155,36 @@ class LintConfig:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+CODES = tuple(sorted(CATALOG)) + tuple(sorted(DIAGNOSTICS))
+_SELECTORS = ("select", "extend_select", "ignore")
+
+
+def unknown_code(selector: str) -> str | None:
+    """None when `selector` names at least one code (a code, a prefix of codes, or ALL); else
+    the error's end: what it is, and the nearest code."""
+    selector = selector.strip().upper()
+    if selector == "ALL" or any(code.startswith(selector) for code in CODES):
+        return None
+    return f"{selector!r} names no rule{did_you_mean(selector, CODES)}"
+
+
+def check_selectors(name: str, value, origin: str) -> None:
+    """A selector that names nothing would switch a rule off (or select nothing) silently: an
+    error naming where it came from (`--select`, or `file: [tool.syncscope.lint] key`)."""
+    if name == "select" and not value:
+        raise ConfigError(f"{origin}: empty: it selects no rule (the linter would check nothing)")
+    if name in _SELECTORS:
+        items = [(origin, v) for v in value]
+    elif name == "per_file_ignores":
+        items = [(f"{origin} {pattern!r}", v) for pattern, codes in value.items() for v in codes]
+    else:
+        return
+    for where, selector in items:
+        problem = unknown_code(selector)
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
+
+
 def _longest_match(code: str, prefixes: list[str]) -> int:
     """Length of the longest prefix matching `code` (Ruff's rule: the more specific wins); -1 if none."""
     best = -1
@@ -201,20 +234,26 @@ def load_config(root: str, config_file: str | None = None, overrides: dict | Non
                 data = tomllib.load(handle)
         except (OSError, ValueError) as error:
             raise ConfigError(f"{path}: {error}") from error
+        problem = unknown_tool_table(data, path)
+        if problem:
+            raise ConfigError(problem)
         table = _table(data, ("tool", "syncscope", "lint"), path)
         if config_file and not table:
             table = _table(data, ("lint",), path)  # a standalone file may use a plain [lint] table
     elif config_file:
         raise ConfigError(f"config file not found: {config_file}")
-    known = {f.name for f in fields(LintConfig)}
+    known = {f.name for f in fields(LintConfig)} - {"root"}
     values: dict = {}
     for key, value in table.items():
         name = key.replace("-", "_")
-        if name not in known or name == "root":
-            raise ConfigError(f"unknown key in [tool.syncscope.lint]: {key!r}")
+        if name not in known:
+            keys = sorted(k.replace("_", "-") for k in known)
+            raise ConfigError(f"{path}: unknown key {key!r} in [tool.syncscope.lint]{did_you_mean(key, keys)}")
         values[name] = _check_type(name, value)
+        check_selectors(name, values[name], f"{path}: [tool.syncscope.lint] {key}")
     for key, value in (overrides or {}).items():
         if value is not None:
+            check_selectors(key, value, "--" + key.replace("_", "-"))
             values[key] = value
     config = LintConfig(**values)
     config.root = root

@@ -141,7 +141,8 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         kept, used = apply_suppressions(pending, suppressions)
         if suppressions and config.enabled("SYN900", rel):
             for line, message in unused_suppressions(suppressions, used, lambda c: config.enabled(c, rel)):
-                kept.append(diagnostic("SYN900", message, line, fix="safe", level="warning"))
+                # Not fixable: `--fix` has no edit for a stale comment, so it must not claim one (issue 28).
+                kept.append(diagnostic("SYN900", message, line, level="warning"))
         if not kept:
             continue
         data = texts.get(rel)

@@ -114,17 +114,20 @@ def write_statistics(findings, stream: IO[str]) -> None:
         stream.write(f"{count:>6}\t{code}\t{mark} {rule_name(code)}\n")
 
 
-def summary(run, findings) -> str:
+def summary(run, findings, unsafe_fixes: bool = False) -> str:
     safe = sum(1 for f in findings if f.fix == "safe")
     unsafe = sum(1 for f in findings if f.fix == "unsafe")
     parts = [f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"]
-    if safe or unsafe:
-        extra = []
-        if safe:
-            extra.append(f"{safe} fixable with `--fix`")
-        if unsafe:
-            extra.append(f"{unsafe} more with `--unsafe-fixes`")
-        parts.append(f" ({', '.join(extra)})")
+    # The unsafe ones are findings already counted, whose fixes `--fix` applies only with
+    # `--unsafe-fixes` (Ruff's "hidden fixes"); once that flag is given they are plain fixable.
+    fixable, hidden = (safe + unsafe, 0) if unsafe_fixes else (safe, unsafe)
+    extra = []
+    if fixable:
+        extra.append(f"{fixable} fixable with `--fix`")
+    if hidden:
+        extra.append(f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with `--unsafe-fixes`")
+    if extra:
+        parts.append(f" ({'; '.join(extra)})")
     parts.append(f" in {run.files} file{'s' if run.files != 1 else ''}"
                  f" ({run.parsed} analyzed, {run.cached} cached, {run.skipped} without torch code).")
     return "".join(parts)

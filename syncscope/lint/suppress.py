@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]*)*))?", re.IGNORECASE)
+# A code is a whole word: `SYN2O1` (letter O) is one unknown code, warned about, not `SYN2` (which
+# would suppress every SYN2xx rule) followed by junk (issue 28).
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z][A-Za-z0-9]*(?:[\s,]+[A-Za-z][A-Za-z0-9]*)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*syncscope:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?P<reason>[^#]*)")
-_CODE = re.compile(r"[A-Za-z]+[0-9]*")
+_CODE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 @dataclass
@@ -82,6 +84,12 @@ def apply_suppressions(findings: list, suppressions: dict[int, list[Suppression]
     return kept, used
 
 
+def unknown_code(code: str) -> str | None:
+    from .config import unknown_code as check  # the selectors' rule: a code or a prefix of codes
+
+    return check(code)
+
+
 def unused_suppressions(suppressions: dict[int, list[Suppression]], used: set[tuple[int, int, str]],
                         enabled) -> list[tuple[int, str]]:
     """(line, message) for each suppression that suppressed nothing. A bare `# noqa` is shared
@@ -95,9 +103,12 @@ def unused_suppressions(suppressions: dict[int, list[Suppression]], used: set[tu
                     out.append((line, "`# syncscope: ignore` suppresses nothing on this line"))
                 continue
             for code in sorted(suppression.codes):
+                style = "# noqa" if suppression.style == "noqa" else "# syncscope: ignore"
+                if code.startswith("SYN") and unknown_code(code):  # a typo suppresses nothing: say so
+                    out.append((line, f"`{style}` of {unknown_code(code)}"))
+                    continue
                 if not code.startswith("SYN") or not enabled(code):
                     continue
                 if not any(h.startswith(code) for h in hits):
-                    style = "# noqa" if suppression.style == "noqa" else "# syncscope: ignore"
                     out.append((line, f"unused suppression `{style}` of {code}"))
     return out

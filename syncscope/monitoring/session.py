@@ -131,7 +131,14 @@ class MonitorSession:
         if self.server is None:
             return
         if self.watch.finished > 0 and self.options.exit_wait_s > 0:
-            self.watch.wait_for_fresh_scrape(self.options.exit_wait_s)
+            import sys
+
+            # Said, not silent: the program has ended and the process waits (issue 28).
+            print(f"syncscope: waiting up to {self.options.exit_wait_s:g} s for a last scrape of /metrics on port "
+                  f"{self.options.port} (--metrics-exit-wait 0 to skip)", file=sys.stderr, flush=True)
+            if not self.watch.wait_for_fresh_scrape(self.options.exit_wait_s):
+                print(f"syncscope: no scrape came within {self.options.exit_wait_s:g} s: the last counts were not "
+                      "read from /metrics (they are in the JSON report)", file=sys.stderr, flush=True)
         self.server.shutdown()
         self.server.server_close()
         self.server = None

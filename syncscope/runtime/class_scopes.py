@@ -13,8 +13,8 @@ spec matches however the file was loaded: as the script, as a module imported by
 `multiprocessing` spawn child's `__mp_main__`. A class that already exists when the scope is
 applied (a module imported earlier, a spawn child whose main module was imported before its
 target runs) is scoped at once. If the run ends without the class being defined, or the class
-lacks the method, a warning line says so: a scope that silently matches nothing would report
-every sync as out of scope.
+lacks the method, `take_unmatched` says so and `syncscope run` fails the run (issue 28): a scope
+that silently matches nothing would report every sync as out of scope.
 """
 
 from __future__ import annotations
@@ -81,7 +81,10 @@ class _PendingScope:
 
     def scope_class(self, cls: type) -> None:
         if not hasattr(cls, self.method):
-            self.problems.append(f"class {self.class_path} has no attribute {self.method!r}")
+            from syncscope.suggest import did_you_mean
+
+            names = [n for n in dir(cls) if not n.startswith("__")]
+            self.problems.append(f"class {self.class_path} has no attribute {self.method!r}{did_you_mean(self.method, names)}")
             return
         try:
             self.undo.append(self.wrap(cls, self.method, self.spec))
@@ -90,6 +93,7 @@ class _PendingScope:
 
 
 _pending: tuple[_PendingScope, ...] = ()
+_unmatched: list[str] = []  # "--scope SPEC: what was wrong", for the caller to report (take_unmatched)
 _lock = threading.Lock()
 _original_build_class = None
 
@@ -135,8 +139,8 @@ def scope_when_defined(
 ) -> Callable[[], None]:
     """Scope `Class.method` of the matched module now if the class exists, and on every later
     definition, with `wrap(cls, method, spec)` (`regions.scope_attribute`, passed in so that this
-    module does not import regions, which imports it). Returns the undo, which also warns when
-    nothing was scoped."""
+    module does not import regions, which imports it). Returns the undo, which also notes (for
+    `take_unmatched`) a scope that matched nothing."""
     class_path, _, method = spec.rpartition(":")[2].rpartition(".")
     pending = _PendingScope(spec, matcher, class_path, method, wrap)
     for module in list(sys.modules.values()):
@@ -151,9 +155,16 @@ def scope_when_defined(
         _unregister(pending)
         for fn in reversed(pending.undo):
             fn()
-        for problem in pending.problems:
-            print(f"syncscope: warning: --scope {spec}: {problem}", file=sys.stderr)
+        _unmatched.extend(f"--scope {spec}: {problem}" for problem in pending.problems)
         if not pending.undo and not pending.problems:
-            print(f"syncscope: warning: --scope {spec}: the program defined no class {class_path}; nothing was scoped", file=sys.stderr)
+            _unmatched.append(f"--scope {spec}: the program defined no class {class_path}; nothing was scoped")
 
     return undo
+
+
+def take_unmatched() -> list[str]:
+    """The scopes undone since the last call that matched nothing (a run with one has no known
+    in-scope syncs: `syncscope run` fails it, a child process warns)."""
+    taken = list(_unmatched)
+    del _unmatched[:]
+    return taken

@@ -29,6 +29,9 @@ import threading
 import time
 from typing import Callable
 
+from syncscope.report import status
+from syncscope.report.status import RunEnd
+
 # Signals whose default action ends the process without Python seeing it, other than SIGINT
 # (a KeyboardInterrupt the program can catch) and SIGKILL/SIGSTOP (no handler possible).
 FATAL_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
@@ -75,11 +78,12 @@ def die_of_signal(signum: int) -> None:
 class ReportKeeper:
     """The report of one process: rewritten while the program runs, final on every way out.
 
-    `write(final)` builds and writes the report (`final` None for an intermediate flush, else the
-    dict of final fields: status, exit_code, error); it is only ever called with the lock held.
+    `write(end)` builds and writes the report (`end` None for an intermediate flush, else the
+    run's `RunEnd`, report/status.py: the one place the final statuses come from); it is only
+    ever called with the lock held.
     `count` returns how many events have been recorded so far (cheap: a list length)."""
 
-    def __init__(self, write: Callable[[dict | None], None], count: Callable[[], int], *, interval: float = 2.0):
+    def __init__(self, write: Callable[[RunEnd | None], None], count: Callable[[], int], *, interval: float = 2.0):
         self._write = write
         self._count = count
         self.interval = interval
@@ -99,7 +103,7 @@ class ReportKeeper:
         """Start the periodic flush, hook `os._exit` and the fatal signals. `on_fatal(signum)`
         ends the run for a fatal signal (default: `finish` then die of it); `on_os_exit(code)`
         runs before the real `os._exit` (default: `finish`)."""
-        self._undo.append(at_os_exit(on_os_exit or (lambda code: self.finish({"status": "os._exit", "exit_code": code}))))
+        self._undo.append(at_os_exit(on_os_exit or (lambda code: self.finish(status.os_exit(code)))))
         handler = on_fatal or self._default_fatal
         for signum in FATAL_SIGNALS:
             self._take_signal(signum, handler)
@@ -124,7 +128,7 @@ class ReportKeeper:
         self._undo.append(undo)
 
     def _default_fatal(self, signum: int) -> None:
-        self.finish({"status": "terminated", "exit_code": -signum, "error": signal.Signals(signum).name})
+        self.finish(status.killed_by(signum))
         die_of_signal(signum)
 
     def stop(self) -> None:
@@ -189,7 +193,7 @@ class ReportKeeper:
             except Exception:
                 pass  # a failed intermediate write must not end the run; the final one reports
 
-    def finish(self, final: dict) -> None:
+    def finish(self, final: RunEnd) -> None:
         """Write the final report once (later calls do nothing). Waits up to 10 s for a flush
         in progress in the background thread."""
         if self.finished or os.getpid() != self.pid:

@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from syncscope.report import status
+
 PLACEHOLDERS = ("{host}", "{pid}", "{rank}")
 
 
@@ -102,7 +104,8 @@ class _ChildReport:
         self.writing = False
         self.terminate_after = False
 
-    def write(self, status: str, exit_code: int | None) -> None:
+    def write(self, end) -> None:
+        """`end`: the child's `RunEnd` (report/status.py)."""
         if self.written or self.writing:
             return
         self.writing = True  # first: a SIGTERM from here on waits for the write to finish
@@ -111,7 +114,7 @@ class _ChildReport:
             from syncscope.runtime import hook_errors
 
             meta = _child_meta(self.config, self.path, self.process)
-            meta.update(status=status, exit_code=exit_code)
+            meta.update(end.to_meta())
             meta.update(getattr(self.recorder, "report_meta", dict)())  # monitor mode: marked sampled
             report = build_report(list(self.recorder.events), meta, errors=hook_errors.snapshot())
             write_json_atomic(self.path, report.to_json())
@@ -129,7 +132,7 @@ class _ChildReport:
             self.terminate_after = True
             return
         try:
-            self.write("terminated", -signal.SIGTERM)
+            self.write(status.killed_by(signal.SIGTERM))
         finally:
             _die_of_sigterm()
 
@@ -172,6 +175,10 @@ def _run_child(process, original: Callable, args, kwargs):
         finally:
             for undo in reversed(undo_scopes):
                 undo()
+            from syncscope.runtime.class_scopes import take_unmatched
+
+            for problem in take_unmatched():  # the parent's run decides; a child only says so
+                print(f"syncscope: warning: {problem}", file=sys.stderr)
 
 
 def _run_recorded(process, original, args, kwargs, config, recorder):
@@ -186,13 +193,14 @@ def _run_recorded(process, original, args, kwargs, config, recorder):
     # A target that leaves through os._exit (runtime/keeper.py) writes its report on the way.
     from syncscope.runtime.keeper import at_os_exit
 
-    undo_exit_hook = at_os_exit(lambda code: report.write("os._exit", code))
+    undo_exit_hook = at_os_exit(lambda code: report.write(status.os_exit(code)))
     exit_code = None
     try:
         exit_code = original(process, *args, **kwargs)
         return exit_code
     finally:
-        report.write("ok" if exit_code == 0 else "exit", exit_code)
+        # `exit_code` is still None when the target raised something `_bootstrap` did not catch
+        report.write(status.ended("ok" if exit_code == 0 else "exit", exit_code))
         undo_exit_hook()
 
 

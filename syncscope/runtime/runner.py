@@ -32,12 +32,14 @@ class Terminated(BaseException):
 @dataclass
 class Outcome:
     exit_code: int
-    status: str  # "ok", "exit" (sys.exit), "exception", "interrupted" (SIGINT), "terminated" (SIGTERM)
+    # How it ended: "ok", "exit" (sys.exit), "exception", "interrupted" (SIGINT), "terminated"
+    # (SIGTERM); report/status.py turns it into the report's status (an `ending` there).
+    status: str
     error: str | None = None
     signal: int | None = None  # re-raise this signal after cleanup, as Python's own exit would
 
 
-def _check_target(target: str, module: bool) -> None:
+def check_target(target: str, module: bool) -> None:
     if module:
         import importlib.util
 
@@ -96,7 +98,7 @@ def run_target(target: str, args: list[str], *, module: bool = False, on_sigterm
     `on_sigterm_now(signum)`, when given, handles SIGTERM where it arrives (write the report and
     die of the signal, as plain python dies without running `finally` blocks); without it SIGTERM
     unwinds the program as a `Terminated` exception."""
-    _check_target(target, module)
+    check_target(target, module)
     saved_argv, saved_path0, saved_main = sys.argv[:], sys.path[0], sys.modules.get("__main__")
     previous_term = signal.getsignal(signal.SIGTERM)
 
@@ -130,7 +132,7 @@ def run_target(target: str, args: list[str], *, module: bool = False, on_sigterm
         code, message = _exit_code(exc.code)
         if message is not None:
             print(message, file=sys.stderr)
-        return Outcome(code, "exit" if code else "ok")
+        return Outcome(code, "exit" if code else "ok", message)  # the report keeps sys.exit("why")
     except KeyboardInterrupt as exc:
         _strip_own_frames(exc)
         traceback.print_exception(exc)

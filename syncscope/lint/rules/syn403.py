@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import libcst as cst
+
 from .. import provenance as P
 from ..devices import copy_target, is_non_blocking
 from ._common import add_keyword, show
@@ -27,9 +29,18 @@ class BlockingCopyToDevice(Rule):
         "import numpy as np, torch\ndef f(a, device):\n    return torch.from_numpy(np.asarray(a)).to(device)\n",
         "import torch\ndef f(x_cpu: torch.Tensor):\n    return x_cpu.cuda()\n",
         "import torch\ndef f(out: torch.Tensor, src_cpu: torch.Tensor):\n    out.copy_(src_cpu)\n",
+        # Pinned, as SYN401's fix pins: from pageable memory a non_blocking copy still waits.
         Invalid(
             "import torch\ndef f(x_cpu: torch.Tensor, device):\n    return x_cpu.to(device)\n",
-            fixed="import torch\ndef f(x_cpu: torch.Tensor, device):\n    return x_cpu.to(device, non_blocking=True)\n",
+            fixed="import torch\ndef f(x_cpu: torch.Tensor, device):\n    return x_cpu.pin_memory().to(device, non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(x_cpu: torch.Tensor):\n    return x_cpu.cuda()\n",
+            fixed="import torch\ndef f(x_cpu: torch.Tensor):\n    return x_cpu.pin_memory().cuda(non_blocking=True)\n",
+        ),
+        Invalid(
+            "import torch\ndef f(out: torch.Tensor, src_cpu: torch.Tensor):\n    out.copy_(src_cpu)\n",
+            fixed="import torch\ndef f(out: torch.Tensor, src_cpu: torch.Tensor):\n    out.copy_(src_cpu.pin_memory(), non_blocking=True)\n",
         ),
     ]
 
@@ -50,6 +61,24 @@ class BlockingCopyToDevice(Rule):
             f"`{show(call.receiver, ctx)}.{call.method}(...)` is a blocking host->device copy "
             "(pin the source and pass non_blocking=True)",
             anchor=f".{call.method}(",
-            fix=Fix("unsafe", "pass non_blocking=True (the source must be pinned and left unchanged until the copy is done)",
-                    lambda: (call.node, add_keyword(call.node, "non_blocking", "True"))),
+            fix=Fix("unsafe", "copy from pinned memory with non_blocking=True (the source must be left unchanged until the copy is done)",
+                    lambda: (call.node, _pinned_copy(call.node))),
         )
+
+
+def _pinned(node: cst.BaseExpression) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("pin_memory")))
+
+
+def _pinned_copy(node: cst.Call) -> cst.Call:
+    """`x.to(d)` -> `x.pin_memory().to(d, non_blocking=True)` (likewise `.cuda()`), `dst.copy_(x)`
+    -> `dst.copy_(x.pin_memory(), non_blocking=True)`. Pinned as SYN401's fix is: a
+    `non_blocking` copy from pageable memory is staged synchronously and still waits."""
+    func = node.func
+    assert isinstance(func, cst.Attribute)
+    if func.attr.value == "copy_":
+        first = node.args[0]
+        node = node.with_changes(args=[first.with_changes(value=_pinned(first.value)), *node.args[1:]])
+    else:
+        node = node.with_changes(func=func.with_changes(value=_pinned(func.value)))
+    return add_keyword(node, "non_blocking", "True")
