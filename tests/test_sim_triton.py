@@ -148,3 +148,71 @@ def test_triton_imported_before_install_library_functions_included(tmp_path):
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+
+
+DRIVER_PROGRAM = textwrap.dedent(
+    """
+    import torch, triton, triton.language as tl
+    from triton.language import target_info
+
+    driver = triton.runtime.driver.active   # Triton's NVIDIA driver would assert for libcuda.so here
+    target = driver.get_current_target()
+    props = driver.utils.get_device_properties(0)
+    print("target", target.backend, target.arch, target.warp_size)
+    print("props", props["max_shared_mem"], props["multiprocessor_count"], props["warpSize"])
+    print("device", driver.get_current_device(), driver.get_active_torch_device())
+
+    @triton.jit
+    def k(out_ptr):
+        # traced under the driver: target_info asks driver.active for the target
+        if target_info.cuda_capability_geq(9, 0):
+            tl.store(out_ptr, 90)
+        else:
+            tl.store(out_ptr, 1)
+
+    out = torch.zeros(1, dtype=torch.int32, device="cuda")
+    k[(1,)](out)
+    print("kernel", int(out.cpu()[0]))
+    """
+)
+
+
+def test_triton_driver_reports_a_cuda_target_without_libcuda(tmp_path):
+    """Under `syncscope run --device sim`, `torch.cuda.is_available()` is True, so Triton's NVIDIA
+    driver would call itself active and `driver.active` would assert for libcuda.so (there is none
+    on this machine): the simulated device's driver answers instead."""
+    import subprocess
+
+    script = tmp_path / "driver_program.py"
+    script.write_text(DRIVER_PROGRAM)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(ROOT)
+    report = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "syncscope", "run", "--device", "sim", "-o", str(report), str(script)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert "target cuda 90 32" in lines
+    assert "props 232448 132 32" in lines
+    assert "device 0 cuda:0" in lines
+    assert "kernel 90" in lines
+
+
+def test_triton_driver_is_put_back_and_refuses_what_needs_a_gpu():
+    from triton.runtime.driver import driver as config
+
+    from syncscope.runtime.sim.dispatch import SimulatedDeviceError
+
+    before = (config.__dict__["_default"], config.__dict__["_active"])
+    with syncscope.trap(device="sim"):
+        active = triton.runtime.driver.active
+        assert type(active).__name__ == "SimulatedCudaDriver"
+        assert active.get_current_target().backend == "cuda"
+        assert active.map_python_to_cpp_type("*fp32") == "CUdeviceptr"
+        with pytest.raises(SimulatedDeviceError, match="needs a real CUDA driver"):
+            active.utils.load_binary("k", b"", 0, 0)
+        with pytest.raises(SimulatedDeviceError, match="benchmarking"):
+            active.get_benchmarker()(lambda: None, quantiles=[0.5])
+    assert (config.__dict__["_default"], config.__dict__["_active"]) == before

@@ -11,6 +11,9 @@ The interpreter copies each tensor argument's storage to the host, runs the grid
 back; a simulated tensor has no storage of its own, so its CPU tensor is passed instead (same
 memory: the kernel's writes land in the simulated tensor). A launch is asynchronous on a GPU:
 nothing is recorded.
+
+`triton.runtime.driver.active` answers with the simulated device's driver while installed
+(triton_driver.py): a CUDA target without libcuda.so.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ class TritonBridge:
         except Exception as exc:  # triton missing or broken: tensors still work, kernels do not
             self.note = f"triton unavailable ({exc}); Triton kernels cannot run on the simulated device"
             return
+        self._install_driver(patches)
         interpreted_run = interpreter.InterpretedFunction.run
 
         def run_interpreted(fn, *args, grid, warmup, **kwargs):
@@ -123,6 +127,24 @@ class TritonBridge:
                 tuner.configs = configs
 
         patches.set(Autotuner, "run", run_autotuned)
+
+    @staticmethod
+    def _install_driver(patches) -> None:
+        # `triton.runtime.driver.active` would build Triton's NVIDIA driver (torch says CUDA is
+        # available), which needs libcuda.so: answer with a CUDA target that needs none
+        # (triton_driver.py). Both the default and the active slot, whatever they held before
+        # (None until first read); the patches put them back at uninstall.
+        try:
+            from triton.runtime.driver import driver as config  # the DriverConfig instance
+        except ImportError:
+            return
+        if not hasattr(config, "_active"):
+            return  # a Triton without the DriverConfig slots: nothing to replace
+        from syncscope.runtime.sim.triton_driver import make_driver
+
+        simulated = make_driver()
+        patches.set(config, "_default", simulated)
+        patches.set(config, "_active", simulated)
 
     def uninstall(self) -> None:
         if self._set_env:
