@@ -44,6 +44,10 @@ def make_builder(num_spec: int):
     return GDNAttentionMetadataBuilder(spec, ["model.layers.0.linear_attn"], config, torch.device("cuda", 0))
 
 
+def _shape(t):
+    return None if t is None else tuple(t.shape)
+
+
 def check(name, requests, meta):
     spec = [r for r in requests if r.drafts >= 0]
     decodes = [r for r in requests if r.drafts < 0 and r.query == 1]
@@ -59,7 +63,7 @@ def check(name, requests, meta):
         spec_tokens = [t for t, row in enumerate(token_rows) if row in spec_rows]
         assert meta.spec_token_indx.cpu().tolist() == spec_tokens, name
     print(f"{name:12s} spec_decodes={got[0]} decodes={got[1]} prefills={got[2]} "
-          f"tokens={meta.num_actual_tokens} chunk_indices={None if meta.chunk_indices is None else tuple(meta.chunk_indices.shape)}")
+          f"tokens={meta.num_actual_tokens} chunk_indices={_shape(getattr(meta, 'chunk_indices', None))}")
 
 
 def main():

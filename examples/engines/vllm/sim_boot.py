@@ -39,7 +39,12 @@ def boot(*modules: str):
     import vllm.platforms as platforms
 
     for name in modules:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if not (exc.name and name.startswith(exc.name)):
+                raise  # a dependency is missing: say so
+            # this release has no such module (the scripts serve several releases)
     from vllm.platforms.interface import DeviceCapability, PlatformEnum
 
     platform = platforms.current_platform
