@@ -35,6 +35,11 @@ def refused_by_capture(exc: BaseException) -> bool:
     return any(marker in text for marker in _REFUSALS)
 
 
+def current_capture() -> Frame | None:
+    """The user's line where this thread's capture began (None if unknown)."""
+    return _began.frame
+
+
 def record_refused(recorder, api: str, frame) -> None:
     if recorder is not None:
         recorder.record(K.SYNC_IN_CAPTURE, api, related=_began.frame, detector="cuda", frame=frame)

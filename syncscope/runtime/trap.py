@@ -56,7 +56,16 @@ def _simulated() -> str:
 
 
 def make_detector(device: str) -> Detector:
+    """On a GPU: the quiet detector where Python has `sys.monitoring` (3.12+) to time waits with,
+    else (or with SYNCSCOPE_CUDA_SHIMS=1) the detector that wraps every entry point that can sync
+    (docs/runtime.md compares them)."""
     if device == "cuda":
+        from syncscope.runtime import site_timer
+
+        if site_timer.AVAILABLE and os.environ.get("SYNCSCOPE_CUDA_SHIMS", "") in ("", "0"):
+            from syncscope.runtime.quiet_cuda import QuietCudaDetector
+
+            return QuietCudaDetector()
         from syncscope.runtime.cuda import CudaDetector
 
         return CudaDetector()

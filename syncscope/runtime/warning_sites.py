@@ -30,7 +30,7 @@ from syncscope.runtime.events import SYNC_WARNING
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _OVERRIDES = os.sep + os.path.join("torch", "overrides.py")
-_CUDA_DETECTOR = os.path.join(_RUNTIME_DIR, "cuda.py")
+_CUDA_DETECTORS = (os.path.join(_RUNTIME_DIR, "cuda.py"), os.path.join(_RUNTIME_DIR, "quiet_cuda.py"))
 _FILTER = ("always", None, Warning, re.compile(r"syncscope\.runtime(\.|$)"), 0)
 _saved: list = []  # the `_showwarnmsg` replaced (one entry while installed)
 
@@ -87,7 +87,7 @@ def _showwarnmsg(msg) -> None:
 def _detector_channel(msg) -> bool:
     """torch's sync-debug warning raised inside the CUDA detector's shims: the detector's own
     channel (it records the sync and shows nothing), left as it is at no extra cost per sync."""
-    return msg.filename == _CUDA_DETECTOR and str(msg.message).startswith(SYNC_WARNING)
+    return msg.filename in _CUDA_DETECTORS and str(msg.message).startswith(SYNC_WARNING)
 
 
 def _forward(msg) -> None:

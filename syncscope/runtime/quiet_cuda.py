@@ -1,0 +1,191 @@
+"""The CUDA detector with nothing of ours on the hot path until a sync happens (Python 3.12+).
+
+The shim detector (runtime/cuda.py) wraps every Python entry point that can sync in a timing
+shim. A serving step calls the busiest of them (`Tensor.__getitem__`, `__setitem__`, `to`,
+`copy_`) hundreds of times and almost never syncs there, and each call paid for a Python frame
+(docs/runtime.md has the breakdown). This detector keeps what costs nothing in sync-free code:
+
+* torch's sync-debug mode in `warn` is the trigger, as before;
+* subscripts are not wrapped at all. When the warning comes from inside one, the frame is
+  stopped at the subscript; runtime/subscripts.py reads its operands back from the code (the kind:
+  a device mask, a host index, a pageable source, a Python number stored);
+* `to`, `cuda` and `copy_` get a slim wrapper that looks at one keyword: only a `non_blocking`
+  copy goes on to the pinned-memory check (the driver makes a copy from pageable memory wait,
+  and torch does not warn of it); a blocking copy that syncs is classified from the wrapper's
+  arguments when the warning comes;
+* the other entry points keep their shims: they sync whenever they touch the device (`.item()`,
+  `synchronize()`, `nonzero`, ...), so a sync-free step does not call them on device tensors;
+* the host's wait at an unwrapped sync is timed from the second sync at that instruction on
+  (runtime/site_timer.py); the first is recorded with its kind, line and stack and no time.
+
+Nothing here synchronizes: only tensor metadata is read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Callable
+
+import torch
+
+from syncscope.runtime import capture_sites, hook_errors, subscripts
+from syncscope.runtime.cuda import CudaDetector, ShimSpec, _is_compiling, _no_subclass_hooks, _run_as_eager_code
+from syncscope.runtime.cuda_kinds import _classify_getitem, _classify_setitem
+from syncscope.runtime.events import SyncKind as K
+from syncscope.runtime.policy import HostSyncError
+from syncscope.runtime.site_timer import SiteTimer
+
+UNWRAPPED = frozenset({"Tensor.__getitem__", "Tensor.__setitem__"})
+SLIM = frozenset({"Tensor.to", "Tensor.cuda", "Tensor.copy_"})
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_MASKS = (torch.bool, torch.uint8)
+
+
+class QuietCudaDetector(CudaDetector):
+    name = "cuda"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._timer = SiteTimer()
+        self._slim_specs: dict = {}  # the slim wrappers' code objects -> their spec
+
+    def install(self, recorder) -> None:
+        super().install(recorder)
+        self._timer.install()
+
+    def uninstall(self) -> None:
+        self._timer.uninstall()
+        super().uninstall()
+
+    def _wrapped(self, specs: list[ShimSpec]) -> list[ShimSpec]:
+        return [spec for spec in specs if spec.api not in UNWRAPPED]
+
+    # -- the slim copy wrappers -------------------------------------------------------------------
+    def _make_shim(self, spec: ShimSpec, original: Callable) -> Callable:
+        if spec.api not in SLIM:
+            return super()._make_shim(spec, original)
+        timed = super()._make_shim(spec, original)  # a copy certain to wait: the full shim times it
+        predict = spec.predict
+
+        def slim(*args, **kwargs):
+            if kwargs.get("non_blocking") or (len(args) > 2 and (args[2] is True or args[-1] is True)):
+                if not _is_compiling():
+                    try:
+                        with _no_subclass_hooks():
+                            waits = predict(args, kwargs) is not None
+                    except Exception as exc:  # never the program's error
+                        hook_errors.note(f"cuda detector ({spec.api})", exc)
+                        waits = False
+                    if waits:
+                        return timed(*args, **kwargs)
+            return original(*args, **kwargs)
+
+        _run_as_eager_code(slim)
+        self._slim_specs[slim.__code__] = spec
+        slim.__name__ = getattr(original, "__name__", spec.name)
+        slim.__qualname__ = getattr(original, "__qualname__", spec.name)
+        slim.__doc__ = getattr(original, "__doc__", None)
+        slim.__wrapped__ = original
+        return slim
+
+    # -- a sync no running shim claims -------------------------------------------------------------
+    def _unwrapped_sync(self, frame) -> None:
+        recorder = self._recorder
+        frame = self._issuing_frame(frame)
+        if frame is None:
+            return super()._unwrapped_sync(sys._getframe(1))
+        spec = self._slim_specs.get(frame.f_code)
+        try:
+            if spec is not None:  # a blocking copy: the wrapper holds its arguments
+                arguments = frame.f_locals
+                with _no_subclass_hooks():
+                    kind = spec.classify(arguments["args"], arguments["kwargs"])
+                api, site = spec.api, frame.f_back
+            else:
+                found = subscripts.subscript_at(frame)
+                if found is None:  # some other C++ call (an op no shim wraps)
+                    kind, api = K.OTHER, "c++ sync"
+                else:
+                    kind, api = _subscript_kind(found, frame), ("Tensor.__setitem__" if found.store else "Tensor.__getitem__")
+                site = frame
+        except Exception as exc:
+            hook_errors.note("cuda detector (unwrapped sync)", exc)
+            kind, api, site = K.OTHER, "c++ sync", frame
+        if site is None:
+            return super()._unwrapped_sync(frame)
+        offset = subscripts.instruction_offset(site)
+        end = time.perf_counter_ns()
+        start = self._timer.started_ns(site.f_code, offset)
+        related = None
+        if torch.cuda.is_current_stream_capturing():  # CUDA refuses it; the call raises next
+            kind, related = K.SYNC_IN_CAPTURE, capture_sites.current_capture()
+        try:
+            event = recorder.record(kind, api, blocked_ns=None if start is None else end - start, related=related,
+                                    detector="cuda", frame=site)
+        except HostSyncError:
+            raise
+        except Exception as exc:
+            hook_errors.note("recorder", exc)
+            return
+        finally:
+            self._timer.arm(site.f_code, offset)  # the next sync here is timed
+        on_sync = recorder.on_sync
+        if on_sync is not None and event is not None and start is not None:
+            on_sync(event, start, end, time.perf_counter_ns())
+
+    def _issuing_frame(self, frame):
+        """The frame whose instruction raised the warning: above the warnings machinery and
+        syncscope's own frames (a slim wrapper counts: it holds the call's arguments)."""
+        slim = self._slim_specs
+        while frame is not None:
+            code = frame.f_code
+            if code in slim:
+                return frame
+            filename = code.co_filename
+            if not (filename.startswith(_RUNTIME_DIR) or filename.endswith(("warnings.py", "<frozen warnings>"))):
+                return frame
+            frame = frame.f_back
+        return None
+
+
+def _describe(value) -> tuple[bool, bool] | None:
+    """(on the device, a boolean or byte mask) of a tensor, from its metadata."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    with _no_subclass_hooks():
+        return value.is_cuda, value.dtype in _MASKS
+
+
+def _subscript_kind(found: subscripts.Subscript, frame) -> str:
+    """The kind of a subscript that synced, as the shim would have named it from its arguments.
+    An operand that cannot be read back without running code leaves it `other`."""
+    container = subscripts.resolve(found.container, frame, _describe)
+    index = subscripts.resolve(found.index, frame, _describe)
+    value = subscripts.resolve(found.value, frame, _describe) if found.store else None
+    if index is None:
+        return K.OTHER
+    abstract = [p for p in (index if isinstance(index, tuple) else (index,)) if isinstance(p, subscripts.Tensorish)]
+    if abstract:  # a mask or index the frame computed (`x[x > 0]`)
+        for part in abstract:
+            if part.mask and part.cuda:
+                return K.BOOL_MASK_INDEX
+            if part.cuda is False:
+                return K.HOST_INDEX
+        if not found.store:
+            return K.OTHER
+    if isinstance(value, subscripts.Tensorish):
+        return K.H2D_COPY if value.cuda is False else K.OTHER
+    if not isinstance(container, torch.Tensor):
+        container = torch.empty(0)  # only the index and value decide below
+    with _no_subclass_hooks():
+        if found.store:
+            return _classify_setitem((container, _concrete(index), value if value is not None else object()), {})
+        return _classify_getitem((container, _concrete(index)), {})
+
+
+def _concrete(index):
+    if isinstance(index, tuple):
+        return tuple(p for p in index if p is not None and not isinstance(p, subscripts.Tensorish))
+    return index
