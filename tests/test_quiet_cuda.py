@@ -1,0 +1,193 @@
+"""The quiet CUDA detector's pieces on the CPU (runtime/quiet_cuda.py, subscripts.py, site_timer.py).
+
+torch's sync warning needs a GPU; a CPU build raises a C++ warning from inside a subscript too
+("indexing with dtype torch.uint8 is now deprecated"), through the same path (buffered in C++,
+flushed to Python before the binding returns). With the detector's trigger text set to that
+warning's, the CPU run exercises what a sync does on the GPU: the frame stopped at the
+subscript, its operands read back from the code, the instruction armed and the next one timed.
+"""
+
+import sys
+import warnings
+
+import pytest
+
+from syncscope.runtime import subscripts
+from syncscope.runtime.site_timer import AVAILABLE as MONITORING
+
+
+class _Fake:
+    """Stands for a tensor: `cuda` and `mask` say what the detector would read from metadata."""
+
+    def __init__(self, cuda, mask):
+        self.cuda, self.mask = cuda, mask
+        self.seen = []
+
+    def __getitem__(self, index):
+        self.seen.append(_read(sys._getframe(1)))
+        return self
+
+    def __setitem__(self, index, value):
+        self.seen.append(_read(sys._getframe(1)))
+
+    def __gt__(self, other):
+        return _Fake(self.cuda, True)
+
+    def __mul__(self, other):
+        return _Fake(self.cuda, False)
+
+
+def _describe(value):
+    return (value.cuda, value.mask) if isinstance(value, _Fake) else None
+
+
+def _read(frame):
+    found = subscripts.subscript_at(frame)
+    if found is None:
+        return None
+    values = [subscripts.resolve(e, frame, _describe) for e in (found.container, found.index, found.value)]
+    return (frame.f_lineno - FIRST, found.store, *values)
+
+
+class _Holder:
+    pass
+
+
+def _forms(x, gpu_mask, cpu_mask, pageable, t, flag):
+    x[gpu_mask]  # 1
+    x[gpu_mask] = x[:8] * 2  # 2
+    x[cpu_mask] = 1.0  # 3
+    x[0:16] = pageable  # 4
+    x[3] = 5.0  # 5
+    x[:, gpu_mask]  # 6
+    t.v[t.v > 0]  # 7
+    x[[1, 2]]  # 8
+    x[gpu_mask if flag else cpu_mask]  # 9: either mask, so unknown
+    for i in range(2):
+        x[i, gpu_mask]  # 11
+    return t.v[  # 12
+        t.v > 0
+    ]
+
+
+FIRST = _forms.__code__.co_firstlineno
+
+
+def test_subscript_operands_are_read_back_from_the_code():
+    x, gm, cm, pg = _Fake(True, False), _Fake(True, True), _Fake(False, True), _Fake(False, False)
+    holder = _Holder()
+    holder.v = _Fake(True, False)
+    _forms(x, gm, cm, pg, holder, True)
+    mask = subscripts.Tensorish(cuda=True, mask=True)
+    seen = x.seen + holder.v.seen
+    by_line = {}
+    for entry in seen:
+        by_line.setdefault(entry[0], []).append(entry)
+    assert by_line[1] == [(1, False, x, gm, None)]
+    assert (2, True, x, gm, subscripts.Tensorish(cuda=True, mask=False)) in by_line[2]  # the value: x[:8] * 2
+    assert by_line[3] == [(3, True, x, cm, 1.0)]
+    assert by_line[4] == [(4, True, x, slice(0, 16), pg)]
+    assert by_line[5] == [(5, True, x, 3, 5.0)]
+    assert by_line[6] == [(6, False, x, (slice(None), gm), None)]
+    assert by_line[7] == [(7, False, holder.v, mask, None)]
+    assert by_line[8] == [(8, False, x, [1, 2], None)]
+    assert by_line[9] == [(9, False, x, None, None)]
+    assert by_line[11] == [(11, False, x, (0, gm), None), (11, False, x, (1, gm), None)]
+    assert by_line[12] == [(12, False, holder.v, mask, None)]
+
+
+def test_a_property_is_never_called_to_read_an_operand():
+    calls = []
+
+    class Lazy:
+        @property
+        def mask(self):
+            calls.append(1)
+            return _Fake(True, True)
+
+    x, holder = _Fake(True, False), Lazy()
+    x[holder.mask]
+    assert calls == [1]  # the program's own read
+    assert x.seen == [(x.seen[0][0], False, x, None, None)]
+
+
+def _quiet_detector(monkeypatch, trigger):
+    torch = pytest.importorskip("torch")
+    from syncscope.runtime import cuda
+    from syncscope.runtime.quiet_cuda import QuietCudaDetector
+    from syncscope.runtime.recorder import Recorder
+
+    monkeypatch.setattr(cuda, "_set_debug_mode_quietly", lambda mode: None)
+    monkeypatch.setattr(cuda, "SYNC_WARNING", trigger)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    detector = QuietCudaDetector()
+    recorder = Recorder(device="cuda")
+    return torch, detector, recorder
+
+
+def test_an_unwrapped_subscript_that_warns_is_named_timed_from_its_second_run(monkeypatch):
+    torch, detector, recorder = _quiet_detector(monkeypatch, "indexing with dtype torch.uint8")
+    x = torch.arange(4.0)
+    host_mask = torch.tensor([1, 0, 1, 0], dtype=torch.uint8)
+
+    def gather(n):
+        for _ in range(n):
+            x[host_mask]  # the line
+
+    line = gather.__code__.co_firstlineno + 2
+    with warnings.catch_warnings():
+        detector.install(recorder)
+        try:
+            warnings.filterwarnings("always", message="indexing with dtype")
+            detector.rearm()
+            assert "__getitem__" not in vars(torch.Tensor) and "__setitem__" not in vars(torch.Tensor)
+            assert "to" in vars(torch.Tensor)  # the slim copy wrapper
+            gather(3)
+            x[1:3]  # no warning: nothing recorded
+        finally:
+            detector.uninstall()
+    assert [(e.kind, e.api, e.site.line) for e in recorder.events] == [("host_index", "Tensor.__getitem__", line)] * 3
+    assert recorder.events[0].blocked_ns is None  # the first at an instruction: no time
+    if MONITORING:
+        assert all(e.blocked_ns is not None and e.blocked_ns > 0 for e in recorder.events[1:])
+    else:  # Python 3.11 has no sys.monitoring (trap() uses the shim detector there)
+        assert all(e.blocked_ns is None for e in recorder.events)
+    assert "__getitem__" not in vars(torch.Tensor) and "to" not in vars(torch.Tensor)
+
+
+@pytest.mark.skipif(not MONITORING, reason="sys.monitoring is Python 3.12+")
+def test_the_site_timer_times_only_armed_instructions():
+    import time
+
+    from syncscope.runtime.site_timer import SiteTimer
+
+    timer = SiteTimer()
+    assert timer.install()
+    waits = []
+
+    def hook(message, category, filename, lineno, file=None, line=None):
+        frame = sys._getframe(1)
+        while frame.f_code.co_filename.endswith("warnings.py"):
+            frame = frame.f_back
+        offset = subscripts.instruction_offset(frame)
+        start = timer.started_ns(frame.f_code, offset)
+        waits.append((frame.f_lineno, None if start is None else time.perf_counter_ns() - start))
+        timer.arm(frame.f_code, offset)
+
+    def invert(n, flag):
+        for _ in range(n):
+            ~flag  # Python 3.12 warns (DeprecationWarning) from C, as torch does
+        ~flag  # a second site
+
+    first = invert.__code__.co_firstlineno
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = hook
+            invert(3, True)
+            invert(1, True)
+    finally:
+        timer.uninstall()
+    assert [line - first for line, _ in waits] == [2, 2, 2, 3, 2, 3]
+    assert [wait is None for _, wait in waits] == [True, False, False, True, False, False]
