@@ -18,7 +18,7 @@ import pytest
 from syncscope.runtime import compile_phase
 from tests.parity.support import (
     allow_reasons, diff, expected_sites, load_expected, missing_modules, program_names, run_many, runnable,
-    site_set, stable_across_devices,
+    site_set, stable_across_devices, version_mismatch,
 )
 
 pytestmark = pytest.mark.gpu
@@ -39,6 +39,8 @@ def runs(tmp_path_factory):
 def test_program_on_the_gpu_prints_plain_output_and_reports_the_expected_sites(runs, name):
     if missing_modules(name):
         pytest.skip(f"needs {', '.join(missing_modules(name))} (not installed here)")
+    if version_mismatch(name):
+        pytest.skip(version_mismatch(name))
     plain, traced = runs[(name, "plain-cuda")], runs[(name, "cuda")]
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert traced.returncode == 0, traced.stderr[-3000:]

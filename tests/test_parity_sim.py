@@ -9,6 +9,7 @@ import pytest
 
 from tests.parity.support import (
     allow_reasons, diff, expected_sites, load_expected, missing_modules, program_names, run_many, runnable, site_set,
+    version_mismatch,
 )
 
 NAMES = program_names()
@@ -37,6 +38,8 @@ def test_the_suite_has_the_programs_the_issue_names():
 def test_program_on_the_simulated_device_prints_plain_cpu_output_and_reports_the_expected_sites(runs, name):
     if missing_modules(name):
         pytest.skip(f"needs {', '.join(missing_modules(name))} (not installed here)")
+    if version_mismatch(name):
+        pytest.skip(version_mismatch(name))
     plain, sim = runs[(name, "plain")], runs[(name, "sim")]
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert plain.stdout.strip(), "the program printed nothing to compare"

@@ -44,6 +44,29 @@ def missing_modules(name: str) -> list[str]:
     return sorted({m for m in wanted if importlib.util.find_spec(m) is None})
 
 
+def pinned_version(module: str) -> str | None:
+    """The version pyproject.toml pins for `module` (`"transformers==4.57.1"`), if any."""
+    found = re.search(rf'"{re.escape(module)}==([^"]+)"', (ROOT / "pyproject.toml").read_text())
+    return found.group(1) if found else None
+
+
+def version_mismatch(name: str) -> str | None:
+    """Why the program cannot be compared here: the expected sites of a Hugging Face program are
+    lines of the pinned transformers, and another version's lines differ (the GPU image has its
+    own). None when the installed versions are the pinned ones (or the program needs none)."""
+    import importlib.metadata
+
+    for module in re.findall(r"^(?:from|import) (transformers)\b", program_path(name).read_text(), re.MULTILINE)[:1]:
+        want = pinned_version(module)
+        try:
+            have = importlib.metadata.version(module)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # missing_modules says so
+        if want is not None and have != want:
+            return f"{module} {have} here, the expected sites are lines of {module} {want} (pyproject.toml): install it to compare"
+    return None
+
+
 @dataclass(frozen=True)
 class Run:
     returncode: int
@@ -76,7 +99,7 @@ def run_program(name: str, out_dir: Path, device: str | None = None, reference: 
 
 
 def runnable(names: list[str]) -> list[str]:
-    return [name for name in names if not missing_modules(name)]
+    return [name for name in names if not missing_modules(name) and version_mismatch(name) is None]
 
 
 def run_many(jobs: list[tuple], workers: int = 2) -> list[Run]:
