@@ -55,14 +55,16 @@ def _simulated() -> str:
     return "sim"
 
 
-def make_detector(device: str) -> Detector:
+def make_detector(device: str, *, time_every_sync: bool = False) -> Detector:
     """On a GPU: the quiet detector where Python has `sys.monitoring` (3.12+) to time waits with,
-    else (or with SYNCSCOPE_CUDA_SHIMS=1) the detector that wraps every entry point that can sync
-    (docs/runtime.md compares them)."""
+    else the detector that wraps every entry point that can sync and so times every sync, the
+    first at each line too (docs/runtime.md compares them). `time_every_sync` (the bubble
+    window, which gives each idle gap to a timed wait) or SYNCSCOPE_CUDA_SHIMS=1 asks for it."""
     if device == "cuda":
         from syncscope.runtime import site_timer
 
-        if site_timer.AVAILABLE and os.environ.get("SYNCSCOPE_CUDA_SHIMS", "") in ("", "0"):
+        shims = time_every_sync or os.environ.get("SYNCSCOPE_CUDA_SHIMS", "") not in ("", "0")
+        if site_timer.AVAILABLE and not shims:
             from syncscope.runtime.quiet_cuda import QuietCudaDetector
 
             return QuietCudaDetector()
@@ -145,7 +147,7 @@ def trap(
         from syncscope.runtime.bubble_window import BubbleWindow, check_available
 
         check_available(resolved)
-    detector = make_detector(resolved)
+    detector = make_detector(resolved, time_every_sync=bubbles)
     recorder = Recorder(policy=Policy(policy), allow_rules=tuple(allow), root=root or os.getcwd(), device=resolved)
     if bubbles:
         window = BubbleWindow(recorder, steps=bubble_steps, warmup=bubble_warmup, seconds=bubble_seconds)
