@@ -117,15 +117,21 @@ def keeper_arm():
 
 
 @contextlib.contextmanager
-def cpu_shims_arm(cuda_module, keeper=False):
-    """The CUDA detector's Python shims on a CPU-only build (no debug mode: it needs CUDA)."""
+def cpu_shims_arm(cuda_module, keeper=False, quiet=False):
+    """The CUDA detector's Python shims on a CPU-only build (no debug mode: it needs CUDA);
+    `quiet`: the quiet detector's (runtime/quiet_cuda.py)."""
     from syncscope.runtime.recorder import Recorder
     from syncscope.runtime.trap import Trap
 
-    detector = cuda_module.CudaDetector()
+    if quiet:
+        from syncscope.runtime.quiet_cuda import QuietCudaDetector
+
+        detector = QuietCudaDetector()
+    else:
+        detector = cuda_module.CudaDetector()
     recorder = detector._recorder = Recorder(device="cuda")
     saved = []
-    for spec in cuda_module._shim_specs():
+    for spec in detector._wrapped(cuda_module._shim_specs()):
         saved.append((spec.owner, spec.name, vars(spec.owner).get(spec.name), spec.name in vars(spec.owner)))
         setattr(spec.owner, spec.name, detector._make_shim(spec, getattr(spec.owner, spec.name)))
     try:
@@ -151,6 +157,7 @@ def cpu_main(args):
     arms = {
         "plain": contextlib.nullcontext,
         "shims": lambda: cpu_shims_arm(current),
+        "quiet": lambda: cpu_shims_arm(current, quiet=True),
         "shims+keeper": lambda: cpu_shims_arm(current, keeper=True),
     }
     if args.compare_with:
@@ -168,6 +175,8 @@ def cpu_main(args):
         ids = torch.arange(2)
         for _ in range(3):
             time_steps(model, x, positions, ids, "cpu", 20)
+        breakdown = shim_breakdown(lambda: step(model, x, positions, ids, "cpu"),
+                                   {"all_shims": arms["shims"], "quiet": arms["quiet"]})
         for _ in range(args.rounds):
             for name, arm in arms.items():
                 with arm():
@@ -177,7 +186,7 @@ def cpu_main(args):
     result = {"device": "cpu", "torch": torch.__version__, "plain_cpu_ms": statistics.median(cpu["plain"]) * 1e3,
               "cpu_ratio_by_arm": {name: e.median for name, e in estimates.items()},
               "cpu_ratio_ci95_by_arm": {name: [e.low, e.high] for name, e in estimates.items()},
-              "rounds": args.rounds, "steps": args.steps}
+              "rounds": args.rounds, "steps": args.steps, "shim_breakdown": breakdown}
     print(json.dumps(result, indent=1))
     if args.out:
         with open(args.out, "w") as fh:
@@ -195,40 +204,85 @@ def debug_mode_arm():
 
 
 @contextlib.contextmanager
-def shims_arm():
-    """The trap's Python shims alone, with torch's debug mode off."""
-    with syncscope.trap(device="cuda") as t:
-        torch.cuda.set_sync_debug_mode(0)
-        try:
+def all_shims_arm():
+    """The trap with the detector that wraps every entry point that can sync (the detector of
+    Python 3.11, and of every trap before the quiet one): the "before" of docs/runtime.md."""
+    import os
+
+    os.environ["SYNCSCOPE_CUDA_SHIMS"] = "1"
+    try:
+        with syncscope.trap(device="cuda") as t:
             yield t
-        finally:
-            torch.cuda.set_sync_debug_mode("warn")
+    finally:
+        del os.environ["SYNCSCOPE_CUDA_SHIMS"]
+
+
+def profiler_arm(stacks: bool):
+    @contextlib.contextmanager
+    def arm():
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities, with_stack=stacks):
+            yield None
+
+    return arm
 
 
 def per_call_ns(fn, calls=20000):
-    torch.cuda.synchronize()
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    sync()
     t0 = time.perf_counter_ns()
     for _ in range(calls):
         fn()
     elapsed = time.perf_counter_ns() - t0
-    torch.cuda.synchronize()
+    sync()
     return elapsed / calls
 
 
-def shim_costs():
-    """Host cost of one call of a shimmed entry point that does not sync, plain vs trapped."""
-    x = torch.randn(64, 64, device="cuda")
-    idx = torch.arange(8, device="cuda")
-    cases = {"x[:, idx]": lambda: x[:, idx], "x[3:9]": lambda: x[3:9], "x.to(cuda)": lambda: x.to("cuda")}
-    costs = {}
-    for name, fn in cases.items():
-        plain, trapped = [], []
-        for _ in range(5):
-            plain.append(per_call_ns(fn))
-            with syncscope.trap(device="cuda"):
-                trapped.append(per_call_ns(fn))
-        costs[name] = {"plain_ns": statistics.median(plain), "trapped_ns": statistics.median(trapped)}
-    return costs
+def shim_breakdown(run_step, traps: dict) -> dict:
+    """Where a trap's cost goes: each wrappable entry point the step calls, how often a step calls
+    it, and what one such call costs plain and under each trap (the step's own first call,
+    repeated in a loop; isolated, so a lower bound of its cost next to the step's launches).
+    `traps` maps a name to a context manager factory; `run_step()` runs one step."""
+    from syncscope.runtime import cuda
+
+    counts, first_call, saved = {}, {}, []
+    for spec in cuda._shim_specs():
+        original = getattr(spec.owner, spec.name)
+
+        def counting(*args, _original=original, _api=spec.api, **kwargs):
+            counts[_api] = counts.get(_api, 0) + 1
+            first_call.setdefault(_api, (_original, args, kwargs))
+            return _original(*args, **kwargs)
+
+        saved.append((spec.owner, spec.name, vars(spec.owner).get(spec.name), spec.name in vars(spec.owner)))
+        setattr(spec.owner, spec.name, counting)
+    try:
+        run_step()
+    finally:
+        for owner, name, original, had in reversed(saved):
+            setattr(owner, name, original) if had else delattr(owner, name)
+    rows = {}
+    for api, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        original, args, kwargs = first_call[api]
+        owner_name = api.rsplit(".", 1)[-1]
+        spec = next(sp for sp in cuda._shim_specs() if sp.api == api)
+
+        def call(spec=spec, owner_name=owner_name, args=args, kwargs=kwargs):
+            return getattr(spec.owner, spec.name)(*args, **kwargs)  # through whatever is installed now
+
+        if api == "Tensor.__getitem__":
+            call = (lambda a=args: a[0][a[1]])  # noqa: E731  the subscript syntax, as the step writes it
+        row = {"calls_per_step": n, "plain_ns": statistics.median(per_call_ns(call) for _ in range(3))}
+        for name, trap in traps.items():
+            with trap():
+                row[f"{name}_ns"] = statistics.median(per_call_ns(call) for _ in range(3))
+            row[f"{name}_extra_us_per_step"] = n * (row[f"{name}_ns"] - row["plain_ns"]) / 1e3
+        rows[api] = row
+    return rows
+
+
+def _interval(estimate) -> dict:
+    return {"median": estimate.median, "ci95": [estimate.low, estimate.high], "width": estimate.width}
 
 
 def main():
@@ -241,7 +295,10 @@ def main():
     parser.add_argument("--max-rounds", type=int, default=4001, help="stop adding rounds here")
     parser.add_argument("--max-seconds", type=float, default=420.0, help="stop adding rounds after this long")
     parser.add_argument("--batch", type=int, default=100, help="rounds added at a time while the interval is too wide")
-    parser.add_argument("--target-width", type=float, default=0.01, help="widest acceptable 95%% interval of the wall ratio")
+    parser.add_argument("--target-width", type=float, default=0.01,
+                        help="widest acceptable 95%% interval of the trap's wall ratio to debug mode alone")
+    parser.add_argument("--profiler-rounds", type=int, default=60,
+                        help="rounds that also run the torch.profiler arms (their cost is tens of percent: few rounds suffice)")
     parser.add_argument("--out")
     parser.add_argument("--cpu", action="store_true", help="no GPU: CPU-time ratios of the shims and the keeper")
     parser.add_argument("--compare-with", help="with --cpu: another checkout's syncscope/runtime/cuda.py, as one more arm")
@@ -255,17 +312,21 @@ def main():
         x = torch.randn(4, 32, 256, device=device)
         positions = torch.arange(32, device=device)
         pinned_ids = torch.arange(4).pin_memory()
-        launches = None
         for _ in range(3):
             time_steps(model, x, positions, pinned_ids, device, 20)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             step(model, x, positions, pinned_ids, device)
             torch.cuda.synchronize()
         launches = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-        arms = {"plain": contextlib.nullcontext, "trap": trap_arm, "debug_mode_only": debug_mode_arm, "shims_only": shims_arm,
-                "trap+keeper": keeper_arm}
+        breakdown = shim_breakdown(lambda: step(model, x, positions, pinned_ids, device),
+                                   {"all_shims": all_shims_arm, "quiet": trap_arm})
+        arms = {"plain": contextlib.nullcontext, "debug_mode_only": debug_mode_arm, "trap": trap_arm,
+                "trap_all_shims": all_shims_arm, "trap+keeper": keeper_arm,
+                "profiler": profiler_arm(False), "profiler_stacks": profiler_arm(True)}
+        occasional = {"profiler", "profiler_stacks", "trap+keeper"}
         wall = {name: [] for name in arms}
         cpu = {name: [] for name in arms}
+        paired_plain = {name: [] for name in occasional}  # the plain rounds those arms ran in
         syncs = 0
         rounds = 0
         order = random.Random(1)
@@ -278,62 +339,65 @@ def main():
                 # Interleaved, so every arm sees the same drift, in a fresh random order each round:
                 # with a fixed order an arm's neighbours are always the same, and that position
                 # alone moved an arm by ~1% on the H100 host (debug_mode_only 1.1% below plain).
-                names = list(arms)
+                names = [n for n in arms if n not in occasional or rounds < args.profiler_rounds]
                 order.shuffle(names)
                 for name in names:
-                    arm = arms[name]
-                    with arm() as t:
+                    with arms[name]() as t:
                         w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
                         if t is not None:
                             syncs += sum(1 for e in t.events if e.api != "torch.cuda.synchronize")
                     wall[name].append(w)
                     cpu[name].append(c)
-            rounds += todo
+                for name in occasional & set(names):
+                    paired_plain[name].append(wall["plain"][-1])
+                rounds += 1
             # A quick interval decides whether to go on (a 5000-resample bootstrap of thousands of
             # rounds takes seconds on these hosts); the reported one below is the full one.
-            if median_ratio_interval(wall["plain"], wall["trap"], resamples=400).width <= args.target_width:
+            if median_ratio_interval(wall["debug_mode_only"], wall["trap"], resamples=400).width <= args.target_width:
                 break
-    plain, trapped, plain_cpu, trapped_cpu = wall["plain"], wall["trap"], cpu["plain"], cpu["trap"]
-    wall_estimate = median_ratio_interval(plain, trapped)
-    cpu_estimate = median_ratio_interval(plain_cpu, trapped_cpu)
+    versus_plain = {}
+    for name in arms:
+        if name == "plain":
+            continue
+        base = paired_plain[name] if name in occasional else wall["plain"]
+        versus_plain[name] = _interval(median_ratio_interval(base, wall[name]))
+    above_debug = median_ratio_interval(wall["debug_mode_only"], wall["trap"])
+    shims_above_debug = median_ratio_interval(wall["debug_mode_only"], wall["trap_all_shims"])
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
+        "python": sys.version.split()[0],
         "kernels_per_step": launches,
-        "plain_step_ms": statistics.median(plain) * 1e3,
-        "trapped_step_ms": statistics.median(trapped) * 1e3,
-        # Rounds alternate plain/trapped, so each pair shares the machine's state of the moment;
-        # the median of the paired ratios is robust to the drift between rounds.
-        "ratio": wall_estimate.median,
-        "ratio_ci95": [wall_estimate.low, wall_estimate.high],
-        "rounds": wall_estimate.rounds,
-        "target_width_met": wall_estimate.width <= args.target_width,
-        "ratio_of_medians": statistics.median(trapped) / statistics.median(plain),
         "steps_per_round": args.steps,
-        "round_ratio_p10_p90": [quantile([t / p for p, t in zip(plain, trapped)], q) for q in (0.1, 0.9)],
-        "cpu_ratio": cpu_estimate.median,
-        "cpu_ratio_ci95": [cpu_estimate.low, cpu_estimate.high],
-        "plain_cpu_ms": statistics.median(plain_cpu) * 1e3,
-        "trapped_cpu_ms": statistics.median(trapped_cpu) * 1e3,
-        "plain_rounds_ms": [p * 1e3 for p in plain],
-        "trapped_rounds_ms": [t * 1e3 for t in trapped],
+        "rounds": rounds,
+        "profiler_rounds": min(rounds, args.profiler_rounds),
+        "plain_step_ms": statistics.median(wall["plain"]) * 1e3,
+        # Median paired wall ratio of each arm to plain, with its bootstrap 95% interval.
+        "wall_ratio_vs_plain": versus_plain,
+        # The issue's figure: the trap against torch's own detector alone, paired round by round.
+        "trap_vs_debug_mode": _interval(above_debug),
+        "all_shims_vs_debug_mode": _interval(shims_above_debug),
+        "target_width_met": above_debug.width <= args.target_width,
+        "cpu_ratio_by_arm": {name: statistics.median(a / p for p, a in zip(cpu["plain"], cpu[name])) for name in arms
+                             if name not in occasional},
         "syncs_in_loop": syncs,
-        # Where the overhead comes from: each part alone, as median paired CPU-time ratios.
-        "cpu_ratio_by_arm": {name: statistics.median(a / p for p, a in zip(cpu["plain"], cpu[name])) for name in arms},
-        "shim_cost_per_call": shim_costs(),
+        "shim_breakdown": breakdown,
     }
     print(json.dumps(result, indent=1))
-    print("CPU-time ratio by arm:", {k: round(v, 4) for k, v in result["cpu_ratio_by_arm"].items()})
-    print(f"overhead, wall: {wall_estimate.describe()} ({result['plain_step_ms']:.3f} -> {result['trapped_step_ms']:.3f} ms/step, "
-          f"{launches} kernels/step); launching thread CPU: {cpu_estimate.describe()} "
-          f"({result['plain_cpu_ms']:.3f} -> {result['trapped_cpu_ms']:.3f} ms/step)")
+    print(f"{launches} kernels/step, plain step {result['plain_step_ms']:.3f} ms, {rounds} rounds of {args.steps} steps")
+    for name, e in versus_plain.items():
+        print(f"  {name:16s} {100 * (e['median'] - 1):+7.2f}% (95% CI {100 * (e['ci95'][0] - 1):+.2f} .. {100 * (e['ci95'][1] - 1):+.2f})")
+    print(f"trap above debug mode alone: {above_debug.describe()}")
+    print(f"all-shims trap above debug mode alone: {shims_above_debug.describe()}")
+    print("per entry point (calls/step; extra us/step isolated: all shims, quiet):")
+    for api, row in breakdown.items():
+        print(f"  {api:24s} {row['calls_per_step']:4d}  {row['all_shims_extra_us_per_step']:8.2f}  {row['quiet_extra_us_per_step']:8.2f}")
     if not result["target_width_met"]:
-        print(f"the wall interval is {100 * wall_estimate.width:.2f} points wide after {wall_estimate.rounds} rounds "
-              f"(target {100 * args.target_width:.2f}): raise --max-rounds or --steps")
+        print(f"the interval is {100 * above_debug.width:.2f} points wide after {rounds} rounds "
+              f"(target {100 * args.target_width:.2f}): raise --max-rounds or --max-seconds")
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1)
-
 
 if __name__ == "__main__":
     main()

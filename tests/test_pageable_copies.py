@@ -196,3 +196,20 @@ def test_small_pageable_copy_behind_a_queue_is_potential_and_a_large_one_blocks(
     assert copies[1].waited is True, copies[1]
     report = report_of(list(t.events))
     assert [s.source for s in report.potential()] == [copies[0].source]
+
+
+def test_console_table_of_the_simulated_device_has_no_time_columns(tmp_path):
+    # The simulated device measures no time: columns that could only say n/m are left out, and
+    # the title says it once. A GPU report keeps them.
+    def table(device: str) -> str:
+        report = report_of([event(30, kind="item", blocked_ns=None if device == "sim" else 2 * MS, waited=None)])
+        report.meta["device"] = device
+        out = tmp_path / f"{device}.txt"
+        with open(out, "w") as fh:
+            console.render(report, file=fh)
+        return out.read_text()
+
+    sim, gpu = table("sim"), table("cuda")
+    assert "blocked time not measured on the simulated" in " ".join(sim.split())
+    assert "n/m" not in sim and "total ms" not in sim and "mean ms" not in sim and "engine.py:30" in sim
+    assert "total ms" in gpu and "mean ms" in gpu and "2.000" in gpu

@@ -136,13 +136,15 @@ def test_an_unwrapped_subscript_that_warns_is_named_timed_from_its_second_run(mo
             x[host_mask]  # the line
 
     line = gather.__code__.co_firstlineno + 2
+    before = {name: vars(torch.Tensor).get(name) for name in ("__getitem__", "__setitem__", "to")}
     with warnings.catch_warnings():
         detector.install(recorder)
         try:
             warnings.filterwarnings("always", message="indexing with dtype")
             detector.rearm()
-            assert "__getitem__" not in vars(torch.Tensor) and "__setitem__" not in vars(torch.Tensor)
-            assert "to" in vars(torch.Tensor)  # the slim copy wrapper
+            assert vars(torch.Tensor).get("__getitem__") is before["__getitem__"]  # not wrapped
+            assert vars(torch.Tensor).get("__setitem__") is before["__setitem__"]
+            assert getattr(torch.Tensor.to, "__wrapped__", None) is not None  # the slim copy wrapper
             gather(3)
             x[1:3]  # no warning: nothing recorded
         finally:
@@ -153,7 +155,7 @@ def test_an_unwrapped_subscript_that_warns_is_named_timed_from_its_second_run(mo
         assert all(e.blocked_ns is not None and e.blocked_ns > 0 for e in recorder.events[1:])
     else:  # Python 3.11 has no sys.monitoring (trap() uses the shim detector there)
         assert all(e.blocked_ns is None for e in recorder.events)
-    assert "__getitem__" not in vars(torch.Tensor) and "to" not in vars(torch.Tensor)
+    assert {name: vars(torch.Tensor).get(name) for name in before} == before
 
 
 @pytest.mark.skipif(not MONITORING, reason="sys.monitoring is Python 3.12+")

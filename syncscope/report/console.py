@@ -38,17 +38,12 @@ def _sampled_nothing(sampling: dict) -> bool:
     return not sampling.get("sampled_regions") and not sampling.get("sampled_s")
 
 
-def _row(s: SiteStats, with_bubbles: bool) -> list[str]:
+def _row(s: SiteStats, with_bubbles: bool, timed: bool = True) -> list[str]:
     from rich.markup import escape  # source text like `x[mask]` is not markup
 
-    cells = [
-        _site_cell(s),
-        s.function,
-        s.kind,
-        str(s.count),
-        _ms(s.blocked_ns if s.measured else None),
-        _ms(s.mean_blocked_ns),
-    ]
+    cells = [_site_cell(s), s.function, s.kind, str(s.count)]
+    if timed:
+        cells += [_ms(s.blocked_ns if s.measured else None), _ms(s.mean_blocked_ns)]
     if with_bubbles:
         # GPU idle after the site's syncs (the bubble window): count and total.
         cells += [str(s.bubble_count or 0), _ms(s.bubble_ns or 0)]
@@ -113,7 +108,9 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
             style="yellow",
         )
     bubbles = report.meta.get("bubbles")
-    columns = ["site", "function", "kind", "count", "total ms", "mean ms"]
+    # The simulated device measures no time: its columns could only say n/m (the title says so once).
+    timed = device != "sim"
+    columns = ["site", "function", "kind", "count"] + (["total ms", "mean ms"] if timed else [])
     columns += ["bubbles", "bubble ms"] if bubbles else []
     columns += ["region", "source"]
     for heading, group, style in (
@@ -145,7 +142,7 @@ def render(report: Report, file: TextIO | None = None, limit: int = 50) -> None:
             )
         # Sorted by cost: the larger of the host's wait and the GPU's idle time after the site.
         for s in shown:
-            table.add_row(*_row(s, bool(bubbles)))
+            table.add_row(*_row(s, bool(bubbles), timed))
         if len(group) > limit:
             table.caption = f"{len(group) - limit} more sites in the JSON report"
         console.print(table)

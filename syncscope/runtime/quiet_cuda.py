@@ -68,18 +68,31 @@ class QuietCudaDetector(CudaDetector):
             return super()._make_shim(spec, original)
         timed = super()._make_shim(spec, original)  # a copy certain to wait: the full shim times it
         predict = spec.predict
+        is_copy = spec.name == "copy_"
+        Tensor = torch.Tensor
 
         def slim(*args, **kwargs):
             if kwargs.get("non_blocking") or (len(args) > 2 and (args[2] is True or args[-1] is True)):
-                if not _is_compiling():
-                    try:
-                        with _no_subclass_hooks():
-                            waits = predict(args, kwargs) is not None
-                    except Exception as exc:  # never the program's error
-                        hook_errors.note(f"cuda detector ({spec.api})", exc)
-                        waits = False
-                    if waits:
-                        return timed(*args, **kwargs)
+                if _is_compiling():
+                    return original(*args, **kwargs)
+                # The common asynchronous copies, decided from plain tensors' metadata: `to` from
+                # the device or from pinned memory; `copy_` onto the device from it or from pinned memory.
+                if is_copy:
+                    src, dst = args[1], args[0]
+                    if type(src) is Tensor and type(dst) is Tensor and dst.is_cuda and (src.is_cuda or src.is_pinned()):
+                        return original(*args, **kwargs)
+                else:
+                    src = args[0]
+                    if type(src) is Tensor and (src.is_cuda or src.is_pinned()):
+                        return original(*args, **kwargs)
+                try:
+                    with _no_subclass_hooks():
+                        waits = predict(args, kwargs) is not None
+                except Exception as exc:  # never the program's error
+                    hook_errors.note(f"cuda detector ({spec.api})", exc)
+                    waits = False
+                if waits:
+                    return timed(*args, **kwargs)
             return original(*args, **kwargs)
 
         _run_as_eager_code(slim)
