@@ -514,3 +514,28 @@ def test_a_forked_child_reports_and_counts_only_its_own_regions(tmp_path):
     assert (parent["sampling"]["regions"], parent["summary"]["in_scope_events"]) == (3, 3)
     assert (child["sampling"]["regions"], child["summary"]["in_scope_events"]) == (3, 3)
     assert child["sampled"] is True
+
+
+def test_the_metrics_server_listens_on_loopback_unless_told_otherwise(tmp_path):
+    # Its labels carry source paths and lines: every interface only when asked (--metrics-addr).
+    pytest.importorskip("prometheus_client")
+    from syncscope.monitoring.metrics import start_server
+    from syncscope.monitoring.session import DEFAULT_ADDR, MonitorOptions
+
+    assert DEFAULT_ADDR == "127.0.0.1" and MonitorOptions().addr == "127.0.0.1"
+    for addr, expected in ((DEFAULT_ADDR, "127.0.0.1"), ("0.0.0.0", "0.0.0.0")):
+        server, _watch = start_server(0, str(tmp_path), addr)
+        try:
+            assert server.server_address[0] == expected
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+@pytest.mark.parametrize("addr, message", [("not an address", "give an interface's address"), ("203.0.113.7", "cannot listen on 203.0.113.7")])
+def test_a_bad_metrics_address_is_refused(tmp_path, addr, message):
+    run = _run_monitor(tmp_path, "--metrics-port", str(_free_port()), "--metrics-addr", addr)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("syncscope: error: --metrics-") and message in lines[0], lines
+    assert not (tmp_path / "started").exists()

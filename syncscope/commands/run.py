@@ -187,10 +187,10 @@ class _NotStarted:
         _fail(message)
 
 
-def _monitor_options(sample, sample_by, sample_run, slice_period, port, directory, top_sites, exit_wait):
+def _monitor_options(sample, sample_by, sample_run, slice_period, port, directory, top_sites, exit_wait, addr="127.0.0.1"):
     from syncscope.monitoring.session import MonitorOptions
 
-    return MonitorOptions(sample=sample, port=port, directory=directory, mode=sample_by, run_length=sample_run,
+    return MonitorOptions(sample=sample, port=port, addr=addr, directory=directory, mode=sample_by, run_length=sample_run,
                           period_s=slice_period, top_sites=top_sites, exit_wait_s=exit_wait)
 
 
@@ -301,6 +301,7 @@ def register(app: typer.Typer) -> None:
         sample_run: int = typer.Option(8, "--sample-run", help="--monitor: sampled regions come in runs of this many in a row (arming paid once per run); 1: each on its own"),
         slice_period: float = typer.Option(1.0, "--slice-period", help="--monitor: seconds per time-slice period (auto, time); how often region counts reach the metrics (region)"),
         metrics_port: int = typer.Option(9400, "--metrics-port", help="--monitor: port of the /metrics endpoint"),
+        metrics_addr: str = typer.Option("127.0.0.1", "--metrics-addr", help="--monitor: interface of the /metrics endpoint (default loopback; 0.0.0.0 for every interface: docs/monitor.md)"),
         metrics_dir: Optional[str] = typer.Option(None, "--metrics-dir", help="--monitor: prometheus_client multiprocess dir"),
         top_sites: int = typer.Option(50, "--top-sites", help="--monitor: sites with labels of their own; the rest are site=other"),
         metrics_exit_wait: float = typer.Option(30.0, "--metrics-exit-wait", help="--monitor: seconds to wait at exit for a last scrape"),
@@ -326,7 +327,7 @@ def register(app: typer.Typer) -> None:
             bubble_steps=bubble_steps,
             bubble_warmup=bubble_warmup,
             bubble_seconds=bubble_seconds,
-            monitor=_monitor_options(sample, sample_by, sample_run, slice_period, metrics_port, metrics_dir, top_sites, metrics_exit_wait)
+            monitor=_monitor_options(sample, sample_by, sample_run, slice_period, metrics_port, metrics_dir, top_sites, metrics_exit_wait, metrics_addr)
             if monitor
             else None,
         )

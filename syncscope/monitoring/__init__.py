@@ -15,7 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 
-from syncscope.monitoring.session import DEFAULT_PORT, DEFAULT_SAMPLE, DEFAULT_SAMPLE_RUN, MonitorError, MonitorOptions
+from syncscope.monitoring.session import DEFAULT_ADDR, DEFAULT_PORT, DEFAULT_SAMPLE, DEFAULT_SAMPLE_RUN, MonitorError, MonitorOptions
 
 __all__ = ["Monitor", "MonitorError", "MonitorOptions", "monitor"]
 
@@ -75,6 +75,7 @@ def monitor(
     sample: float = DEFAULT_SAMPLE,
     port: int | None = DEFAULT_PORT,
     *,
+    addr: str = DEFAULT_ADDR,
     sample_by: str = "auto",
     sample_run: int = DEFAULT_SAMPLE_RUN,
     period_s: float = 1.0,
@@ -89,6 +90,6 @@ def monitor(
 ) -> Monitor:
     """Start monitoring now. Raises `MonitorError` on bad options, a taken port or an unwritable
     directory. `port=None` serves nothing (another process serves the directory)."""
-    options = MonitorOptions(sample=sample, port=port, directory=directory, mode=sample_by, run_length=sample_run, period_s=period_s,
+    options = MonitorOptions(sample=sample, port=port, addr=addr, directory=directory, mode=sample_by, run_length=sample_run, period_s=period_s,
                              top_sites=top_sites, exit_wait_s=exit_wait_s, seed=seed)
     return Monitor(options, device=device, report=report, scope=scope, module_forward=module_forward, root=os.getcwd())

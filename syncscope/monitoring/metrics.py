@@ -133,9 +133,9 @@ class _Hook:
         return []
 
 
-def start_server(port: int, directory: str, addr: str = "0.0.0.0"):
-    """Serve every process's values from `directory` on `port`. Raises OSError when the port is
-    taken. Returns (server, watch)."""
+def start_server(port: int, directory: str, addr: str = "127.0.0.1"):
+    """Serve every process's values from `directory` on `addr`:`port`. Raises OSError when the
+    port is taken or the address is none of this host's. Returns (server, watch)."""
     from prometheus_client import CollectorRegistry, start_http_server
     from prometheus_client.multiprocess import MultiProcessCollector
 

@@ -22,6 +22,9 @@ DEFAULT_SAMPLE = 0.01
 # paid once per run (docs/monitor.md: "Runs of sampled regions").
 DEFAULT_SAMPLE_RUN = 8
 DEFAULT_PORT = 9400
+# Loopback: the labels carry the program's paths and lines, which a port open to every interface
+# would give to anyone on the network (docs/monitor.md says how to expose it on purpose).
+DEFAULT_ADDR = "127.0.0.1"
 DEFAULT_EXIT_WAIT_S = 30.0
 ENV_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -36,6 +39,7 @@ class MonitorOptions:
 
     sample: float = DEFAULT_SAMPLE
     port: int | None = DEFAULT_PORT  # None: no server in this process (children, LOCAL_RANK > 0)
+    addr: str = DEFAULT_ADDR  # the interface the server listens on
     directory: str | None = None  # the multiprocess directory; None: a fresh temporary one
     mode: str = "auto"  # auto | region | time (monitoring/sampling.py)
     run_length: int = DEFAULT_SAMPLE_RUN
@@ -62,6 +66,8 @@ def check_options(options: MonitorOptions) -> None:
         raise MonitorError(f"--top-sites {options.top_sites}: must be at least 1")
     if options.port is not None and not (0 <= options.port <= 65535):
         raise MonitorError(f"--metrics-port {options.port}: not a TCP port")
+    if not isinstance(options.addr, str) or not options.addr.strip() or any(c.isspace() for c in options.addr):
+        raise MonitorError(f"--metrics-addr {options.addr!r}: give an interface's address (127.0.0.1, 0.0.0.0, ::) or a host name")
 
 
 def _check_writable(directory: str, origin: str) -> None:
@@ -181,9 +187,9 @@ def start(options: MonitorOptions) -> MonitorSession:
         from syncscope.monitoring.metrics import start_server
 
         try:
-            session.server, session.watch = start_server(options.port, directory)
+            session.server, session.watch = start_server(options.port, directory, options.addr)
         except OSError as exc:
-            raise MonitorError(f"--metrics-port {options.port}: cannot listen ({exc.strerror or exc})") from None
+            raise MonitorError(f"--metrics-port {options.port}: cannot listen on {options.addr} ({exc.strerror or exc})") from None
     return session
 
 
