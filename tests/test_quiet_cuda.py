@@ -193,3 +193,41 @@ def test_the_site_timer_times_only_armed_instructions():
         timer.uninstall()
     assert [line - first for line, _ in waits] == [2, 2, 2, 3, 2, 3]
     assert [wait is None for _, wait in waits] == [True, False, False, True, False, False]
+
+
+@pytest.mark.skipif(not MONITORING, reason="sys.monitoring is Python 3.12+")
+def test_armed_instructions_stay_armed_across_installs():
+    # Monitor mode installs the same detector for each sampled run: a site timed in one run is
+    # timed from the first sync of the next.
+    import time
+
+    from syncscope.runtime.site_timer import SiteTimer
+
+    timer = SiteTimer()
+    waits = []
+
+    def hook(message, category, filename, lineno, file=None, line=None):
+        frame = sys._getframe(1)
+        while frame.f_code.co_filename.endswith("warnings.py"):
+            frame = frame.f_back
+        offset = subscripts.instruction_offset(frame)
+        start = timer.started_ns(frame.f_code, offset)
+        waits.append(start is not None)
+        timer.arm(frame.f_code, offset)
+
+    def invert(flag):
+        return ~flag
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = hook
+        for _ in range(2):
+            assert timer.install()
+            try:
+                invert(True)
+                invert(True)
+            finally:
+                timer.uninstall()
+        invert(True)  # uninstalled: nothing notes a start
+        time.sleep(0)
+    assert waits == [False, True, True, True, False]

@@ -42,7 +42,9 @@ class SiteTimer:
 
     # -- install / uninstall -------------------------------------------------------------------
     def install(self) -> bool:
-        """Take a free sys.monitoring tool id; False (and no timing) when none is free."""
+        """Take a free sys.monitoring tool id; False (and no timing) when none is free. The
+        instructions armed before an uninstall are armed again: monitor mode installs the same
+        detector for each sampled run, and its sync sites stay timed from the first run on."""
         if _monitoring is None or self._tool is not None:
             return self._tool is not None
         for tool in (4, 3, 5):  # ids no standard tool claims (debugger 0, coverage 1, profiler 2, optimizer 5)
@@ -53,10 +55,15 @@ class SiteTimer:
                     continue
                 self._tool = tool
                 _monitoring.register_callback(tool, _monitoring.events.INSTRUCTION, self._instruction)
+                if self._armed:
+                    for code in self._armed:
+                        _monitoring.set_local_events(tool, code, _monitoring.events.INSTRUCTION)
+                    _monitoring.restart_events()
                 return True
         return False
 
     def uninstall(self) -> None:
+        """Give the tool id back and take every event out (the armed instructions are kept)."""
         tool, self._tool = self._tool, None
         if tool is None:
             return
@@ -65,7 +72,6 @@ class SiteTimer:
                 _monitoring.set_local_events(tool, code, 0)
             except ValueError:
                 pass
-        self._armed.clear()
         _monitoring.register_callback(tool, _monitoring.events.INSTRUCTION, None)
         _monitoring.free_tool_id(tool)
 
