@@ -231,3 +231,38 @@ def test_armed_instructions_stay_armed_across_installs():
         invert(True)  # uninstalled: nothing notes a start
         time.sleep(0)
     assert waits == [False, True, True, True, False]
+
+
+def test_a_blocking_copy_through_a_slim_wrapper_is_named_by_its_own_wrapper(monkeypatch):
+    # The three slim wrappers (to, cuda, copy_) share one code object: the warning route must read
+    # which one it is from the frame, not from the code (it named a `.to()` `Tensor.copy_` on the
+    # H100). torch warns "Casting complex values to real" from inside the copy, once a process:
+    # in a child, so that no other test has used it up.
+    pytest.importorskip("torch")
+    import subprocess
+
+    code = """
+import warnings, torch
+from tests.test_quiet_cuda import _quiet_detector
+
+class Patch:
+    def setattr(self, owner, name, value):
+        setattr(owner, name, value)
+
+torch, detector, recorder = _quiet_detector(Patch(), "Casting complex values to real")
+z = torch.tensor([1 + 1j, 2 - 1j])
+with warnings.catch_warnings():
+    detector.install(recorder)
+    try:
+        warnings.filterwarnings("always", message="Casting complex")
+        detector.rearm()
+        z.to(torch.float32)  # the line
+    finally:
+        detector.uninstall()
+print([(e.api, e.kind, e.site.line) for e in recorder.events])
+"""
+    line = code.splitlines().index("        z.to(torch.float32)  # the line") + 1
+    root = __file__.rsplit("/tests/", 1)[0]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == str([("Tensor.to", "other", line)]), out.stdout

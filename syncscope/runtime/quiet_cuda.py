@@ -49,7 +49,7 @@ class QuietCudaDetector(CudaDetector):
     def __init__(self) -> None:
         super().__init__()
         self._timer = SiteTimer()
-        self._slim_specs: dict = {}  # the slim wrappers' code objects -> their spec
+        self._slim_codes: set = set()  # the slim wrappers' code object
 
     def install(self, recorder) -> None:
         super().install(recorder)
@@ -72,6 +72,7 @@ class QuietCudaDetector(CudaDetector):
         Tensor = torch.Tensor
 
         def slim(*args, **kwargs):
+            _ = spec  # a free variable of the frame: the warning route reads which wrapper this is
             if kwargs.get("non_blocking") or (len(args) > 2 and (args[2] is True or args[-1] is True)):
                 if _is_compiling():
                     return original(*args, **kwargs)
@@ -96,7 +97,7 @@ class QuietCudaDetector(CudaDetector):
             return original(*args, **kwargs)
 
         _run_as_eager_code(slim)
-        self._slim_specs[slim.__code__] = spec
+        self._slim_codes.add(slim.__code__)  # one code object for all three wrappers
         slim.__name__ = getattr(original, "__name__", spec.name)
         slim.__qualname__ = getattr(original, "__qualname__", spec.name)
         slim.__doc__ = getattr(original, "__doc__", None)
@@ -109,10 +110,10 @@ class QuietCudaDetector(CudaDetector):
         frame = self._issuing_frame(frame)
         if frame is None:
             return super()._unwrapped_sync(sys._getframe(1))
-        spec = self._slim_specs.get(frame.f_code)
         try:
-            if spec is not None:  # a blocking copy: the wrapper holds its arguments
-                arguments = frame.f_locals
+            arguments = frame.f_locals if frame.f_code in self._slim_codes else None
+            if arguments is not None:  # a blocking copy: the wrapper holds its spec and arguments
+                spec = arguments["spec"]
                 with _no_subclass_hooks():
                     kind = spec.classify(arguments["args"], arguments["kwargs"])
                 api, site = spec.api, frame.f_back
@@ -151,7 +152,7 @@ class QuietCudaDetector(CudaDetector):
     def _issuing_frame(self, frame):
         """The frame whose instruction raised the warning: above the warnings machinery and
         syncscope's own frames (a slim wrapper counts: it holds the call's arguments)."""
-        slim = self._slim_specs
+        slim = self._slim_codes
         while frame is not None:
             code = frame.f_code
             if code in slim:
