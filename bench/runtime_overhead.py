@@ -217,6 +217,21 @@ def all_shims_arm():
         del os.environ["SYNCSCOPE_CUDA_SHIMS"]
 
 
+@contextlib.contextmanager
+def type_touched_arm():
+    """torch's debug mode, and one attribute set on `torch.Tensor` and taken off again just before
+    the steps, as installing any shim does: what changing the class alone costs the steps after
+    it (CPython's specialised instructions on tensors are keyed by the class's version, and
+    re-specialise only after some runs)."""
+    torch.cuda.set_sync_debug_mode("warn")
+    torch.Tensor._syncscope_bench_touch = None
+    del torch.Tensor._syncscope_bench_touch
+    try:
+        yield None
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+
+
 def profiler_arm(stacks: bool):
     @contextlib.contextmanager
     def arm():
@@ -238,7 +253,7 @@ def per_call_ns(fn, calls=20000):
     return elapsed / calls
 
 
-def shim_breakdown(run_step, traps: dict) -> dict:
+def shim_breakdown(run_step, traps: dict, per_call: bool = True) -> dict:
     """Where a trap's cost goes: each wrappable entry point the step calls, how often a step calls
     it, and what one such call costs plain and under each trap (the step's own first call,
     repeated in a loop; isolated, so a lower bound of its cost next to the step's launches).
@@ -272,12 +287,19 @@ def shim_breakdown(run_step, traps: dict) -> dict:
 
         if api == "Tensor.__getitem__":
             call = (lambda a=args: a[0][a[1]])  # noqa: E731  the subscript syntax, as the step writes it
-        row = {"calls_per_step": n, "plain_ns": statistics.median(per_call_ns(call) for _ in range(3))}
+        row = {"calls_per_step": n}
+        # Which arm wraps it: the quiet detector leaves the subscripts unwrapped, slims the copies.
+        from syncscope.runtime import quiet_cuda
+
+        row["quiet_wraps"] = "no" if api in quiet_cuda.UNWRAPPED else ("slim" if api in quiet_cuda.SLIM else "shim")
+        rows[api] = row
+        if not per_call:
+            continue
+        row["plain_ns"] = statistics.median(per_call_ns(call) for _ in range(3))
         for name, trap in traps.items():
             with trap():
                 row[f"{name}_ns"] = statistics.median(per_call_ns(call) for _ in range(3))
             row[f"{name}_extra_us_per_step"] = n * (row[f"{name}_ns"] - row["plain_ns"]) / 1e3
-        rows[api] = row
     return rows
 
 
@@ -299,6 +321,11 @@ def main():
                         help="widest acceptable 95%% interval of the trap's wall ratio to debug mode alone")
     parser.add_argument("--profiler-rounds", type=int, default=60,
                         help="rounds that also run the torch.profiler arms (their cost is tens of percent: few rounds suffice)")
+    parser.add_argument("--warmup-steps", type=int, default=2,
+                        help="untimed steps after entering each arm, before its timed steps (arms named *_cold: none)")
+    parser.add_argument("--arms", default="plain,debug_mode_only,trap,trap_all_shims,trap_cold,type_touched_cold,trap+keeper,profiler,profiler_stacks",
+                        help="comma-separated arms to run (plain, debug_mode_only and trap always run)")
+    parser.add_argument("--per-call", action="store_true", help="also time each entry point's call in a loop (isolated)")
     parser.add_argument("--out")
     parser.add_argument("--cpu", action="store_true", help="no GPU: CPU-time ratios of the shims and the keeper")
     parser.add_argument("--compare-with", help="with --cpu: another checkout's syncscope/runtime/cuda.py, as one more arm")
@@ -319,11 +346,13 @@ def main():
             torch.cuda.synchronize()
         launches = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
         breakdown = shim_breakdown(lambda: step(model, x, positions, pinned_ids, device),
-                                   {"all_shims": all_shims_arm, "quiet": trap_arm})
-        arms = {"plain": contextlib.nullcontext, "debug_mode_only": debug_mode_arm, "trap": trap_arm,
-                "trap_all_shims": all_shims_arm, "trap+keeper": keeper_arm,
-                "profiler": profiler_arm(False), "profiler_stacks": profiler_arm(True)}
-        occasional = {"profiler", "profiler_stacks", "trap+keeper"}
+                                   {"all_shims": all_shims_arm, "quiet": trap_arm}, per_call=args.per_call)
+        every = {"plain": contextlib.nullcontext, "debug_mode_only": debug_mode_arm, "trap": trap_arm,
+                 "trap_all_shims": all_shims_arm, "trap_cold": trap_arm, "type_touched_cold": type_touched_arm,
+                 "trap+keeper": keeper_arm, "profiler": profiler_arm(False), "profiler_stacks": profiler_arm(True)}
+        wanted = set(args.arms.split(",")) | {"plain", "debug_mode_only", "trap"}
+        arms = {name: arm for name, arm in every.items() if name in wanted}
+        occasional = {"profiler", "profiler_stacks", "trap+keeper"} & set(arms)
         wall = {name: [] for name in arms}
         cpu = {name: [] for name in arms}
         paired_plain = {name: [] for name in occasional}  # the plain rounds those arms ran in
@@ -343,6 +372,8 @@ def main():
                 order.shuffle(names)
                 for name in names:
                     with arms[name]() as t:
+                        if args.warmup_steps and not name.endswith("_cold"):
+                            time_steps(model, x, positions, pinned_ids, device, args.warmup_steps)
                         w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
                         if t is not None:
                             syncs += sum(1 for e in t.events if e.api != "torch.cuda.synchronize")
@@ -362,13 +393,16 @@ def main():
         base = paired_plain[name] if name in occasional else wall["plain"]
         versus_plain[name] = _interval(median_ratio_interval(base, wall[name]))
     above_debug = median_ratio_interval(wall["debug_mode_only"], wall["trap"])
-    shims_above_debug = median_ratio_interval(wall["debug_mode_only"], wall["trap_all_shims"])
+    # Every detector arm against debug mode alone, paired round by round.
+    versus_debug = {name: _interval(median_ratio_interval(wall["debug_mode_only"], wall[name]))
+                    for name in arms if name not in occasional and name not in ("plain", "debug_mode_only")}
     result = {
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "python": sys.version.split()[0],
         "kernels_per_step": launches,
         "steps_per_round": args.steps,
+        "warmup_steps": args.warmup_steps,
         "rounds": rounds,
         "profiler_rounds": min(rounds, args.profiler_rounds),
         "plain_step_ms": statistics.median(wall["plain"]) * 1e3,
@@ -376,7 +410,7 @@ def main():
         "wall_ratio_vs_plain": versus_plain,
         # The issue's figure: the trap against torch's own detector alone, paired round by round.
         "trap_vs_debug_mode": _interval(above_debug),
-        "all_shims_vs_debug_mode": _interval(shims_above_debug),
+        "wall_ratio_vs_debug_mode": versus_debug,
         "target_width_met": above_debug.width <= args.target_width,
         "cpu_ratio_by_arm": {name: statistics.median(a / p for p, a in zip(cpu["plain"], cpu[name])) for name in arms
                              if name not in occasional},
@@ -388,10 +422,11 @@ def main():
     for name, e in versus_plain.items():
         print(f"  {name:16s} {100 * (e['median'] - 1):+7.2f}% (95% CI {100 * (e['ci95'][0] - 1):+.2f} .. {100 * (e['ci95'][1] - 1):+.2f})")
     print(f"trap above debug mode alone: {above_debug.describe()}")
-    print(f"all-shims trap above debug mode alone: {shims_above_debug.describe()}")
-    print("per entry point (calls/step; extra us/step isolated: all shims, quiet):")
+    for name, e in versus_debug.items():
+        print(f"  {name:18s} vs debug mode alone {100 * (e['median'] - 1):+7.2f}% (95% CI {100 * (e['ci95'][0] - 1):+.2f} .. {100 * (e['ci95'][1] - 1):+.2f})")
+    print("per entry point: calls per step, what the quiet detector wraps:")
     for api, row in breakdown.items():
-        print(f"  {api:24s} {row['calls_per_step']:4d}  {row['all_shims_extra_us_per_step']:8.2f}  {row['quiet_extra_us_per_step']:8.2f}")
+        print(f"  {api:24s} {row['calls_per_step']:4d}  {row['quiet_wraps']}")
     if not result["target_width_met"]:
         print(f"the interval is {100 * above_debug.width:.2f} points wide after {rounds} rounds "
               f"(target {100 * args.target_width:.2f}): raise --max-rounds or --max-seconds")
