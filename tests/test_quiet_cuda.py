@@ -266,3 +266,49 @@ print([(e.api, e.kind, e.site.line) for e in recorder.events])
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == str([("Tensor.to", "other", line)]), out.stdout
+
+
+def test_an_unwrapped_subscript_is_named_as_the_shim_names_it():
+    # The catalog's subscripts (tests/catalog/sync_catalog.py) and the line form of a mask over
+    # lines, on tensors that say they are on the device (a subclass: this CPU build has none).
+    # The two the H100 run named `other` at first: a device mask with a computed value stored,
+    # and a mask compared from a class attribute.
+    torch = pytest.importorskip("torch")
+    from syncscope.runtime import quiet_cuda
+
+    class OnDevice(torch.Tensor):
+        @property
+        def is_cuda(self):
+            return True
+
+    kinds = []
+
+    class Grab:
+        def __getitem__(self, index):
+            frame = sys._getframe(1)
+            kinds.append(quiet_cuda._subscript_kind(subscripts.subscript_at(frame), frame))
+
+        def __setitem__(self, index, value):
+            frame = sys._getframe(1)
+            kinds.append(quiet_cuda._subscript_kind(subscripts.subscript_at(frame), frame))
+
+    class T:
+        v = torch.tensor([1.0, -1.0]).as_subclass(OnDevice)
+
+    y = Grab()
+    x = torch.arange(16.0).as_subclass(OnDevice)
+    gpu_mask = (torch.arange(16) > 7).as_subclass(OnDevice)
+    cpu_mask, cpu_long, pageable = torch.arange(16) > 7, torch.tensor([1, 3]), torch.ones(16)
+    y[gpu_mask]
+    y[gpu_mask] = x[:8] * 2
+    y[cpu_mask] = 1.0
+    y[cpu_long]
+    y[0:16] = pageable
+    y[3] = 5.0
+    y[
+        T.v > 0
+    ]
+    y[[1, 2]]
+    y[x.long()]  # a call: not read back
+    assert kinds == ["bool_mask_index", "bool_mask_index", "host_index", "host_index", "h2d_copy", "scalar_store",
+                     "bool_mask_index", "host_index", "other"]

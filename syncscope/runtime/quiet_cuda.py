@@ -32,7 +32,6 @@ import torch
 
 from syncscope.runtime import capture_sites, hook_errors, subscripts
 from syncscope.runtime.cuda import CudaDetector, ShimSpec, _is_compiling, _no_subclass_hooks, _run_as_eager_code
-from syncscope.runtime.cuda_kinds import _classify_getitem, _classify_setitem
 from syncscope.runtime.events import SyncKind as K
 from syncscope.runtime.policy import HostSyncError
 from syncscope.runtime.site_timer import SiteTimer
@@ -173,33 +172,40 @@ def _describe(value) -> tuple[bool, bool] | None:
 
 
 def _subscript_kind(found: subscripts.Subscript, frame) -> str:
-    """The kind of a subscript that synced, as the shim would have named it from its arguments.
-    An operand that cannot be read back without running code leaves it `other`."""
-    container = subscripts.resolve(found.container, frame, _describe)
+    """The kind of a subscript that synced, as the shim detector names it from its arguments
+    (cuda_kinds._classify_getitem / _classify_setitem): the index decides first, then a stored
+    value. An operand that cannot be read back without running code leaves it `other`."""
     index = subscripts.resolve(found.index, frame, _describe)
-    value = subscripts.resolve(found.value, frame, _describe) if found.store else None
     if index is None:
         return K.OTHER
-    abstract = [p for p in (index if isinstance(index, tuple) else (index,)) if isinstance(p, subscripts.Tensorish)]
-    if abstract:  # a mask or index the frame computed (`x[x > 0]`)
-        for part in abstract:
-            if part.mask and part.cuda:
+    for part in index if isinstance(index, tuple) else (index,):
+        info = _tensor_info(part)
+        if info is not None:
+            on_device, mask, _dim = info
+            if mask and on_device:
                 return K.BOOL_MASK_INDEX
-            if part.cuda is False:
-                return K.HOST_INDEX
-        if not found.store:
-            return K.OTHER
+            if on_device is False:
+                return K.HOST_INDEX  # a host mask, or a host integer index
+        elif isinstance(part, (list, tuple)) and not found.store:
+            return K.HOST_INDEX
+    if not found.store:
+        return K.OTHER
+    value = subscripts.resolve(found.value, frame, _describe)
+    info = _tensor_info(value)
+    if info is not None:
+        on_device, _mask, dim = info
+        return K.H2D_COPY if on_device is False and dim != 0 else K.OTHER
+    if isinstance(value, (int, float, bool)):
+        return K.SCALAR_STORE
+    return K.OTHER
+
+
+def _tensor_info(value) -> tuple[bool | None, bool | None, int | None] | None:
+    """(on the device, a mask, dimensions) of a tensor or of what is known of one; None for
+    anything else."""
     if isinstance(value, subscripts.Tensorish):
-        return K.H2D_COPY if value.cuda is False else K.OTHER
-    if not isinstance(container, torch.Tensor):
-        container = torch.empty(0)  # only the index and value decide below
-    with _no_subclass_hooks():
-        if found.store:
-            return _classify_setitem((container, _concrete(index), value if value is not None else object()), {})
-        return _classify_getitem((container, _concrete(index)), {})
-
-
-def _concrete(index):
-    if isinstance(index, tuple):
-        return tuple(p for p in index if p is not None and not isinstance(p, subscripts.Tensorish))
-    return index
+        return value.cuda, value.mask, None
+    if isinstance(value, torch.Tensor):
+        with _no_subclass_hooks():
+            return value.is_cuda, value.dtype in _MASKS, value.dim()
+    return None

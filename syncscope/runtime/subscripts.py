@@ -198,6 +198,15 @@ def _plain_attribute(obj, name: str) -> Any:
     submodule, a plain class attribute. A property (or any other descriptor) is never called."""
     if isinstance(obj, types.ModuleType):
         return vars(obj).get(name, _MISSING)
+    if isinstance(obj, type):  # a class attribute (`T.mask`): a plain value, not a descriptor
+        for meta in type(obj).__mro__:
+            if name in vars(meta) and hasattr(type(vars(meta)[name]), "__set__"):
+                return _MISSING  # the metaclass's data descriptor wins; never called
+        for klass in obj.__mro__:
+            if name in vars(klass):
+                found = vars(klass)[name]
+                return _MISSING if hasattr(type(found), "__get__") else found
+        return _MISSING
     cls_attr = _MISSING
     for klass in type(obj).__mro__:
         if name in vars(klass):
