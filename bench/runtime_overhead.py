@@ -1,23 +1,36 @@
-"""Overhead of the runtime trap on a sync-free step loop (run on the GPU machine).
+"""Overhead of the runtime trap on a sync-free step loop, next to its peers (run on the GPU machine).
 
-A small transformer-like forward (a few hundred kernel launches a step, small enough to be
-launch-bound, which is where per-call overhead shows) is timed plain and under `syncscope.trap`,
-alternating rounds in one process. The figure is the median of the per-round paired ratios
-(trapped / plain) with a bootstrap 95% interval (`paired_stats.py`). At least `--rounds` rounds run;
-then rounds are added, `--batch` at a time, until the interval is at most `--target-width` wide
-(1 percentage point) or `--max-rounds` or `--max-seconds` is reached, so the default run gives a figure that
-reproduces within the interval. The loop also does the slicing, `.to()` and indexing that serving
-code does, so the timing shims are exercised.
+A small transformer-like forward (196 kernel launches a step, small enough to be launch-bound,
+which is where per-call overhead shows) is timed under each arm, the arms interleaved in a fresh
+random order each round in one process: `plain`, `debug_mode_only` (torch's
+`set_sync_debug_mode("warn")` alone), `trap` (`syncscope.trap()`: the quiet detector on Python
+3.12+), `trap_all_shims` (the detector that wraps every entry point that can sync: the one before,
+and Python 3.11's), `trap+keeper` (what `syncscope run` adds: the report kept on disk),
+`profiler` and `profiler_stacks` (`torch.profiler`, CPU + CUDA, without and with stacks; only in
+the first --profiler-rounds rounds: they cost tens of percent). Each figure is the median of the
+per-round paired ratios with a bootstrap 95% interval (`paired_stats.py`), against plain and
+against debug mode alone (the issue's figure: the trap at most 0.5 points above it). Rounds are
+added until the trap-to-debug-mode interval is at most `--target-width` wide, or for at most
+`--max-seconds`.
 
-    python bench/runtime_overhead.py [--steps 5] [--rounds 201] [--max-rounds 4001] [--max-seconds 420] [--out result.json]
+An install changes `torch.Tensor` and torch's modules, and CPython re-specialises the code that
+touches them only after some runs: the steps right after an install are slower whatever the
+detector does per call (`type_touched_cold`: one attribute set on `torch.Tensor` and taken off;
+`trap_cold`: the trap with no warm-up). Every other arm runs `--warmup-steps` untimed steps
+first; `--equalize` also makes the plain and debug-mode arms change the classes as an install
+does, so the arms differ only by what a trap costs once in (as in a `syncscope run`, which
+installs once).
 
-The `trap+keeper` arm adds what `syncscope run` adds around the trap: the report kept on disk
-while the program runs (runtime/keeper.py: os._exit and signal hooks, a flush thread that wakes
-every 2 s). With no sync in the loop it must cost nothing.
+Before the rounds, `shim_breakdown` counts the step's calls of every entry point the detectors
+can wrap (calls per step) and says which the quiet detector wraps; `--per-call` also times each
+call in a loop, isolated (on a GPU such a loop measures the launch queue as much as the host).
 
-Without a GPU, `--cpu` times the same loop on CPU tensors with the CUDA detector's Python shims
-installed (torch's sync-debug mode needs CUDA and is left out), plain vs shims vs shims+keeper;
-`--compare-with OTHER/syncscope/runtime/cuda.py` adds the shims of another checkout, side by side:
+    python bench/runtime_overhead.py [--steps 5] [--rounds 201] [--max-seconds 420] [--equalize] [--out result.json]
+
+Without a GPU, `--cpu` times the same loop on CPU tensors with the CUDA detectors' Python shims
+installed (torch's sync-debug mode needs CUDA and is left out), plain vs shims vs the quiet
+detector's vs shims+keeper; `--compare-with OTHER/syncscope/runtime/cuda.py` adds the shims of
+another checkout, side by side:
 
     python bench/runtime_overhead.py --cpu --rounds 21 --compare-with /path/to/base/syncscope/runtime/cuda.py
 """
@@ -232,6 +245,24 @@ def type_touched_arm():
         torch.cuda.set_sync_debug_mode(0)
 
 
+def touch_like_an_install() -> None:
+    """Set every attribute a trap's install sets (on torch.Tensor, torch, torch.cuda, ...) to
+    what it is, and put each back as it was: the class and module changes of an install and an
+    uninstall, with nothing of syncscope left in place. With --equalize every non-trap arm does
+    this before its steps, so that all arms start from the same disturbed state and the
+    differences are what a trap costs once it is in (a `syncscope run` installs once)."""
+    from syncscope.runtime import cuda
+
+    for spec in cuda._shim_specs():
+        had_own = spec.name in vars(spec.owner)
+        own = vars(spec.owner).get(spec.name)
+        setattr(spec.owner, spec.name, getattr(spec.owner, spec.name))
+        if had_own:
+            setattr(spec.owner, spec.name, own)
+        else:
+            delattr(spec.owner, spec.name)
+
+
 def profiler_arm(stacks: bool):
     @contextlib.contextmanager
     def arm():
@@ -326,6 +357,9 @@ def main():
     parser.add_argument("--arms", default="plain,debug_mode_only,trap,trap_all_shims,trap_cold,type_touched_cold,trap+keeper,profiler,profiler_stacks",
                         help="comma-separated arms to run (plain, debug_mode_only and trap always run)")
     parser.add_argument("--per-call", action="store_true", help="also time each entry point's call in a loop (isolated)")
+    parser.add_argument("--equalize", action="store_true",
+                        help="every arm that installs no trap first makes the class and module changes an install makes "
+                             "(touch_like_an_install): the arms then differ only by what a trap costs once installed")
     parser.add_argument("--out")
     parser.add_argument("--cpu", action="store_true", help="no GPU: CPU-time ratios of the shims and the keeper")
     parser.add_argument("--compare-with", help="with --cpu: another checkout's syncscope/runtime/cuda.py, as one more arm")
@@ -372,6 +406,8 @@ def main():
                 order.shuffle(names)
                 for name in names:
                     with arms[name]() as t:
+                        if args.equalize and name in ("plain", "debug_mode_only", "profiler", "profiler_stacks"):
+                            touch_like_an_install()
                         if args.warmup_steps and not name.endswith("_cold"):
                             time_steps(model, x, positions, pinned_ids, device, args.warmup_steps)
                         w, c = time_steps(model, x, positions, pinned_ids, device, args.steps)
@@ -403,6 +439,7 @@ def main():
         "kernels_per_step": launches,
         "steps_per_round": args.steps,
         "warmup_steps": args.warmup_steps,
+        "equalized": args.equalize,
         "rounds": rounds,
         "profiler_rounds": min(rounds, args.profiler_rounds),
         "plain_step_ms": statistics.median(wall["plain"]) * 1e3,
