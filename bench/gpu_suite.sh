@@ -27,7 +27,8 @@ case "$PART" in
     fi
     ;;
   overhead)
-    $py bench/runtime_overhead.py --max-seconds 300 --out "$OUT/overhead.json" 2>&1 | tail -3
+    $py bench/runtime_overhead.py --max-seconds 300 --out "$OUT/overhead.json" 2>&1 | grep -v '^ \|^{\|^}' | tail -25
+    $py bench/runtime_overhead.py --equalize --steps 1 --arms plain,debug_mode_only,trap,trap_all_shims --max-seconds 200 --out "$OUT/overhead_installed.json" 2>&1 | grep -v '^ \|^{\|^}' | tail -12
     $py bench/monitor_overhead.py overhead --max-seconds 200 --out "$OUT/monitor_overhead.json" 2>&1 | tail -2
     ;;
   parity)
