@@ -312,3 +312,46 @@ def test_an_unwrapped_subscript_is_named_as_the_shim_names_it():
     y[x.long()]  # a call: not read back
     assert kinds == ["bool_mask_index", "bool_mask_index", "host_index", "host_index", "h2d_copy", "scalar_store",
                      "bool_mask_index", "host_index", "other"]
+
+
+def test_the_quiet_detectors_subscript_kinds_agree_with_the_simulated_device_on_the_catalog_and_line_forms():
+    # The simulated device names each sync as the GPU does (tests/test_sim_catalog.py, the parity
+    # suite). At each subscript sync it records, the program's frame is stopped at the subscript,
+    # as it is when torch's warning reaches the quiet detector on a GPU: the kind read back from
+    # that frame must be the simulated device's.
+    pytest.importorskip("torch")
+    import syncscope
+    from syncscope.runtime import quiet_cuda
+    from syncscope.runtime.recorder import Recorder
+    from tests import line_forms
+    from tests.catalog.sync_catalog import run_catalog
+    from tests.test_line_attribution import _tensors
+
+    files = ("sync_catalog.py", "line_forms.py")
+    compared = []
+    record = Recorder.record
+
+    def checking(self, kind, api, **kwargs):
+        if api in ("Tensor.__getitem__", "Tensor.__setitem__"):
+            frame = sys._getframe(1)
+            while frame is not None and not frame.f_code.co_filename.endswith(files):
+                frame = frame.f_back
+            found = subscripts.subscript_at(frame) if frame is not None else None
+            if found is not None:
+                compared.append((frame.f_code.co_filename.rsplit("/", 1)[-1], frame.f_lineno, kind,
+                                 quiet_cuda._subscript_kind(found, frame)))
+        return record(self, kind, api, **kwargs)
+
+    Recorder.record = checking
+    try:
+        with syncscope.trap(device="sim"):
+            run_catalog("cuda")
+            tensors = _tensors("cuda")
+            for form in line_forms.FORMS:
+                if form.__name__ not in ("form_compiled_function",):
+                    form(tensors)
+    finally:
+        Recorder.record = record
+    catalog = [c for c in compared if c[0] == "sync_catalog.py"]
+    assert len(catalog) >= 6, compared  # the catalog's six subscript syncs at least
+    assert [c for c in compared if c[2] != c[3]] == [], compared
