@@ -37,7 +37,7 @@ def test_catalog_on_cuda_matches_expectations():
 
 # What the quiet detector (Python 3.12+, runtime/quiet_cuda.py) leaves unwrapped: the first sync
 # at each of their instructions is recorded without a time, every later one timed.
-UNWRAPPED = {"Tensor.__getitem__", "Tensor.__setitem__", "Tensor.to", "Tensor.cuda", "Tensor.copy_"}
+UNWRAPPED = {"Tensor.__getitem__", "Tensor.__setitem__"}
 
 
 @pytest.mark.parametrize("shims", ["quiet", "all shims"])

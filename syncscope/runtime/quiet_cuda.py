@@ -11,12 +11,12 @@ shim. A serving step calls the busiest of them (`Tensor.__getitem__`, `__setitem
   a device mask, a host index, a pageable source, a Python number stored);
 * `to`, `cuda` and `copy_` get a slim wrapper that looks at one keyword: only a `non_blocking`
   copy goes on to the pinned-memory check (the driver makes a copy from pageable memory wait,
-  and torch does not warn of it); a blocking copy that syncs is classified from the wrapper's
-  arguments when the warning comes;
+  and torch does not warn of it); a blocking copy that syncs is classified, and timed, from the
+  wrapper's arguments and start when the warning comes;
 * the other entry points keep their shims: they sync whenever they touch the device (`.item()`,
   `synchronize()`, `nonzero`, ...), so a sync-free step does not call them on device tensors;
-* the host's wait at an unwrapped sync is timed from the second sync at that instruction on
-  (runtime/site_timer.py); the first is recorded with its kind, line and stack and no time.
+* the host's wait at an unwrapped subscript is timed from the second sync at that instruction
+  on (runtime/site_timer.py); the first is recorded with its kind, line and stack and no time.
 
 Nothing here synchronizes: only tensor metadata is read.
 """
@@ -69,6 +69,7 @@ class QuietCudaDetector(CudaDetector):
         predict = spec.predict
         is_copy = spec.name == "copy_"
         Tensor = torch.Tensor
+        clock = time.perf_counter_ns
 
         def slim(*args, **kwargs):
             _ = spec  # a free variable of the frame: the warning route reads which wrapper this is
@@ -93,6 +94,7 @@ class QuietCudaDetector(CudaDetector):
                     waits = False
                 if waits:
                     return timed(*args, **kwargs)
+            start = clock()  # read from this frame if torch warns that the copy synced
             return original(*args, **kwargs)
 
         _run_as_eager_code(slim)
@@ -105,32 +107,33 @@ class QuietCudaDetector(CudaDetector):
 
     # -- a sync no running shim claims -------------------------------------------------------------
     def _unwrapped_sync(self, frame) -> None:
+        end = time.perf_counter_ns()  # the wait is over: torch warns as the call returns
         recorder = self._recorder
         frame = self._issuing_frame(frame)
         if frame is None:
             return super()._unwrapped_sync(sys._getframe(1))
         try:
             arguments = frame.f_locals if frame.f_code in self._slim_codes else None
-            if arguments is not None:  # a blocking copy: the wrapper holds its spec and arguments
+            if arguments is not None:  # a blocking copy: the wrapper holds its spec, arguments and start
                 spec = arguments["spec"]
                 with _no_subclass_hooks():
                     kind = spec.classify(arguments["args"], arguments["kwargs"])
-                api, site = spec.api, frame.f_back
+                api, site, copy_start = spec.api, frame.f_back, arguments.get("start")
             else:
                 found = subscripts.subscript_at(frame)
                 if found is None:  # some other C++ call (an op no shim wraps)
                     kind, api = K.OTHER, "c++ sync"
                 else:
                     kind, api = _subscript_kind(found, frame), ("Tensor.__setitem__" if found.store else "Tensor.__getitem__")
-                site = frame
+                site, copy_start = frame, None
         except Exception as exc:
             hook_errors.note("cuda detector (unwrapped sync)", exc)
             kind, api, site = K.OTHER, "c++ sync", frame
+            copy_start = None
         if site is None:
             return super()._unwrapped_sync(frame)
         offset = subscripts.instruction_offset(site)
-        end = time.perf_counter_ns()
-        start = self._timer.started_ns(site.f_code, offset)
+        start = copy_start if copy_start is not None else self._timer.started_ns(site.f_code, offset)
         related = None
         if torch.cuda.is_current_stream_capturing():  # CUDA refuses it; the call raises next
             kind, related = K.SYNC_IN_CAPTURE, capture_sites.current_capture()
@@ -143,7 +146,8 @@ class QuietCudaDetector(CudaDetector):
             hook_errors.note("recorder", exc)
             return
         finally:
-            self._timer.arm(site.f_code, offset)  # the next sync here is timed
+            if copy_start is None:
+                self._timer.arm(site.f_code, offset)  # the next sync here is timed
         on_sync = recorder.on_sync
         if on_sync is not None and event is not None and start is not None:
             on_sync(event, start, end, time.perf_counter_ns())
