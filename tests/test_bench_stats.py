@@ -56,3 +56,26 @@ def test_describe_states_the_interval():
     est = paired_stats.RatioEstimate(1.0039, 0.9990, 1.0081, 61)
     assert est.describe() == "+0.39% (95% CI -0.10% to +0.81%, 61 rounds)"
     assert est.to_json()["ci95_width"] == pytest.approx(0.0091)
+
+
+def test_the_runtime_benchs_equalizing_touch_leaves_torch_as_it_was():
+    # bench/runtime_overhead.py --equalize: the plain arms make an install's class and module
+    # changes and must leave nothing of them behind (an attribute left on torch.Tensor would be
+    # measured as plain python).
+    torch = pytest.importorskip("torch")
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("runtime_overhead", bench / "runtime_overhead.py")
+        runtime_overhead = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(runtime_overhead)
+    finally:
+        sys.path.remove(str(bench))
+    from syncscope.runtime import cuda
+
+    owners = {id(s.owner): s.owner for s in cuda._shim_specs()}.values()
+    before = [dict(vars(owner)) for owner in owners]
+    runtime_overhead.touch_like_an_install()
+    after = [dict(vars(owner)) for owner in owners]
+    assert [sorted(b) for b in before] == [sorted(a) for a in after]
+    assert all(b[k] is a[k] for b, a in zip(before, after) for k in b)
