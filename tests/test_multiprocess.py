@@ -36,7 +36,7 @@ PROGRAM = textwrap.dedent(
             pass
 
 
-    T.make_detector = lambda device: NullDetector()
+    T.make_detector = lambda device, **options: NullDetector()
 
 
     def sync(n):
@@ -67,7 +67,7 @@ PROGRAM = textwrap.dedent(
 # The command line, with the null detector in the parent before `syncscope run` starts its trap.
 LAUNCH = (
     "import sys, runpy; import syncscope.runtime.trap as T; "
-    "T.make_detector = lambda device: type('N', (), {'name': 'null', 'install': lambda s, r: None, 'uninstall': lambda s: None})(); "
+    "T.make_detector = lambda device, **options: type('N', (), {'name': 'null', 'install': lambda s, r: None, 'uninstall': lambda s: None})(); "
     "from syncscope.cli import main; sys.argv = ['syncscope'] + sys.argv[1:]; main()"
 )
 
