@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from .. import provenance as P
+from ..fix_offers import read_fix
 from ._common import show
 from .base import Rule
 
@@ -30,8 +31,9 @@ class ScalarConversionOfTensor(Rule):
         arg, where = call.args[0]
         if not P.is_tensor_like(where):
             return
+        offer = read_fix(ctx, arg)
         ctx.report(
             self, call.node,
             f"`{call.qualname}({show(arg, ctx)})` reads a tensor value on the host and waits for the GPU",
-            anchor=call.qualname + "(", subject=arg,
+            anchor=call.qualname + "(", subject=arg, fix=offer.fix, no_fix=offer.why_not,
         )

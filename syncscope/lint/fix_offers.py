@@ -1,0 +1,241 @@
+"""The seed fixes (issue 27), as the rules offer them: each function returns an `Offer`, a fix
+(safe or unsafe, Ruff's convention) or the reason there is none, which the finding's message
+carries either way.
+
+- `read_fix`: `.item()` / `.tolist()` / `int()` / `.cpu()` / `.numpy()` of a device value ->
+  the same read on its host twin (fix_twins.py finds it);
+- `mask_fix`: `t[mask]` -> `t[mask_cpu]`; when `mask` has no twin but every use of it indexes
+  (`spec = spec_mask` in one branch, `spec = uploaded_indices` in the other), the binding that
+  aliases a device mask takes its host twin instead;
+- `output_size_fix`: `repeat_interleave(x, reps)` -> `..., output_size=int(reps_cpu.sum())`;
+- `bound_fix`: a syncing `*_cpu` property -> the host upper bound the class offers
+  (`upper-bounds` in the config), safe only where the value is used as a bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from .fix_twins import Hosted, facts_for, host_form, parenthesized
+from .fix_facts import code
+from .imports import dotted
+from .rules.base import Fix
+
+
+@dataclass
+class Offer:
+    fix: Fix | None = None
+    why_not: str | None = None  # no fix, and why (None: nothing to say)
+
+
+def _describe(hosted: Hosted) -> str:
+    names = ", ".join(f"`{t}`" for t in dict.fromkeys(hosted.twins))
+    return f"use the host copy {names}" + (f" ({hosted.why})" if hosted.why else "")
+
+
+def _no_twin(ctx, node) -> Offer:
+    return Offer(why_not=f"no host copy of `{_short(node)}` in scope")
+
+
+def _short(node: cst.CSTNode) -> str:
+    text = code(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def read_fix(ctx, value: cst.BaseExpression, call: cst.Call | None = None, method: str | None = None) -> Offer:
+    """The same read on the host twin. `call`/`method`: the whole `value.cpu()` /
+    `value.numpy()` call, which becomes the twin itself (the read gives a host tensor or array
+    already); otherwise `value` is swapped in place (`x.item()` -> `x_cpu.item()`)."""
+    hosted = host_form(ctx, value)
+    if hosted is None:
+        return _no_twin(ctx, value)
+    if isinstance(hosted, str):
+        return Offer(why_not=hosted)
+    if method == "cpu" and hosted.numpy:
+        return Offer(why_not="the host copy is a numpy array and `.cpu()` gives a tensor")
+    if method in ("cpu", "numpy") and call is not None:
+        if method == "numpy" and not hosted.numpy:
+            target, replacement = value, parenthesized(hosted.node)  # `x_cpu.numpy()`
+        else:
+            shared = _shares_result(ctx, call)
+            if shared:
+                return Offer(why_not=shared)
+            target, replacement = call, hosted.node
+        applicability = hosted.applicability
+        title = _describe(hosted)
+        if method == "cpu" and _returned(ctx, call):
+            applicability = "unsafe"
+            title += " (the caller gets the host copy itself, not a new one)"
+        return Offer(Fix(applicability, title, lambda: (target, replacement)))
+    replacement = hosted.node
+    if _is_receiver(ctx, value):
+        replacement = parenthesized(replacement)
+    return Offer(Fix(hosted.applicability, _describe(hosted), lambda: (value, replacement)))
+
+
+def mask_fix(ctx, value: cst.BaseExpression) -> Offer:
+    """`t[mask]` with a device mask -> the host mask."""
+    direct = host_form(ctx, value)
+    if isinstance(direct, Hosted):
+        return Offer(Fix(direct.applicability, _describe(direct), lambda: (value, direct.node)))
+    if isinstance(direct, str) or not isinstance(value, cst.Name):
+        return Offer(why_not=direct) if isinstance(direct, str) else _no_twin(ctx, value)
+    return _binding_fix(ctx, value)
+
+
+def _binding_fix(ctx, value: cst.Name) -> Offer:
+    """`spec = spec_mask` (one branch) and `x[spec]` (every use an index): the binding takes
+    `spec_mask_cpu`. Unsafe: the other bindings, if any, are left as they are."""
+    facts = facts_for(ctx)
+    name = value.value
+    if facts is None or name in facts.params or not facts.bindings.get(name):
+        return _no_twin(ctx, value)
+    for read in facts.reads.get(name, ()):
+        if not _indexes_with(facts, read):
+            return Offer(why_not=f"no host copy of `{name}` in scope, and `{name}` is used other than as an index")
+    if any(facts.writes.get(alias) for alias in facts.aliases(name)):
+        return Offer(why_not=f"`{name}` is written in place")
+    pairs, reasons = [], []
+    for binding in facts.bindings[name]:
+        if binding.value is None:
+            continue
+        from .fix_twins import HostBuilder, Refused, _NoTwin
+
+        try:
+            hosted = HostBuilder(ctx, facts, binding.index).build(binding.value)
+        except Refused as refused:
+            reasons.append(str(refused))
+            continue
+        except _NoTwin:
+            continue
+        pairs.append((binding.value, hosted))
+    if not pairs:
+        return Offer(why_not=reasons[0]) if reasons else _no_twin(ctx, value)
+    shown = ", ".join(f"`{code(v)}` -> `{code(h.node)}`" for v, h in pairs)
+    title = f"bind `{name}` to the host mask ({shown}): it is only used to index"
+    return Offer(Fix("unsafe", title, lambda: [(v, h.node) for v, h in pairs]))
+
+
+def output_size_fix(ctx, call: cst.Call, repeats: cst.BaseExpression) -> Offer:
+    hosted = host_form(ctx, repeats)
+    if hosted is None:
+        return _no_twin(ctx, repeats)
+    if isinstance(hosted, str):
+        return Offer(why_not=hosted)
+    from .rules._common import add_keyword
+
+    total = f"int({code(parenthesized(hosted.node))}.sum())"
+    title = f"pass `output_size={total}`" + (f" ({hosted.why})" if hosted.why else "")
+    return Offer(Fix(hosted.applicability, title, lambda: (call, add_keyword(call, "output_size", total))))
+
+
+BOUND_USES = frozenset({"max", "amax"})
+
+
+def bound_fix(ctx, node: cst.Attribute) -> Offer:
+    """`meta.seq_lens_cpu` -> `meta.seq_lens_cpu_upper_bound`."""
+    bound = ctx.config.upper_bounds.get(node.attr.value)
+    if not bound:
+        return Offer()
+    bound = bound[0]
+    replacement = node.attr.with_changes(value=bound)
+    use = _non_bound_use(ctx, node)
+    if use is None:
+        return Offer(Fix("safe", f"read the host upper bound `{bound}` (used as a bound here)",
+                         lambda: (node.attr, replacement)))
+    return Offer(Fix("unsafe", f"read the host upper bound `{bound}` (used as data in `{use}`; the "
+                     "bound is larger than the true value when drafts were rejected)",
+                     lambda: (node.attr, replacement)))
+
+
+def _non_bound_use(ctx, node: cst.Attribute) -> str | None:
+    """None when the value is only used as a bound (`x.max()`, `max(x)`, a local whose every
+    use is one); else the text of a use that is not."""
+    facts = facts_for(ctx)
+    if facts is None:
+        return code(node)
+    current = node
+    parent = facts.parent_of(current)
+    while isinstance(parent, cst.IfExp) or (isinstance(parent, cst.Call) and _to_int(parent)):
+        current, parent = parent, facts.parent_of(parent)
+        if isinstance(parent, cst.Arg):
+            current, parent = parent, facts.parent_of(parent)
+    if _is_bound_use(facts, current):
+        return None
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) and facts.times_bound(targets[0].value) == 1:
+            for read in facts.reads.get(targets[0].value, ()):
+                if not _is_bound_use(facts, read):
+                    return _short(_statement_part(facts, read))
+            return None
+    return _short(_statement_part(facts, current))
+
+
+def _is_bound_use(facts, node: cst.CSTNode) -> bool:
+    parent = facts.parent_of(node)
+    if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in BOUND_USES:
+        return isinstance(facts.parent_of(parent), cst.Call)
+    if isinstance(parent, cst.Arg):
+        call = facts.parent_of(parent)
+        return isinstance(call, cst.Call) and (dotted(call.func) or "").rsplit(".", 1)[-1] in BOUND_USES \
+            and len(call.args) == 1
+    return False
+
+
+def _to_int(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Name) and call.func.value in ("int", "float")
+
+
+def _statement_part(facts, node: cst.CSTNode) -> cst.CSTNode:
+    """The expression around a use, up to its statement (for messages)."""
+    current = node
+    while True:
+        parent = facts.parent_of(current)
+        if parent is None or isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement,
+                                                 cst.SimpleStatementLine, cst.Arg)):
+            return current
+        current = parent
+
+
+def _indexes_with(facts, read: cst.CSTNode) -> bool:
+    """Is this read of a name the whole index of a subscript that is read (`x[m]`, `x[m, :k]`)?"""
+    index = facts.parent_of(read)
+    element = facts.parent_of(index) if isinstance(index, cst.Index) else None
+    subscript = facts.parent_of(element) if isinstance(element, cst.SubscriptElement) else None
+    if not isinstance(subscript, cst.Subscript):
+        return False
+    holder = facts.parent_of(subscript)
+    if isinstance(holder, (cst.AssignTarget, cst.AugAssign, cst.Del)):
+        return False
+    return not (isinstance(holder, (cst.Element,)) and isinstance(facts.parent_of(holder), (cst.Tuple, cst.List))
+                and isinstance(facts.parent_of(facts.parent_of(holder)), cst.AssignTarget))
+
+
+def _shares_result(ctx, call: cst.Call) -> str | None:
+    """`y = x.cpu()` -> `y = x_cpu`: y is then the host copy itself; refuse when y is written."""
+    facts = facts_for(ctx)
+    parent = facts.parent_of(call) if facts else None
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        for target in targets:
+            name = dotted(target)
+            if name is None:
+                return "the result is unpacked; it would share memory with the host copy"
+            for alias in facts.aliases(name):
+                if facts.writes.get(alias):
+                    return f"`{name}` is written (`{facts.writes[alias][0].text}`) and would change the host copy"
+    return None
+
+
+def _returned(ctx, call: cst.Call) -> bool:
+    facts = facts_for(ctx)
+    return facts is not None and isinstance(facts.parent_of(call), cst.Return)
+
+
+def _is_receiver(ctx, node: cst.CSTNode) -> bool:
+    facts = facts_for(ctx)
+    parent = facts.parent_of(node) if facts else None
+    return isinstance(parent, cst.Attribute) and parent.value is node
