@@ -155,9 +155,12 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         elif output_format == "json":
             output.write_json(findings, stream)
         elif output_format == "sarif":
+            from syncscope.lint.fix_sarif import WithFixes, sarif_fixes
             from syncscope.report.sarif import write_sarif
 
-            write_sarif(findings, stream, rules=output.sarif_rules(), tool_version=_version(),
+            fixes = sarif_fixes(findings, lint_run.abs_paths, config)
+            records = [WithFixes(f, fixes.get((f.site.path, f.code, f.site.line))) for f in findings]
+            write_sarif(records, stream, rules=output.sarif_rules(), tool_version=_version(),
                         information_uri="https://github.com/syncscope/syncscope",
                         root_uri="file://" + os.path.abspath(config.root))
         elif output_format == "github":
