@@ -31,9 +31,10 @@ def code(node: cst.CSTNode) -> str:
 
 @dataclass
 class Binding:
-    index: int  # position of the target
+    index: int  # where the name takes the value: the end of its statement
     value: cst.BaseExpression | None  # the value bound to the name, None when not a plain value
     target: cst.CSTNode
+    start: int = -1  # where its statement begins (a use inside it reads the old value)
 
 
 @dataclass
@@ -124,6 +125,7 @@ class _Collector(cst.CSTVisitor):
         self.facts = facts
         self.stack: list[cst.CSTNode] = []
         self.targets: set[int] = set()  # ids of Name/Attribute nodes that are binding targets
+        self.pending: dict[int, list[Binding]] = {}  # statement id -> its bindings, ended on leave
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         facts = self.facts
@@ -138,6 +140,8 @@ class _Collector(cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self.stack.pop()
+        for binding in self.pending.pop(id(original_node), ()):
+            binding.index = len(self.facts.order)  # the value is evaluated before the name is bound
 
     # -- bindings and writes -------------------------------------------------------------
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None, node: cst.CSTNode) -> None:
@@ -162,7 +166,10 @@ class _Collector(cst.CSTVisitor):
             return
         self.targets.add(id(target))
         index = self.facts.order.get(id(node), len(self.facts.order))
-        self.facts.bindings.setdefault(name, []).append(Binding(index, value, target))
+        binding = Binding(index, value, target, start=index)
+        self.facts.bindings.setdefault(name, []).append(binding)
+        if not isinstance(node, cst.For):  # a loop target is bound before the body runs
+            self.pending.setdefault(id(node), []).append(binding)
 
     def _write(self, name: str, node: cst.CSTNode) -> None:
         index = self.facts.order.get(id(node), len(self.facts.order))

@@ -124,11 +124,34 @@ def output_size_fix(ctx, call: cst.Call, repeats: cst.BaseExpression) -> Offer:
         return _no_twin(ctx, repeats)
     if isinstance(hosted, str):
         return Offer(why_not=hosted)
-    from .rules._common import add_keyword
-
     total = f"int({code(parenthesized(hosted.node))}.sum())"
     title = f"pass `output_size={total}`" + (f" ({hosted.why})" if hosted.why else "")
     return Offer(Fix(hosted.applicability, title, lambda: (call, add_keyword(call, "output_size", total))))
+
+
+def add_keyword(call: cst.Call, keyword: str, value: str) -> cst.Call:
+    """`f(a)` -> `f(a, keyword=value)`. A call laid out one argument per line with a trailing
+    comma gets the new argument on a line of its own, the comments staying where they were."""
+    from .rules._common import add_keyword as inline
+
+    args = list(call.args)
+    last = args[-1].comma if args else None
+    if not (isinstance(last, cst.Comma) and isinstance(last.whitespace_after, cst.ParenthesizedWhitespace)):
+        return inline(call, keyword, value)
+    closing = last.whitespace_after  # the last argument's line end (its comment) and the `)` line
+    before = args[-2].comma.whitespace_after if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) \
+        else call.whitespace_before_args
+    if not isinstance(before, cst.ParenthesizedWhitespace):
+        return inline(call, keyword, value)
+    args[-1] = args[-1].with_changes(comma=last.with_changes(
+        whitespace_after=closing.with_changes(indent=before.indent, last_line=before.last_line)))
+    args.append(cst.Arg(
+        keyword=cst.Name(keyword), value=cst.parse_expression(value),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+        comma=cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(), indent=closing.indent, last_line=closing.last_line)),
+    ))
+    return call.with_changes(args=args)
 
 
 BOUND_USES = frozenset({"max", "amax"})
