@@ -119,6 +119,10 @@ INVALID = [
     ("binding-used-other-than-index", "def f(x: torch.Tensor, m: torch.Tensor, m_cpu, naive):\n"
      "    if naive:\n        spec_mask = m > 0\n    else:\n        spec_mask = None\n"
      "    return x[spec_mask], spec_mask.sum()\n", "SYN101", "used other than as an index"),
+    ("twin-tested-for-none", "def f(meta):\n    if meta.qsl_cpu is not None:\n        return meta.qsl_cpu.tolist()\n"
+     "    return meta.qsl.tolist()\n", "SYN202", "is tested around this line"),
+    ("twin-tested-in-ternary", "def f(x: torch.Tensor, mask: torch.Tensor, mask_cpu):\n"
+     "    return x[mask_cpu] if mask_cpu is not None else x[mask]\n", "SYN101", "is tested around this line"),
     ("repeats-no-twin", "def f(x: torch.Tensor, reps: torch.Tensor):\n    return torch.repeat_interleave(x, reps)\n",
      "SYN104", "no host copy of `reps`"),
     ("repeats-written-after-twin", "def f(x: torch.Tensor, reps: torch.Tensor):\n    reps_cpu = reps.cpu()\n"

@@ -53,6 +53,8 @@ class FunctionFacts:
     writes: dict[str, list[Write]] = field(default_factory=dict)  # dotted name -> in-place writes
     reads: dict[str, list[cst.CSTNode]] = field(default_factory=dict)  # dotted name -> read nodes
     attributes: set[str] = field(default_factory=set)  # dotted attribute texts seen anywhere
+    # dotted name -> (position, text) of `name is None` / `name is not None` tests: it may be missing
+    none_tests: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def position(self, node: cst.CSTNode) -> int:
         return self.order.get(id(node), -1)
@@ -217,6 +219,14 @@ class _Collector(cst.CSTVisitor):
                 base = _views(arg.value)
                 if base is not None:
                     self._write(base, node)
+
+    def see_Comparison(self, node: cst.Comparison) -> None:
+        for target in node.comparisons:
+            if isinstance(target.operator, (cst.Is, cst.IsNot)) and isinstance(target.comparator, cst.Name) \
+                    and target.comparator.value == "None":
+                name = dotted(node.left)
+                if name is not None:
+                    self.facts.none_tests.setdefault(name, (self.facts.order[id(node)], code(node)))
 
     # -- reads ---------------------------------------------------------------------------
     def see_Name(self, node: cst.Name) -> None:

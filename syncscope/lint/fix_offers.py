@@ -104,7 +104,7 @@ def _binding_fix(ctx, value: cst.Name) -> Offer:
         from .fix_twins import HostBuilder, Refused, _NoTwin
 
         try:
-            hosted = HostBuilder(ctx, facts, binding.index).build(binding.value)
+            hosted = HostBuilder(ctx, facts, binding.value).build(binding.value)
         except Refused as refused:
             reasons.append(str(refused))
             continue

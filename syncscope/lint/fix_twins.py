@@ -69,10 +69,11 @@ class _NoTwin(Exception):
 class HostBuilder:
     """Rebuilds an expression with every device leaf swapped for its twin."""
 
-    def __init__(self, ctx, facts: FunctionFacts, use: int) -> None:
+    def __init__(self, ctx, facts: FunctionFacts, use_node: cst.CSTNode) -> None:
         self.ctx = ctx
         self.facts = facts
-        self.use = use  # position of the use: a twin must be made before it
+        self.use_node = use_node
+        self.use = facts.position(use_node)  # position of the use: a twin must be made before it
         self.proven = True
         self.reasons: list[str] = []
         self.twins: list[str] = []
@@ -178,6 +179,12 @@ class HostBuilder:
         raise _NoTwin()
 
     def _used(self, twin: str, proven: bool, why: str) -> None:
+        guard = _guarded_by(self.facts, self.use_node, twin)
+        tested = self.facts.none_tests.get(twin)
+        if guard is None and tested is not None and tested[0] < self.use:
+            guard = tested[1]  # `if t is not None: return ...` above the use: here t may be None
+        if guard is not None:
+            raise Refused(f"`{twin}` is tested around this line (`{guard}`): it may be missing or differ here")
         self.twins.append(twin)
         self.numpy = self.numpy or twin.endswith(NUMPY_SUFFIXES)
         if not proven:
@@ -211,7 +218,7 @@ def check_pair(ctx, facts: FunctionFacts, name: str, twin: str, use: int) -> tup
     if not proven and name_b is not None and twin_b is not None and name_b.value is not None \
             and twin_b.value is not None:
         try:
-            parallel = HostBuilder(ctx, facts, twin_b.index).build(name_b.value)
+            parallel = HostBuilder(ctx, facts, name_b.value).build(name_b.value)
             if code(parallel.node) == code(twin_b.value):
                 why = f"`{twin}` is computed like `{name}`, from host copies"
         except (Refused, _NoTwin):
@@ -302,6 +309,33 @@ def _local_alias(facts: FunctionFacts, dotted_name: str, use: int) -> str | None
     return None
 
 
+def _guarded_by(facts: FunctionFacts, node: cst.CSTNode, twin: str) -> str | None:
+    """The test of an `if` (or `x if t else y`) around `node` that reads `twin`, else None:
+    `if meta.qsl_cpu is not None: ... else: qsl.tolist()` must not read the twin."""
+    current = node
+    parent = facts.parent_of(current)
+    while parent is not None and not isinstance(parent, cst.FunctionDef):
+        if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and current is not parent.test \
+                and twin in {dotted(n) for n in _names_in(parent.test)}:
+            return code(parent.test)
+        current, parent = parent, facts.parent_of(parent)
+    return None
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name)
+
+        def visit_Attribute(self, attribute: cst.Attribute) -> None:
+            found.append(attribute)
+
+    node.visit(_Names())
+    return found
+
+
 def _parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.Integer)) or node.lpar:
         return node
@@ -314,7 +348,7 @@ def host_form(ctx, node: cst.BaseExpression) -> Hosted | str | None:
     facts = facts_for(ctx)
     if facts is None:
         return None
-    builder = HostBuilder(ctx, facts, facts.position(node))
+    builder = HostBuilder(ctx, facts, node)
     try:
         return builder.build(node)
     except Refused as refused:
