@@ -14,6 +14,7 @@ class NumpyOnDevice(Rule):
     code = "SYN204"
     name = "numpy-on-device"
     summary = "`.numpy(force=True)` (or `.numpy()`) on a device tensor"
+    fix_applicability = "sometimes"
     METHODS = frozenset({"numpy"})
 
     VALID = [

@@ -12,6 +12,7 @@ class ScalarConversionOfTensor(Rule):
     code = "SYN205"
     name = "scalar-conversion-of-tensor"
     summary = "`int()` / `float()` / `bool()` of a tensor"
+    fix_applicability = "sometimes"
     FUNCTIONS = frozenset({"int", "float", "bool", "complex"})
 
     VALID = [

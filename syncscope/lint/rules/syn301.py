@@ -15,6 +15,7 @@ class SyncingPropertyRead(Rule):
     code = "SYN301"
     name = "syncing-property-read"
     summary = "Reading a property that copies from the device (e.g. `seq_lens_cpu`)"
+    fix_applicability = "sometimes"
     ATTRIBUTES = True
 
     VALID = [
