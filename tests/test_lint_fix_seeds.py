@@ -57,15 +57,17 @@ VALID = [
      "def f(x: torch.Tensor, reps: torch.Tensor):\n    reps_cpu = reps.cpu()\n"
      "    return torch.repeat_interleave(x, reps, output_size=int(reps_cpu.sum()))\n"),
     ("repeats-recomputed-from-field-twins",
-     "def f(x: torch.Tensor, common):\n    qsl_cpu = common.qsl_cpu\n    lens = common.qsl[1:] - common.qsl[:-1]\n"
+     "def f(x: torch.Tensor, common):\n    qsl_cpu = common.qsl_cpu\n    n = qsl_cpu.max()\n    lens = common.qsl[1:] - common.qsl[:-1]\n"
      "    return torch.repeat_interleave(x, lens)\n", "SYN104", "unsafe",
-     "def f(x: torch.Tensor, common):\n    qsl_cpu = common.qsl_cpu\n    lens = common.qsl[1:] - common.qsl[:-1]\n"
+     "def f(x: torch.Tensor, common):\n    qsl_cpu = common.qsl_cpu\n    n = qsl_cpu.max()\n    lens = common.qsl[1:] - common.qsl[:-1]\n"
      "    return torch.repeat_interleave(x, lens, output_size=int((qsl_cpu[1:] - qsl_cpu[:-1]).sum()))\n"),
     # reads on the host twin
     ("item-proven", "def f(n_cpu: torch.Tensor):\n    n = n_cpu.cuda()\n    return n.item()\n", "SYN201", "safe",
      "def f(n_cpu: torch.Tensor):\n    n = n_cpu.cuda()\n    return n_cpu.item()\n"),
     ("tolist-attribute-of-self", "def step(self):\n    total = self.lens_cpu.sum()\n    return self.lens.tolist()\n",
      "SYN202", "unsafe", "def step(self):\n    total = self.lens_cpu.sum()\n    return self.lens_cpu.tolist()\n"),
+    ("attribute-twin-copied-here", "def step(self):\n    self.off_cpu = self.off.cpu()\n    return self.off.tolist()\n",
+     "SYN202", "safe", "def step(self):\n    self.off_cpu = self.off.cpu()\n    return self.off_cpu.tolist()\n"),
     ("int-of-reduction", "def f(x: torch.Tensor):\n    x_cpu = x.cpu()\n    return int(x.max())\n", "SYN205", "safe",
      "def f(x: torch.Tensor):\n    x_cpu = x.cpu()\n    return int(x_cpu.max())\n"),
     ("cpu-bound-and-read-only", "def f(x: torch.Tensor, x_cpu: torch.Tensor):\n    y = x.cpu()\n    return y.sum()\n",
@@ -123,6 +125,10 @@ INVALID = [
      "    return meta.qsl.tolist()\n", "SYN202", "is tested around this line"),
     ("twin-tested-in-ternary", "def f(x: torch.Tensor, mask: torch.Tensor, mask_cpu):\n"
      "    return x[mask_cpu] if mask_cpu is not None else x[mask]\n", "SYN101", "is tested around this line"),
+    ("twin-maybe-a-list", "def f(meta, i):\n    n = meta.lens_cpu[i]\n    return int(meta.lens.sum().item())\n",
+     "SYN201", "may be a list"),
+    ("attribute-twin-made-by-this-copy", "def step(self):\n    self.off_cpu = self.off.cpu()\n    return self.off_cpu\n",
+     "SYN203", "no host copy of `self.off`"),
     ("repeats-no-twin", "def f(x: torch.Tensor, reps: torch.Tensor):\n    return torch.repeat_interleave(x, reps)\n",
      "SYN104", "no host copy of `reps`"),
     ("repeats-written-after-twin", "def f(x: torch.Tensor, reps: torch.Tensor):\n    reps_cpu = reps.cpu()\n"

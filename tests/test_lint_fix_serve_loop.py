@@ -75,6 +75,10 @@ def test_the_tools_fixes_alone_keep_the_tokens_and_remove_the_syncs(project, dev
 
     fixed = syncscope("lint", "reference_impl", "--fix", "--unsafe-fixes", "--no-cache", cwd=project)
     assert fixed.returncode in (0, 1), fixed.stderr
+    files = {p: p.read_text() for p in (project / "reference_impl").glob("*.py")}
+    again = syncscope("lint", "reference_impl", "--fix", "--unsafe-fixes", "--no-cache", cwd=project)
+    assert again.returncode in (0, 1) and "Fixed" not in again.stderr  # a second --fix changes nothing
+    assert {p: p.read_text() for p in files} == files
     after_line, after = run_program(project, device, "after")
 
     assert "tokens=" in before_line and after_line == before_line  # same tokens, same requests finished

@@ -21,6 +21,14 @@ VIEW_METHODS = frozenset(
     "view view_as reshape flatten squeeze unsqueeze t transpose permute narrow expand expand_as "
     "select unflatten as_strided detach numpy contiguous".split()
 )
+# Attributes and operators only tensors and arrays have: a name used with one holds no list.
+TENSOR_ATTRIBUTES = frozenset(
+    "sum max min amax amin mean numpy tolist item to cuda cpu long int float bool shape dtype device numel "
+    "size cumsum pin_memory view reshape flatten any all nonzero argmax argmin prod clamp".split()
+)
+TENSOR_OPERATORS = (cst.Subtract, cst.Divide, cst.FloorDivide, cst.Modulo, cst.BitAnd, cst.BitOr, cst.BitXor,
+                    cst.MatrixMultiply, cst.Power)
+ORDERING = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual)
 _EMPTY_MODULE = cst.Module(body=[])
 
 
@@ -55,6 +63,7 @@ class FunctionFacts:
     attributes: set[str] = field(default_factory=set)  # dotted attribute texts seen anywhere
     # dotted name -> (position, text) of `name is None` / `name is not None` tests: it may be missing
     none_tests: dict[str, tuple[int, str]] = field(default_factory=dict)
+    tensor_like: set[str] = field(default_factory=set)  # dotted names used the way only tensors are
 
     def position(self, node: cst.CSTNode) -> int:
         return self.order.get(id(node), -1)
@@ -235,6 +244,7 @@ class _Collector(cst.CSTVisitor):
             return  # `y` in `x.y` is no variable
         if id(node) not in self.targets:
             self.facts.reads.setdefault(node.value, []).append(node)
+            self._note_tensor_use(node.value, node)
 
     def see_Attribute(self, node: cst.Attribute) -> None:
         name = dotted(node)
@@ -243,3 +253,19 @@ class _Collector(cst.CSTVisitor):
         self.facts.attributes.add(name)
         if id(node) not in self.targets:
             self.facts.reads.setdefault(name, []).append(node)
+            self._note_tensor_use(name, node)
+
+    def _note_tensor_use(self, name: str, node: cst.CSTNode) -> None:
+        """`x.sum()`, `x[1:] - x[:-1]`, `x > 0`: x is a tensor or an array, not a list."""
+        parent = self.facts.parent.get(id(node))
+        while isinstance(parent, cst.Subscript) and parent.value is node:
+            # a slice of a tensor is a tensor; an element of a list may be a number
+            if len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index):
+                return
+            node, parent = parent, self.facts.parent.get(id(parent))
+        used = (isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in TENSOR_ATTRIBUTES) \
+            or (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, TENSOR_OPERATORS)) \
+            or (isinstance(parent, cst.Comparison) and any(isinstance(c.operator, ORDERING) for c in parent.comparisons)) \
+            or (isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, ORDERING))
+        if used:
+            self.facts.tensor_like.add(name)

@@ -55,6 +55,8 @@ def read_fix(ctx, value: cst.BaseExpression, call: cst.Call | None = None, metho
         return Offer(why_not=hosted)
     if method == "cpu" and hosted.numpy:
         return Offer(why_not="the host copy is a numpy array and `.cpu()` gives a tensor")
+    if hosted.untyped:
+        return _maybe_list(hosted)
     if method in ("cpu", "numpy") and call is not None:
         if method == "numpy" and not hosted.numpy:
             target, replacement = value, parenthesized(hosted.node)  # `x_cpu.numpy()`
@@ -73,6 +75,10 @@ def read_fix(ctx, value: cst.BaseExpression, call: cst.Call | None = None, metho
     if _is_receiver(ctx, value):
         replacement = parenthesized(replacement)
     return Offer(Fix(hosted.applicability, _describe(hosted), lambda: (value, replacement)))
+
+
+def _maybe_list(hosted: Hosted) -> Offer:
+    return Offer(why_not=f"nothing in this function shows that `{hosted.untyped[0]}` is a tensor (it may be a list)")
 
 
 def mask_fix(ctx, value: cst.BaseExpression) -> Offer:
@@ -124,6 +130,8 @@ def output_size_fix(ctx, call: cst.Call, repeats: cst.BaseExpression) -> Offer:
         return _no_twin(ctx, repeats)
     if isinstance(hosted, str):
         return Offer(why_not=hosted)
+    if hosted.untyped:
+        return _maybe_list(hosted)
     total = f"int({code(parenthesized(hosted.node))}.sum())"
     title = f"pass `output_size={total}`" + (f" ({hosted.why})" if hosted.why else "")
     return Offer(Fix(hosted.applicability, title, lambda: (call, add_keyword(call, "output_size", total))))

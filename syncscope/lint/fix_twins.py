@@ -52,6 +52,7 @@ class Hosted:
     why: str  # why unsafe (empty when proven)
     numpy: bool  # a numpy twin was used (no `.cpu()`, no `.numpy()` on it)
     twins: list[str] = field(default_factory=list)  # host names used, for the fix's title
+    untyped: list[str] = field(default_factory=list)  # twins nothing shows to be tensors (maybe lists)
 
     @property
     def applicability(self) -> str:
@@ -78,6 +79,7 @@ class HostBuilder:
         self.reasons: list[str] = []
         self.twins: list[str] = []
         self.numpy = False
+        self.untyped: list[str] = []
         self.missing: str | None = None
 
     def build(self, node: cst.BaseExpression) -> Hosted:
@@ -86,7 +88,7 @@ class HostBuilder:
         if not self.twins:
             raise _NoTwin()
         why = "" if self.proven else "; ".join(dict.fromkeys(self.reasons))
-        return Hosted(result, self.proven, why, self.numpy, self.twins)
+        return Hosted(result, self.proven, why, self.numpy, self.twins, self.untyped)
 
     # -- leaves --------------------------------------------------------------------------
     def _is_host(self, name: str) -> bool:
@@ -166,13 +168,16 @@ class HostBuilder:
                 owner == "self" and ctx.classes and (ctx.classes[-1], twin_attr) in ctx.analyzer.class_hints)
             if not shown:
                 continue
-            for name in (dotted(node), twin):
-                written = facts.writes_after(name, -1)
-                if written:
-                    raise Refused(f"`{name}` is written in this function (`{written[0].text}`)")
             if facts.times_bound(owner.split(".", 1)[0]) > 1:
                 raise Refused(f"`{owner.split('.', 1)[0]}` is rebound in this function")
-            self._used(twin, False, f"only the names say `{twin}` holds the values of `{dotted(node)}`")
+            made_here = twin in facts.bindings or dotted(node) in facts.bindings
+            if not made_here:  # made elsewhere: any write here may have made them differ
+                for name in (dotted(node), twin):
+                    written = facts.writes_after(name, -1)
+                    if written:
+                        raise Refused(f"`{name}` is written in this function (`{written[0].text}`)")
+            proven, why = check_pair(ctx, facts, dotted(node), twin, self.use)
+            self._used(twin, proven, why)
             local = _local_alias(facts, twin, self.use)
             return cst.Name(local) if local else node.with_changes(attr=cst.Name(twin_attr))
         self.missing = dotted(node)
@@ -180,13 +185,16 @@ class HostBuilder:
 
     def _used(self, twin: str, proven: bool, why: str) -> None:
         guard = _guarded_by(self.facts, self.use_node, twin)
-        tested = self.facts.none_tests.get(twin)
-        if guard is None and tested is not None and tested[0] < self.use:
-            guard = tested[1]  # `if t is not None: return ...` above the use: here t may be None
+        for alias in self.facts.aliases(twin):
+            tested = self.facts.none_tests.get(alias)
+            if guard is None and tested is not None and tested[0] < self.use:
+                guard = tested[1]  # `if t is not None: return ...` above the use: here t may be None
         if guard is not None:
             raise Refused(f"`{twin}` is tested around this line (`{guard}`): it may be missing or differ here")
         self.twins.append(twin)
         self.numpy = self.numpy or twin.endswith(NUMPY_SUFFIXES)
+        if not proven and not _tensor_evidence(self.ctx, self.facts, twin):
+            self.untyped.append(twin)
         if not proven:
             self.proven = False
             self.reasons.append(why)
@@ -309,6 +317,32 @@ def _local_alias(facts: FunctionFacts, dotted_name: str, use: int) -> str | None
     return None
 
 
+def _tensor_evidence(ctx, facts: FunctionFacts, twin: str) -> bool:
+    """Does anything show that `twin` is a tensor or an array (not a list or a number)? A
+    tensor annotation, a local made by a tensor call, a tensor-only use of it or of an alias, or
+    the class's own assignments (`self.x_cpu = x.cpu()`)."""
+    if any(alias in facts.tensor_like for alias in facts.aliases(twin)):
+        return True
+    binding = facts.bound_once(twin)
+    if binding is not None and isinstance(binding.value, cst.Call):
+        made_by = dotted(binding.value.func) or ""
+        if made_by.split(".", 1)[0] in ("torch", "np", "numpy") or copy_source(binding.value, True) is not None:
+            return True
+    for param in _params(facts.node):
+        if param.name.value == twin and param.annotation is not None:
+            text = code(param.annotation.annotation)
+            return any(word in text for word in ("Tensor", "ndarray", "NDArray"))
+    owner, _, attr = twin.rpartition(".")
+    if owner == "self" and ctx.classes:
+        return ctx.analyzer.class_hints.get((ctx.classes[-1], attr)) == P.HOST
+    return False
+
+
+def _params(fn: cst.FunctionDef):
+    params = fn.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
 def _guarded_by(facts: FunctionFacts, node: cst.CSTNode, twin: str) -> str | None:
     """The test of an `if` (or `x if t else y`) around `node` that reads `twin`, else None:
     `if meta.qsl_cpu is not None: ... else: qsl.tolist()` must not read the twin."""
@@ -316,7 +350,7 @@ def _guarded_by(facts: FunctionFacts, node: cst.CSTNode, twin: str) -> str | Non
     parent = facts.parent_of(current)
     while parent is not None and not isinstance(parent, cst.FunctionDef):
         if isinstance(parent, (cst.If, cst.IfExp, cst.While)) and current is not parent.test \
-                and twin in {dotted(n) for n in _names_in(parent.test)}:
+                and facts.aliases(twin) & {dotted(n) for n in _names_in(parent.test)}:
             return code(parent.test)
         current, parent = parent, facts.parent_of(parent)
     return None
