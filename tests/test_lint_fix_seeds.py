@@ -110,6 +110,11 @@ INVALID = [
      "    mask_cpu = mask.cpu()\n    alias.fill_(True)\n    return x[mask]\n", "SYN101", "through `alias`"),
     ("aliasing-write-through-view", "def f(x: torch.Tensor, mask: torch.Tensor):\n    mask_cpu = mask.cpu()\n"
      "    head = mask[:2]\n    head.zero_()\n    return x[mask]\n", "SYN101", "through `head`"),
+    ("written-by-a-collective", "import torch.distributed as dist\n"
+     "def f(t: torch.Tensor, t_cpu: torch.Tensor):\n    dist.all_reduce(t)\n    return t.item()\n",
+     "SYN201", "`t` is written after `t_cpu` was made (`dist.all_reduce(t)`)"),
+    ("passed-to-a-helper", "def f(x: torch.Tensor, mask: torch.Tensor):\n    mask_cpu = mask.cpu()\n"
+     "    refine(mask)\n    return x[mask]\n", "SYN101", "`mask` is written after"),
     ("twin-is-the-device-value", "def f(x: torch.Tensor, mask: torch.Tensor):\n    mask_cpu = mask\n"
      "    return x[mask]\n", "SYN101", "is `mask` itself"),
     ("twin-is-a-different-object", "def f(x: torch.Tensor, mask: torch.Tensor, other):\n    mask_cpu = other.cpu()\n"

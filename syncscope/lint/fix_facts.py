@@ -29,6 +29,16 @@ TENSOR_ATTRIBUTES = frozenset(
 TENSOR_OPERATORS = (cst.Subtract, cst.Divide, cst.FloorDivide, cst.Modulo, cst.BitAnd, cst.BitOr, cst.BitXor,
                     cst.MatrixMultiply, cst.Power)
 ORDERING = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual)
+# Calls that write into the tensors they are given (collectives), and callees known not to.
+COLLECTIVES = frozenset(
+    "all_reduce all_gather all_gather_into_tensor reduce_scatter reduce_scatter_tensor broadcast reduce "
+    "scatter gather send recv isend irecv all_to_all all_to_all_single".split()
+)
+PURE_ROOTS = frozenset({"torch", "np", "numpy", "math", "F", "nn"})
+PURE_BUILTINS = frozenset(
+    "len int float bool str repr print isinstance max min sum list tuple range enumerate zip sorted any all abs "
+    "round hash id type getattr hasattr".split()
+)
 _EMPTY_MODULE = cst.Module(body=[])
 
 
@@ -223,8 +233,18 @@ class _Collector(cst.CSTVisitor):
                 base = _views(func.value)  # `x.fill_(0)`, `x[1:].zero_()`, `x.copy_(y)`
                 if base is not None:
                     self._write(base, node)
+        callee = dotted(func) or ""
+        parts = callee.split(".")
+        passes_on = parts[-1] in COLLECTIVES or (
+            isinstance(func, cst.Name) and callee not in PURE_BUILTINS)  # a helper may write what it gets
+        if parts[0] in PURE_ROOTS and parts[-1] not in COLLECTIVES:
+            passes_on = False
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "out":
+                base = _views(arg.value)
+                if base is not None:
+                    self._write(base, node)
+            elif passes_on and arg.keyword is None:
                 base = _views(arg.value)
                 if base is not None:
                     self._write(base, node)
