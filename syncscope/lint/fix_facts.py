@@ -102,15 +102,35 @@ class FunctionFacts:
             current = todo.pop()
             for other, bindings in self.bindings.items():
                 for binding in bindings:
-                    if other not in found and _views(binding.value) == current:
+                    if other not in found and self.views(binding.value) == current:
                         found.add(other)
                         todo.append(other)
                     if other == current:
-                        source = _views(binding.value)
+                        source = self.views(binding.value)
                         if source is not None and source not in found:
                             found.add(source)
                             todo.append(source)
         return found
+
+
+    def views(self, value: cst.BaseExpression | None) -> str | None:
+        """`_views`, except that indexing with a boolean mask makes a copy, not a view."""
+        if isinstance(value, cst.Subscript) and any(
+                isinstance(e.slice, cst.Index) and self.is_mask(e.slice.value) for e in value.slice):
+            return None
+        return _views(value)
+
+    def is_mask(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A boolean mask, by its making: a comparison, `~m`, or a name bound only to masks."""
+        if isinstance(node, cst.Comparison) or (
+                isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.BitInvert, cst.Not))):
+            return True
+        if isinstance(node, cst.Name) and depth < 4:
+            if "mask" in node.value.lower():
+                return True
+            values = [b.value for b in self.bindings.get(node.value, ()) if b.value is not None]
+            return bool(values) and all(self.is_mask(v, depth + 1) for v in values)
+        return False
 
 
 def _views(value: cst.BaseExpression | None) -> str | None:
