@@ -203,12 +203,12 @@ class HostBuilder:
 def check_pair(ctx, facts: FunctionFacts, name: str, twin: str, use: int) -> tuple[bool, str]:
     """(proven, why unsafe) for using `twin` in place of `name` at position `use`; raises
     Refused when the twin cannot stand for the value."""
+    if any(b.start <= use <= b.index for b in facts.bindings.get(twin, ())):
+        raise _NoTwin()  # the use makes the twin (`x_cpu = x.cpu()`): nothing to read instead
     for one in (name, twin):
         if facts.times_bound(one) > 1:
             raise Refused(f"`{one}` is bound more than once in this function")
     name_b, twin_b = facts.bound_once(name), facts.bound_once(twin)
-    if twin_b is not None and twin_b.start <= use <= twin_b.index:
-        raise _NoTwin()  # the use makes the twin (`x_cpu = x.cpu()`): nothing to read instead
     if twin_b is not None and twin_b.index > use:
         raise Refused(f"`{twin}` is made after this line")
     made = max(twin_b.index if twin_b else -1, name_b.index if name_b else -1)
