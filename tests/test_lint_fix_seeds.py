@@ -61,6 +61,11 @@ VALID = [
      "    return torch.repeat_interleave(x, lens)\n", "SYN104", "unsafe",
      "def f(x: torch.Tensor, common):\n    qsl_cpu = common.qsl_cpu\n    n = qsl_cpu.max()\n    lens = common.qsl[1:] - common.qsl[:-1]\n"
      "    return torch.repeat_interleave(x, lens, output_size=int((qsl_cpu[1:] - qsl_cpu[:-1]).sum()))\n"),
+    ("repeats-copied-from-a-host-list",  # vLLM's flashinfer `_make_xqa_ragged_draft_block_mask`
+     "def f(q_lens: list[int], device):\n    q_lens_t = torch.tensor(q_lens, device=device)\n"
+     "    return torch.repeat_interleave(q_lens_t, q_lens_t)\n", "SYN104", "safe",
+     "def f(q_lens: list[int], device):\n    q_lens_t = torch.tensor(q_lens, device=device)\n"
+     "    return torch.repeat_interleave(q_lens_t, q_lens_t, output_size=sum(q_lens))\n"),
     # reads on the host twin
     ("item-proven", "def f(n_cpu: torch.Tensor):\n    n = n_cpu.cuda()\n    return n.item()\n", "SYN201", "safe",
      "def f(n_cpu: torch.Tensor):\n    n = n_cpu.cuda()\n    return n_cpu.item()\n"),
@@ -140,6 +145,9 @@ INVALID = [
      "    reps += 1\n    return torch.repeat_interleave(x, reps)\n", "SYN104", "`reps` is written"),
     ("repeats-twin-of-another-shape", "def f(x: torch.Tensor, reps: torch.Tensor):\n    reps_cpu = reps[1:].cpu()\n"
      "    return torch.repeat_interleave(x, reps)\n", "SYN104", "another shape"),
+    ("repeats-host-list-changed-after-copy", "def f(q_lens: list[int], device):\n"
+     "    q_lens_t = torch.tensor(q_lens, device=device)\n    q_lens[0] = 0\n"
+     "    return torch.repeat_interleave(q_lens_t, q_lens_t)\n", "SYN104", "no host copy of `q_lens_t`"),
     ("tolist-twin-different-object", "def f(lens: torch.Tensor, other: torch.Tensor):\n    lens_cpu = other.cpu()\n"
      "    return lens.tolist()\n", "SYN202", "a different object"),
     ("item-attribute-twin-written", "def step(self):\n    self.n_cpu.fill_(0)\n    return self.n.item()\n",

@@ -127,7 +127,11 @@ def _binding_fix(ctx, value: cst.Name) -> Offer:
 def output_size_fix(ctx, call: cst.Call, repeats: cst.BaseExpression) -> Offer:
     hosted = host_form(ctx, repeats)
     if hosted is None:
-        return _no_twin(ctx, repeats)
+        total = _host_total(ctx, repeats)
+        if total is None:
+            return _no_twin(ctx, repeats)
+        return Offer(Fix("safe", f"pass `output_size={total}` (`{code(repeats)}` is a copy of that host data, made here)",
+                         lambda: (call, add_keyword(call, "output_size", total))))
     if isinstance(hosted, str):
         return Offer(why_not=hosted)
     if hosted.untyped:
@@ -160,6 +164,46 @@ def add_keyword(call: cst.Call, keyword: str, value: str) -> cst.Call:
             first_line=cst.TrailingWhitespace(), indent=closing.indent, last_line=closing.last_line)),
     ))
     return call.with_changes(args=args)
+
+
+def _host_total(ctx, repeats: cst.BaseExpression) -> str | None:
+    """`reps = torch.tensor(lens, device=d)` (or `lens_t.to(d)`) with host `lens` in scope: the
+    total the output size needs is on the host already (`sum(lens)`). None otherwise."""
+    from . import provenance as P
+    from .fix_twins import _written, copy_source
+
+    facts = facts_for(ctx)
+    if facts is None or not isinstance(repeats, cst.Name):
+        return None
+    binding = facts.bound_once(repeats.value)
+    if binding is None or not isinstance(binding.value, cst.Call) or binding.index > facts.position(repeats):
+        return None
+    made = binding.value
+    source = None
+    name = ctx.resolve(made.func) or dotted(made.func) or ""
+    if name in ("torch.tensor", "torch.as_tensor") and made.args and made.args[0].keyword is None \
+            and any(a.keyword is not None and a.keyword.value == "device" for a in made.args):
+        source = made.args[0].value
+    elif copy_source(made, to_host=False) is not None:
+        source = copy_source(made, to_host=False)
+    host = dotted(source) if source is not None else None
+    if host is None or facts.times_bound(host) > 1 or _written(facts, host, -1) \
+            or _written(facts, repeats.value, binding.index):
+        return None
+    where = ctx.env.get(host)
+    if where == P.PY or _annotated_list(facts, host):
+        return f"sum({host})"
+    if where == P.HOST:
+        return f"int({host}.sum())"
+    return None
+
+
+def _annotated_list(facts, name: str) -> bool:
+    fn = facts.node
+    for param in [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]:
+        if param.name.value == name and param.annotation is not None:
+            return code(param.annotation.annotation).split("[", 1)[0] in ("list", "List", "tuple", "Tuple", "Sequence")
+    return False
 
 
 BOUND_USES = frozenset({"max", "amax"})
