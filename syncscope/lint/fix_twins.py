@@ -32,15 +32,39 @@ _INLINE_DEPTH = 3
 _facts_cache: list = []  # [(function node, facts)]: the last function asked about
 
 
+MAX_STATEMENTS = 3000  # larger functions (generated code) are not walked again for a fix
+
+
 def facts_for(ctx) -> FunctionFacts | None:
+    """The function's facts, computed once per function; None for a function too large (the
+    walk visits every node: a 50,000-line function would cost seconds for one finding)."""
     fn = getattr(ctx, "node", None)
     if fn is None:
         return None
     if _facts_cache and _facts_cache[0][0] is fn:
         return _facts_cache[0][1]
-    facts = collect(fn)
+    facts = None if too_large(fn) else collect(fn)
     _facts_cache[:] = [(fn, facts)]
     return facts
+
+
+def too_large(fn: cst.FunctionDef) -> bool:
+    count, todo = 0, [fn.body]
+    while todo:
+        block = todo.pop()
+        body = getattr(block, "body", ())
+        if not isinstance(body, (list, tuple)):
+            body = [body]
+        for stmt in body:
+            count += 1
+            if count > MAX_STATEMENTS:
+                return True
+            for name in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, name, None)
+                if isinstance(inner, cst.BaseSuite) or isinstance(inner, (cst.Else, cst.Finally, cst.If)):
+                    todo.append(inner)
+            todo.extend(getattr(stmt, "handlers", ()))
+    return False
 
 
 @dataclass
