@@ -95,7 +95,8 @@ def test_a_suppression_of_a_code_that_names_nothing_is_a_warning_and_suppresses_
     # `SYN2O1` is one unknown code: not `SYN2` (which would suppress every SYN2xx rule) and junk
     assert lines == [
         "model.py:6:1: SYN900 `# noqa` of 'SYN2O1' names no rule; did you mean 'SYN201'?",
-        "model.py:6:19: SYN201 `y.sum().item()` copies a device value to the host and waits for the GPU (keep a host mirror of it)",
+        "model.py:6:19: SYN201 `y.sum().item()` copies a device value to the host and waits for the GPU (keep a host mirror of it)"
+        "; no fix: no host copy of `y.sum()` in scope",  # a fixable rule says whether it has a fix (issue 27)
     ], lines
 
 

@@ -31,6 +31,10 @@ def register(app: typer.Typer) -> None:
         fix: bool = typer.Option(False, "--fix", help="Apply safe fixes."),
         unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply unsafe fixes (with --fix or --diff)."),
         diff: bool = typer.Option(False, "--diff", help="Show the fixes as a diff; change nothing."),
+        verify: bool = typer.Option(False, "--verify", help="With --fix: keep only the fixes that running `-- CMD` under `syncscope run` proves (same output, sync gone)."),
+        verify_device: str = typer.Option("sim", "--verify-device", help="--verify: the device `syncscope run` uses (sim, cuda, auto)."),
+        verify_mask: Optional[str] = typer.Option(None, "--verify-mask", metavar="REGEX", help="--verify: text masked before outputs are compared (default: numbers with a fraction, i.e. timings)."),
+        verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", help="--verify: seconds each run of the command may take."),
         all_functions: Optional[bool] = typer.Option(None, "--all-functions/--hot-functions",
                                                      help="Lint every function, module and class body (default: skip code that runs once)."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the cache."),
@@ -42,18 +46,34 @@ def register(app: typer.Typer) -> None:
             help="A runtime report (syncscope run): list the findings it confirmed first, and the runtime sites no rule caught."),
     ) -> None:
         """Find host<->GPU synchronizations in source code, statically."""
+        command = None
+        if verify:  # `lint PATHS --fix --verify -- CMD...`: CMD is what follows the first `--`
+            command = _after_double_dash(paths or [])
+            paths = (paths or [])[: len(paths or []) - len(command)]
         code = run_lint(
             paths or ["."], select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
             output_format=output_format, output_file=output_file, statistics=statistics, exit_zero=exit_zero,
             fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, all_functions=all_functions, use_cache=not no_cache,
             config_file=config_file, jobs=jobs, progress=not no_progress, confirm_report=confirm_report,
+            verify_command=command, verify_device=verify_device, verify_mask=verify_mask, verify_timeout=verify_timeout,
         )
         raise typer.Exit(code)
 
 
+def _after_double_dash(positional: list[str]) -> list[str]:
+    """The arguments after `--` on the command line (click hands them over as positional
+    arguments): the trailing part of `positional` that sys.argv shows after its first `--`."""
+    argv = sys.argv
+    if "--" not in argv:
+        return []
+    tail = argv[argv.index("--") + 1:]
+    return tail if tail and positional[-len(tail):] == tail else []
+
+
 def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, output_format="text",
              output_file=None, statistics=False, exit_zero=False, fix=False, unsafe_fixes=False, diff=False,
-             all_functions=None, use_cache=True, config_file=None, jobs=None, progress=True, confirm_report=None) -> int:
+             all_functions=None, use_cache=True, config_file=None, jobs=None, progress=True, confirm_report=None,
+             verify_command=None, verify_device="sim", verify_mask=None, verify_timeout=None) -> int:
     """The whole command; returns the exit code (0 clean, 1 findings, 2 error)."""
     import os
 
@@ -86,7 +106,24 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         if bar:
             bar.close()
 
-    if fix or diff:
+    if verify_command is not None:
+        if not fix or diff:
+            print("syncscope lint: --verify goes with --fix (and not --diff)", file=sys.stderr)
+            return 2
+        from syncscope.lint.fix_verify import DEFAULT_MASK, VerifyError, verify_fixes, write_table
+
+        try:
+            candidates = verify_fixes(lint_run.findings, config, unsafe_fixes, verify_command, device=verify_device,
+                                      mask=verify_mask or DEFAULT_MASK, timeout=verify_timeout,
+                                      log=lambda text: print(text, file=sys.stderr))
+        except VerifyError as error:
+            print(f"syncscope lint: {safe_text(error)}", file=sys.stderr)
+            return 2
+        write_table(candidates, SafeStream(sys.stdout))
+        kept = {(c.path, c.code, c.line) for c in candidates if c.status == "kept"}
+        if kept and _apply_fixes(lint_run, config, unsafe_fixes, write=True, only=kept):
+            lint_run = lint_paths(paths, config, jobs=jobs, use_cache=use_cache)
+    elif fix or diff:
         changed = _apply_fixes(lint_run, config, unsafe_fixes, write=fix and not diff)
         if diff:
             return 1 if changed and not exit_zero else 0
@@ -118,9 +155,12 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         elif output_format == "json":
             output.write_json(findings, stream)
         elif output_format == "sarif":
+            from syncscope.lint.fix_sarif import WithFixes, sarif_fixes
             from syncscope.report.sarif import write_sarif
 
-            write_sarif(findings, stream, rules=output.sarif_rules(), tool_version=_version(),
+            fixes = sarif_fixes(findings, lint_run.abs_paths, config)
+            records = [WithFixes(f, fixes.get((f.site.path, f.code, f.site.line))) for f in findings]
+            write_sarif(records, stream, rules=output.sarif_rules(), tool_version=_version(),
                         information_uri="https://github.com/syncscope/syncscope",
                         root_uri="file://" + os.path.abspath(config.root))
         elif output_format == "github":
@@ -145,11 +185,13 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
     return 1 if failing and not exit_zero else 0
 
 
-def _apply_fixes(lint_run, config, unsafe: bool, write: bool) -> int:
+def _apply_fixes(lint_run, config, unsafe: bool, write: bool, only=None) -> int:
     from syncscope.lint.fixes import fix_file, unified_diff
 
     wanted: dict[str, set[tuple[str, int]]] = {}
     for f in lint_run.findings:
+        if only is not None and (f.site.path, f.code, f.site.line) not in only:
+            continue
         if f.fix == "safe" or (f.fix == "unsafe" and unsafe):
             wanted.setdefault(f.site.path, set()).add((f.code, f.site.line))
     total = 0

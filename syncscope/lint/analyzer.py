@@ -91,7 +91,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if self.is_cold(node, outer.classes):
             self.skip_subtree(index)
             return
-        ctx = FunctionContext(self, qualname, outer.classes, aliases=outer.aliases)
+        ctx = FunctionContext(self, qualname, outer.classes, aliases=outer.aliases, node=node)
         if outer.kind == "function":  # a closure sees its enclosing function's names
             ctx.env = dict(outer.env)
             ctx.bools = set(outer.bools)

@@ -14,6 +14,7 @@ Keys (all optional; kebab-case as in Ruff):
     twin-suffixes                     what `--fix` looks for as a host copy of a device value
     syncing-properties                `Type.attr` / `name.attr` reads that sync (SYN301)
     syncing-functions                 qualified names / `Type.method` calls that sync (SYN302)
+    upper-bounds                      {syncing property = host upper bound}: what `--fix` reads instead
     cross-file                        the one-level helper rule (SYN601), default true
     cache-dir                         default ".syncscope_cache" in the project root
 """
@@ -50,6 +51,8 @@ DEFAULT_SYNCING_PROPERTIES = [
     "common_attn_metadata.seq_lens_cpu",
     "common_attn_metadata.num_computed_tokens_cpu",
 ]
+# a syncing property -> the host upper bound its class offers (seed PR 40654)
+DEFAULT_UPPER_BOUNDS = {"seq_lens_cpu": ["seq_lens_cpu_upper_bound"]}
 DEFAULT_HOST_ONLY_PATHS = ["cpu.py", "cpu_*.py", "*_cpu.py", "*_cpu_*.py", "amx_*.py"]
 DEFAULT_EXCLUDE = [
     ".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".tox", ".nox", ".eggs", "build", "dist",
@@ -84,6 +87,7 @@ class LintConfig:
     twin_suffixes: list[str] = field(default_factory=lambda: list(DEFAULT_TWIN_SUFFIXES))
     syncing_properties: list[str] = field(default_factory=lambda: list(DEFAULT_SYNCING_PROPERTIES))
     syncing_functions: list[str] = field(default_factory=list)
+    upper_bounds: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_UPPER_BOUNDS))
     cross_file: bool = True
     cache_dir: str = ".syncscope_cache"
     root: str = field(default=".", metadata={"derived": True})
@@ -150,7 +154,7 @@ class LintConfig:
         """What the per-file analysis depends on (the cache key). Selection and ignores are
         applied afterwards, so changing them reuses the cache."""
         keys = ("skip_functions", "extend_skip_functions", "skip_classes", "all_functions", "host_suffixes",
-                "device_suffixes", "twin_suffixes", "syncing_properties", "syncing_functions", "cross_file")
+                "device_suffixes", "twin_suffixes", "syncing_properties", "syncing_functions", "cross_file", "upper_bounds")
         data = {k: getattr(self, k) for k in keys}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

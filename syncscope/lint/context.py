@@ -78,6 +78,7 @@ class FunctionContext:
     once_depth: int = 0
     # inside `if key not in CACHE:` / a memoized function of configuration values: runs once
     cold_depth: int = 0
+    node: Any = None  # the FunctionDef being walked (what --fix's twin search reads)
 
     # -- questions rules ask -------------------------------------------------------------
     @property
@@ -186,9 +187,15 @@ class FunctionContext:
         return None
 
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
-               subject: cst.BaseExpression | None = None, fix: Fix | None = None) -> None:
+               subject: cst.BaseExpression | None = None, fix: Fix | None = None,
+               no_fix: str | None = None) -> None:
         if self.passive or self.cold_depth:
             return
+        # every finding of a rule that can fix says what its fix changes, or why there is none
+        if fix is not None:
+            message = f"{message}; fix ({fix.applicability}): {fix.title}"
+        elif no_fix:
+            message = f"{message}; no fix: {no_fix}"
         # inside `if x is None: x = ...` or a memoized function: not reported here, but still a
         # sync for whoever calls this function (wholeprogram.py)
         latent = bool(self.once_depth)

@@ -37,9 +37,9 @@ def fix_file(path: str, rel: str, wanted: set[tuple[str, int]], config, unsafe: 
         line = place(raw, analyzer.spans, lines, analyzer.module)[0]
         if (raw.code, line) not in wanted:
             continue
-        target, replacement = raw.fix.build()
-        if id(target) not in replacements:
-            replacements[id(target)] = replacement
+        built = raw.fix.build()  # one (target, replacement), or a list of them
+        for target, replacement in built if isinstance(built, list) else [built]:
+            replacements.setdefault(id(target), replacement)
     if not replacements:
         return None
     new_module = analyzer.module.visit(_Replace(replacements))

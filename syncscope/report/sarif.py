@@ -88,6 +88,9 @@ def _result(record, rule_index: int) -> dict:
         "locations": [location],
         "partialFingerprints": {FINGERPRINT_KEY: record.fingerprint},
     }
+    fixes = getattr(record, "fixes", None)
+    if fixes:  # the linter's `fix` objects: a description and the text replacement
+        result["fixes"] = fixes
     chain = getattr(record, "chain", ())
     if chain:  # whole-program findings: the calls down to the sync, as GitHub draws them
         steps = [_step_location(path, line, function, note, index)

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from .. import provenance as P
-from ._common import show, twin_fix
+from ..fix_offers import mask_fix
+from ._common import show
 from .base import Invalid, Rule
 
 
@@ -43,10 +44,11 @@ class DeviceMaskIndex(Rule):
         for value, where in ctx.analyzer.index_where(node, ctx):
             if value is None or P.known_host(where) or not ctx.is_bool(value):
                 continue
+            offer = mask_fix(ctx, value)
             ctx.report(
                 self, node,
                 f"`{show(node, ctx)}` indexes with a boolean mask that may be on the device; "
                 "the host waits for the GPU to count it (index with a host mask)",
-                subject=value, fix=twin_fix(ctx, value),
+                subject=value, fix=offer.fix, no_fix=offer.why_not,
             )
             return

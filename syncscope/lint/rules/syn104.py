@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from .. import provenance as P
-from ._common import add_keyword, show
-from .base import Fix, Invalid, Rule
+from ..fix_offers import output_size_fix
+from ._common import show
+from .base import Invalid, Rule
 
 
 class RepeatInterleaveWithoutOutputSize(Rule):
@@ -55,16 +56,10 @@ class RepeatInterleaveWithoutOutputSize(Rule):
             return
         if source is not None and source[1] == P.HOST:
             return
-        fix = None
-        twin = ctx.host_twin(repeats[0])
-        if twin is not None:
-            name, _ = twin
-            # the total on the host is exactly the output length; still a convention, so unsafe
-            fix = Fix("unsafe", f"pass `output_size` computed from `{name}`",
-                      lambda: (call.node, add_keyword(call.node, "output_size", f"int({name}.sum())")))
+        offer = output_size_fix(ctx, call.node, repeats[0])
         ctx.report(
             self, call.node,
             f"`{show(call.node.func, ctx)}` with tensor repeats `{show(repeats[0], ctx)}` and no "
             "`output_size` reads the repeats back to size the output (pass `output_size=`)",
-            anchor="repeat_interleave", subject=repeats[0], fix=fix,
+            anchor="repeat_interleave", subject=repeats[0], fix=offer.fix, no_fix=offer.why_not,
         )

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from .. import provenance as P
-from ._common import show, twin_fix
+from ..fix_offers import read_fix
+from ._common import show
 from .base import Invalid, Rule
 
 
@@ -41,9 +42,10 @@ class ItemOnDevice(Rule):
     def on_call(self, ctx, call):
         if call.args or not P.maybe_device(call.receiver_where):
             return
+        offer = read_fix(ctx, call.receiver)
         ctx.report(
             self, call.node,
             f"`{show(call.receiver, ctx)}.item()` copies a device value to the host and waits for "
             "the GPU (keep a host mirror of it)",
-            anchor=".item(", subject=call.receiver, fix=twin_fix(ctx, call.receiver),
+            anchor=".item(", subject=call.receiver, fix=offer.fix, no_fix=offer.why_not,
         )

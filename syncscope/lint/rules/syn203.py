@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from .. import provenance as P
 from ..devices import copy_target, is_non_blocking
-from ._common import show, twin_fix
+from ..fix_offers import Offer, read_fix
+from ._common import show
 from .base import Invalid, Rule
 
 
@@ -39,19 +40,19 @@ class BlockingCopyToHost(Rule):
         if call.method == "cpu":
             if not P.maybe_device(call.receiver_where):
                 return
-            what, fix = ".cpu()", twin_fix(ctx, call.receiver, replace=call.node)
+            what, offer = ".cpu()", read_fix(ctx, call.receiver, call.node, "cpu")
         elif call.method == "to":
             if not P.maybe_device(call.receiver_where) or copy_target(call, ctx) != P.HOST:
                 return
-            what, fix = ".to(cpu)", None
+            what, offer = ".to(cpu)", Offer()
         else:  # dst.copy_(src): a host destination filled from a device source
             if call.receiver_where != P.HOST or not call.args or not P.is_tensor_like(call.args[0][1]):
                 return
-            what, fix = ".copy_()", None
+            what, offer = ".copy_()", Offer()
         ctx.report(
             self, call.node,
             f"`{show(call.receiver, ctx)}{what}` is a blocking device->host copy: the host waits "
             "for the GPU (keep a host mirror, or copy with non_blocking=True and an event)",
             anchor="." + call.method + "(", subject=call.receiver if call.method != "copy_" else call.args[0][0],
-            fix=fix,
+            fix=offer.fix, no_fix=offer.why_not,
         )

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from .. import provenance as P
+from ..fix_offers import read_fix
 from ._common import show
 from .base import Rule
 
@@ -13,6 +14,7 @@ class NumpyOnDevice(Rule):
     code = "SYN204"
     name = "numpy-on-device"
     summary = "`.numpy(force=True)` (or `.numpy()`) on a device tensor"
+    fix_applicability = "sometimes"
     METHODS = frozenset({"numpy"})
 
     VALID = [
@@ -28,8 +30,9 @@ class NumpyOnDevice(Rule):
         force = call.kwarg("force")
         forced = force is not None and not (hasattr(force, "value") and force.value == "False")
         if call.receiver_where == P.DEVICE or (forced and P.maybe_device(call.receiver_where)):
+            offer = read_fix(ctx, call.receiver, call.node, "numpy")
             ctx.report(
                 self, call.node,
                 f"`{show(call.receiver, ctx)}.numpy()` copies a device tensor to the host and waits for the GPU",
-                anchor=".numpy(", subject=call.receiver,
+                anchor=".numpy(", subject=call.receiver, fix=offer.fix, no_fix=offer.why_not,
             )

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from .. import provenance as P
+from ..fix_offers import read_fix
 from ._common import show
 from .base import Rule
 
@@ -11,6 +12,7 @@ class ScalarConversionOfTensor(Rule):
     code = "SYN205"
     name = "scalar-conversion-of-tensor"
     summary = "`int()` / `float()` / `bool()` of a tensor"
+    fix_applicability = "sometimes"
     FUNCTIONS = frozenset({"int", "float", "bool", "complex"})
 
     VALID = [
@@ -30,8 +32,9 @@ class ScalarConversionOfTensor(Rule):
         arg, where = call.args[0]
         if not P.is_tensor_like(where):
             return
+        offer = read_fix(ctx, arg)
         ctx.report(
             self, call.node,
             f"`{call.qualname}({show(arg, ctx)})` reads a tensor value on the host and waits for the GPU",
-            anchor=call.qualname + "(", subject=arg,
+            anchor=call.qualname + "(", subject=arg, fix=offer.fix, no_fix=offer.why_not,
         )

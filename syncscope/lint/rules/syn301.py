@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from ..imports import dotted
+from ..fix_offers import bound_fix
 from ._common import owner_matches
 from .base import Rule
 
@@ -14,6 +15,7 @@ class SyncingPropertyRead(Rule):
     code = "SYN301"
     name = "syncing-property-read"
     summary = "Reading a property that copies from the device (e.g. `seq_lens_cpu`)"
+    fix_applicability = "sometimes"
     ATTRIBUTES = True
 
     VALID = [
@@ -35,10 +37,11 @@ class SyncingPropertyRead(Rule):
         attr = node.attr.value
         for owner, name in self.patterns:
             if name == attr and owner_matches(ctx, node.value, owner):
+                offer = bound_fix(ctx, node)
                 ctx.report(
                     self, node,
                     f"`{dotted(node.value) or '...'}.{attr}` is a property that copies from the device on "
                     "every read (a hidden sync; use a host-computed value)",
-                    anchor="." + attr,
+                    anchor="." + attr, fix=offer.fix, no_fix=offer.why_not,
                 )
                 return
