@@ -110,14 +110,14 @@ def test_bad_config_is_an_error(tmp_path):
 def test_cache_reuses_and_invalidates_on_change(tmp_path):
     config, path = _project(tmp_path, "")
     other = tmp_path / "pkg" / "other.py"
-    other.write_text("import torch\ndef f(x: torch.Tensor):\n    return x\n")
+    other.write_text("import torch\ndef forward(x: torch.Tensor):\n    return x\n")
     first = lint_paths([str(tmp_path / "pkg")], config)
     assert (first.parsed, first.cached) == (2, 0)
     assert os.path.isdir(tmp_path / ".syncscope_cache")
     second = lint_paths([str(tmp_path / "pkg")], config)
     assert (second.parsed, second.cached) == (0, 2)
     assert [f.fingerprint for f in second.findings] == [f.fingerprint for f in first.findings]
-    other.write_text("import torch\ndef f(x: torch.Tensor):\n    return x.cpu()\n")
+    other.write_text("import torch\ndef forward(x: torch.Tensor):\n    return x.cpu()\n")
     third = lint_paths([str(tmp_path / "pkg")], config)
     assert (third.parsed, third.cached) == (1, 1)
     assert "SYN203" in codes(third)

@@ -33,6 +33,9 @@ def register(app: typer.Typer) -> None:
         diff: bool = typer.Option(False, "--diff", help="Show the fixes as a diff; change nothing."),
         all_functions: Optional[bool] = typer.Option(None, "--all-functions/--hot-functions",
                                                      help="Lint every function, module and class body (default: skip code that runs once)."),
+        include_cold: Optional[bool] = typer.Option(
+            None, "--include-cold/--per-step-only",
+            help="Also report syncs in code that does not run every step (start-up, loading, debug switches, other platforms), marked cold."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the cache."),
         config_file: Optional[str] = typer.Option(None, "--config", help="A pyproject.toml, or a TOML file with a lint table, to read."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: CPU count)."),
@@ -47,13 +50,15 @@ def register(app: typer.Typer) -> None:
             output_format=output_format, output_file=output_file, statistics=statistics, exit_zero=exit_zero,
             fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, all_functions=all_functions, use_cache=not no_cache,
             config_file=config_file, jobs=jobs, progress=not no_progress, confirm_report=confirm_report,
+            include_cold=include_cold,
         )
         raise typer.Exit(code)
 
 
 def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, output_format="text",
              output_file=None, statistics=False, exit_zero=False, fix=False, unsafe_fixes=False, diff=False,
-             all_functions=None, use_cache=True, config_file=None, jobs=None, progress=True, confirm_report=None) -> int:
+             all_functions=None, use_cache=True, config_file=None, jobs=None, progress=True, confirm_report=None,
+             include_cold=None) -> int:
     """The whole command; returns the exit code (0 clean, 1 findings, 2 error)."""
     import os
 
@@ -67,7 +72,8 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         return 2
     root = find_project_root(paths[0] if paths else ".")
     try:
-        overrides = {"select": select, "extend_select": extend_select, "all_functions": all_functions}
+        overrides = {"select": select, "extend_select": extend_select, "all_functions": all_functions,
+                     "include_cold": include_cold}
         config = load_config(root, config_file, overrides)
         if ignore:
             check_selectors("ignore", ignore, "--ignore")
