@@ -241,7 +241,7 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
                     # only the facts: the cached findings stay exactly what they were
                     full = replace(result, **{name: getattr(facts, name) for name in FACT_FIELDS}, has_facts=True)
                 results[rel] = full
-    solved = solve(dict(sorted(results.items())), config.library())  # file order, not the workers' arrival order: the same roots every run
+    solved = solve(dict(sorted(results.items())), config.library(), config.cold_function)  # file order, not the workers' arrival order: the same roots every run
     if cache is not None:
         cache.put_solved(key, solved)
     return solved

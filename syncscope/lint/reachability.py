@@ -57,8 +57,10 @@ def _root_pattern(patterns) -> re.Pattern | None:
 class PerStep:
     """Reachability from the per-step roots over the whole program."""
 
-    def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict) -> None:
+    def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
+                 cold_name=None) -> None:
         self.program = program
+        self.cold_name = cold_name  # config.cold_function: names of code that runs once
         self.library = library
         self.cold = cold_lines(results, guarded)
         self.other_platform = {path: platform_path(path, library) for path in results}
@@ -86,7 +88,11 @@ class PerStep:
 
     def enterable(self, qualname: str) -> bool:
         facts = self.program.functions.get(qualname)
-        if facts is None or not facts.get("hot", True):
+        if facts is None:
+            return False
+        # not hot: named like code that runs once (`skip-functions`), or memoized; a memoized
+        # function still runs its body per key (per step when a tensor is the key)
+        if not facts.get("hot", True) and (self.cold_name is None or self.cold_name(qualname.rsplit(".", 1)[-1])):
             return False
         path = self.program.path_of[qualname]
         if self.other_platform.get(path):
@@ -183,10 +189,11 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
     return found
 
 
-def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict) -> dict[str, tuple] | None:
+def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
+                   cold_name=None) -> dict[str, tuple] | None:
     """qualname -> why (the path from its root) for every per-step function; None when the
     linted code has no per-step root at all (then only cold lines are left out)."""
-    walk = PerStep(program, edges, results, library, guarded)
+    walk = PerStep(program, edges, results, library, guarded, cold_name)
     walk.run()
     if not walk.reached:
         return None  # no per-step root in the linted code (a script, a kernel library): no scope

@@ -468,7 +468,7 @@ def _is_accepted(accepted: dict, root: Root) -> bool:
     return False
 
 
-def solve(results: dict, library=None) -> tuple:
+def solve(results: dict, library=None, cold_name=None) -> tuple:
     """(extra findings per path, host-fed parameters, rules' findings on host return values,
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
@@ -481,6 +481,7 @@ def solve(results: dict, library=None) -> tuple:
     guarded = guarded_lines(program, solver.edges, results)
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
-    functions = per_step_table(program, solver.edges, results, library, guarded) if library is not None else None
+    functions = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
+        if library is not None else None
     scope = {"functions": functions, "cold": guarded}
     return solver.findings(), solver.host_fed(), solver.host_origins(results), scope
