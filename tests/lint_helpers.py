@@ -11,6 +11,10 @@ TEST_SYNCING_FUNCTIONS = ["mylib.sync_all", "Runner.flush"]
 
 def make_config(root, **overrides) -> LintConfig:
     overrides.setdefault("syncing_functions", list(TEST_SYNCING_FUNCTIONS))
+    # the rules' examples are snippets with no per-step root (`forward`, `execute_model`, ...):
+    # they test what a rule flags, so cold code is reported too; tests/test_lint_scope.py tests
+    # the per-step scope with the default (include_cold=False)
+    overrides.setdefault("include_cold", True)
     config = LintConfig(**overrides)
     config.root = str(root)
     return config

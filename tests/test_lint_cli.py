@@ -116,7 +116,7 @@ def test_fix_diff_and_unsafe(project):
     after = (project / "model.py").read_text()
     assert "y = x[mask_cpu]" in after and after.replace("x[mask_cpu]", "x[mask]") == before
     assert "SYN101" not in proc.stdout and "SYN201" in proc.stdout
-    (project / "host_copy.py").write_text("import torch\ndef f(x_cpu: torch.Tensor, device):\n    return x_cpu.to(device)\n")
+    (project / "host_copy.py").write_text("import torch\ndef forward(x_cpu: torch.Tensor, device):\n    return x_cpu.to(device)\n")
     run_cli("host_copy.py", "--fix", cwd=project, check_code=1)  # unsafe: not applied
     assert "non_blocking" not in (project / "host_copy.py").read_text()
     run_cli("host_copy.py", "--fix", "--unsafe-fixes", cwd=project, check_code=0)
@@ -147,7 +147,7 @@ def test_lint_never_imports_torch(project):
 
 def test_fix_keeps_the_file_encoding(project):
     path = project / "latin.py"
-    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\ndef f(x_cpu: torch.Tensor, device):\n"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\ndef forward(x_cpu: torch.Tensor, device):\n"
                      b"    s = '\xe9t\xe9'\n    return x_cpu.to(device)\n")
     run_cli("latin.py", "--fix", "--unsafe-fixes", cwd=project, check_code=0)
     data = path.read_bytes()

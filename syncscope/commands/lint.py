@@ -37,6 +37,9 @@ def register(app: typer.Typer) -> None:
         verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", help="--verify: seconds each run of the command may take."),
         all_functions: Optional[bool] = typer.Option(None, "--all-functions/--hot-functions",
                                                      help="Lint every function, module and class body (default: skip code that runs once)."),
+        include_cold: Optional[bool] = typer.Option(
+            None, "--include-cold/--per-step-only",
+            help="Also report syncs in code that does not run every step (start-up, loading, debug switches, other platforms), marked cold."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the cache."),
         config_file: Optional[str] = typer.Option(None, "--config", help="A pyproject.toml, or a TOML file with a lint table, to read."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: CPU count)."),
@@ -56,6 +59,7 @@ def register(app: typer.Typer) -> None:
             fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, all_functions=all_functions, use_cache=not no_cache,
             config_file=config_file, jobs=jobs, progress=not no_progress, confirm_report=confirm_report,
             verify_command=command, verify_device=verify_device, verify_mask=verify_mask, verify_timeout=verify_timeout,
+            include_cold=include_cold,
         )
         raise typer.Exit(code)
 
@@ -73,7 +77,8 @@ def _after_double_dash(positional: list[str]) -> list[str]:
 def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, output_format="text",
              output_file=None, statistics=False, exit_zero=False, fix=False, unsafe_fixes=False, diff=False,
              all_functions=None, use_cache=True, config_file=None, jobs=None, progress=True, confirm_report=None,
-             verify_command=None, verify_device="sim", verify_mask=None, verify_timeout=None) -> int:
+             verify_command=None, verify_device="sim", verify_mask=None, verify_timeout=None,
+             include_cold=None) -> int:
     """The whole command; returns the exit code (0 clean, 1 findings, 2 error)."""
     import os
 
@@ -87,7 +92,8 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         return 2
     root = find_project_root(paths[0] if paths else ".")
     try:
-        overrides = {"select": select, "extend_select": extend_select, "all_functions": all_functions}
+        overrides = {"select": select, "extend_select": extend_select, "all_functions": all_functions,
+                     "include_cold": include_cold}
         config = load_config(root, config_file, overrides)
         if ignore:
             check_selectors("ignore", ignore, "--ignore")

@@ -96,8 +96,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
             ctx.env = dict(outer.env)
             ctx.bools = set(outer.bools)
             ctx.types = dict(outer.types)
-        # `_mask_cpu(...)` works on host data; `async_tensor_h2d(data, ...)` is handed host data
-        host_function = self.hints.where(name) == P.HOST or "h2d" in name.lower()
+        # `async_tensor_h2d(data, ...)` is handed host data. A function named for the host data
+        # it returns (`lens_list(cu_seqlens)`, `_mask_cpu(mask)`) may well make that host copy
+        # from a device argument: its parameters are what its callers pass (their evidence
+        # drops the findings on a parameter every caller passes host data for).
+        host_function = "h2d" in name.lower()
         self._bind_params(node.params, ctx, host_function=host_function)
         memo = [d for d in node.decorators if _decorator_kind(d) == "memo"]
         if memo or _fills_cache(node):

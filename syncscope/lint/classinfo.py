@@ -120,3 +120,24 @@ def _from_value(node: ast.AST) -> P.Place | None:
             if isinstance(pinned, ast.Constant) and pinned.value is True:
                 return P.HOST
     return None
+
+
+def keep_on_cpu_fields(tree) -> frozenset[str]:
+    """Names of the fields a module declares host-only: `image_grid_thw=
+    MultiModalFieldConfig.batched("image", keep_on_cpu=True)` (a keyword of a call, vLLM's
+    `dict(...)` of field configs) or `"image_grid_thw": MultiModalFieldConfig...(keep_on_cpu=True)`
+    (a dict literal). The processor builds them on the host and the runner leaves them there."""
+
+    def host_only(value) -> bool:
+        return isinstance(value, ast.Call) and any(
+            k.arg == "keep_on_cpu" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in value.keywords)
+
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            names.update(k.arg for k in node.keywords if k.arg and host_only(k.value))
+        elif isinstance(node, ast.Dict):
+            names.update(k.value for k, v in zip(node.keys, node.values)
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str) and host_only(v))
+    return frozenset(names)

@@ -90,6 +90,11 @@ class LintConfig:
     upper_bounds: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_UPPER_BOUNDS))
     cross_file: bool = True
     cache_dir: str = ".syncscope_cache"
+    # the per-step scope (reachability.py): more functions that run every step, a project's
+    # own library facts file (library.py), and whether syncs in cold code are reported too
+    hot_roots: list[str] = field(default_factory=list)
+    library_facts: str = ""
+    include_cold: bool = False
     root: str = field(default=".", metadata={"derived": True})
 
     def __post_init__(self) -> None:
@@ -101,6 +106,15 @@ class LintConfig:
         self._cold_classes = (re.compile("|".join(fnmatch.translate(p) for p in self.skip_classes))
                               if self.skip_classes else None)
         self.name_hints = NameHints(self.host_suffixes, self.device_suffixes)
+
+    def library(self):
+        """The library facts (built-in, plus the project's file), loaded once."""
+        from .library import load
+
+        path = self.library_facts
+        if path and not os.path.isabs(path):
+            path = os.path.join(self.root, path)
+        return load(path or None, tuple(self.hot_roots))
 
     def cold_function(self, name: str) -> bool:
         return bool(self._cold and self._cold.match(name))
@@ -154,8 +168,10 @@ class LintConfig:
         """What the per-file analysis depends on (the cache key). Selection and ignores are
         applied afterwards, so changing them reuses the cache."""
         keys = ("skip_functions", "extend_skip_functions", "skip_classes", "all_functions", "host_suffixes",
-                "device_suffixes", "twin_suffixes", "syncing_properties", "syncing_functions", "cross_file", "upper_bounds")
+                "device_suffixes", "twin_suffixes", "syncing_properties", "syncing_functions", "cross_file", "upper_bounds",
+                "hot_roots", "library_facts")
         data = {k: getattr(self, k) for k in keys}
+        data["library_facts"] = _file_digest(self.library_facts, self.root)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -187,6 +203,17 @@ def check_selectors(name: str, value, origin: str) -> None:
         problem = unknown_code(selector)
         if problem:
             raise ConfigError(f"{where}: {problem}")
+
+
+def _file_digest(path: str, root: str) -> str:
+    """A file's content hash ("" for none): editing the library facts invalidates the cache."""
+    if not path:
+        return ""
+    try:
+        with open(path if os.path.isabs(path) else os.path.join(root, path), "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()[:16]
+    except OSError:
+        return "missing"
 
 
 def _longest_match(code: str, prefixes: list[str]) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 import libcst as cst
 
+from . import provenance as P
 from .imports import dotted
 from .rules.base import Fix, Rule
 
@@ -115,7 +116,12 @@ class FunctionContext:
                 return True
             last = name.rsplit(".", 1)[-1] if name else (node.attr.value if isinstance(node, cst.Attribute) else "")
             words = last.lower().strip("_").split("_")
-            return "mask" in words or "masks" in words
+            if "mask" in words or "masks" in words:
+                return True
+            # a tensor named as a predicate (`is_prefill: torch.Tensor`, `valid`, `keep`) is a
+            # boolean mask too; a plain Python flag of that name is not (its where says so)
+            predicate = words[0] in ("is", "has") or bool({"valid", "keep", "selected"} & set(words))
+            return predicate and name is not None and P.is_tensor_like(self.env.get(name, P.UNKNOWN))
         if isinstance(node, cst.Call):
             func = node.func
             if isinstance(func, cst.Attribute):

@@ -41,6 +41,10 @@ class Finding:
     # SYN601/SYN602: the calls from this site down to the line that syncs, each step
     # (path, line, function, note); the last one is the root
     chain: tuple = ()
+    # why it runs every step: the path from a per-step root, ((function, path, line), ...),
+    # root first (reachability.py); empty when the whole-program pass did not run
+    per_step: tuple = ()
+    cold: str | None = None  # why it does not run every step (reported with --include-cold only)
 
     @property
     def rule_id(self) -> str:
@@ -63,14 +67,15 @@ class LintRun:
     cached: int = 0
     skipped: int = 0  # could not contain a finding: not parsed
     internal_errors: list[str] = field(default_factory=list)
+    cold: int = 0  # findings in code that does not run every step (left out unless include_cold)
     texts: dict[str, list[str]] = field(default_factory=dict)  # rel path -> lines, for code frames
     abs_paths: dict[str, str] = field(default_factory=dict)
 
 
 def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None, use_cache: bool = True,
                progress=None) -> LintRun:
-    files = discover(paths, config)
-    run = LintRun(files=len(files))
+    files, report_only = _with_project(paths, config)
+    run = LintRun(files=len(files) if report_only is None else len(report_only))
     cache = Cache(config.root, config.cache_dir, config.analysis_key()) if use_cache else None
     triggers = trigger_pattern(config)
     results: dict[str, RawResult] = {}
@@ -123,12 +128,16 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             cache.put(rel, digest, result, stamp)
         if result.internal_error:
             run.internal_errors.append(f"{rel}: {result.internal_error}")
-    extra, host_params, host_origins = _whole_program(results, digests, cache, config, run.abs_paths) if config.cross_file else ({}, set(), set())
+    extra, host_params, host_origins, per_step = _whole_program(results, digests, cache, config, run.abs_paths) \
+        if config.cross_file else ({}, set(), set(), None)
+    scope = Scope(config, per_step)
     if cache is not None:
         cache.save()
     host_fields = _host_fields(results)
     sites: list[tuple[Site, FileFinding]] = []
     for rel in sorted(results):
+        if report_only is not None and rel not in report_only:
+            continue  # analyzed for its facts only: a file of the project that was not named
         raw = results[rel]
         pending = [f for f in raw.findings
                    if not (f.field and "%s.%s" % f.field in host_fields)
@@ -139,6 +148,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             continue
         pending = [p for p in pending if _is_diagnostic(p.code) or config.enabled(p.code, rel)]
         kept, used = apply_suppressions(pending, suppressions)
+        kept = scope.judge(rel, raw, kept, run)
         if suppressions and config.enabled("SYN900", rel):
             for line, message in unused_suppressions(suppressions, used, lambda c: config.enabled(c, rel)):
                 # Not fixable: `--fix` has no edit for a stale comment, so it must not claim one (issue 28).
@@ -167,8 +177,37 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         seen.add(key)
         numbered_site = by_key.get((site.path, site.line, site.kind, site.function), site)
         run.findings.append(Finding(numbered_site, p.code, p.message, p.level, p.column, p.fix,
-                                    numbered_site.fingerprint(), p.chain))
+                                    numbered_site.fingerprint(), p.chain, p.per_step, p.cold))
     return run
+
+
+def _with_project(paths: list[str], config: LintConfig) -> tuple[list[tuple[str, str]], set[str] | None]:
+    """Files to analyze, and the ones to report on when that is fewer. Files named on their own
+    (a pre-commit hook passes the staged ones) are linted with their whole project, so a call
+    into a helper of another module is found just as a whole-tree run finds it; the other files'
+    facts come from the cache after the first run. The project is the configuration root when
+    it has a pyproject.toml, else the outermost package holding the first file."""
+    given = discover(paths, config)
+    if not config.cross_file or not paths or not all(os.path.isfile(p) for p in paths):
+        return given, None
+    project = _project_of(paths[0], config)
+    if project is None:
+        return given, None
+    whole = dict(discover([project], config))
+    whole.update(given)  # a file named explicitly is linted even where the project excludes it
+    return sorted(whole.items(), key=lambda item: item[1]), {rel for _, rel in given}
+
+
+def _project_of(path: str, config: LintConfig) -> str | None:
+    root = os.path.abspath(config.root)
+    if os.path.isfile(os.path.join(root, "pyproject.toml")):
+        return root
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isfile(os.path.join(directory, "__init__.py")):
+        return None
+    while os.path.isfile(os.path.join(os.path.dirname(directory), "__init__.py")):
+        directory = os.path.dirname(directory)
+    return directory
 
 
 def _whole_program(results: dict, digests: dict, cache: Cache | None, config: LintConfig, abs_paths: dict):
@@ -202,10 +241,63 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
                     # only the facts: the cached findings stay exactly what they were
                     full = replace(result, **{name: getattr(facts, name) for name in FACT_FIELDS}, has_facts=True)
                 results[rel] = full
-    solved = solve(dict(sorted(results.items())))  # file order, not the workers' arrival order: the same roots every run
+    solved = solve(dict(sorted(results.items())), config.library(), config.cold_function)  # file order, not the workers' arrival order: the same roots every run
     if cache is not None:
         cache.put_solved(key, solved)
     return solved
+
+
+class Scope:
+    """Sorts a file's findings into per-step and cold (reachability.py); cold ones are kept
+    only with `include_cold` (or `--all-functions`), marked with why they are cold."""
+
+    def __init__(self, config: LintConfig, scope: dict | None) -> None:
+        from .reachability import ColdLines
+
+        self.config = config
+        self.per_step = scope["functions"] if scope else None
+        self.guarded = scope["cold"] if scope else {}
+        self.library = config.library()
+        self._lines = ColdLines
+        self.keep_cold = config.include_cold or config.all_functions
+
+    def judge(self, rel: str, raw, kept: list, run: LintRun) -> list:
+        from .branches import platform_path
+
+        other = platform_path(rel, self.library)
+        ranges = tuple(raw.branch_cold) + tuple(self.guarded.get(rel, ()))
+        lines = self._lines(ranges) if ranges else None
+        out = []
+        for p in kept:
+            if _is_diagnostic(p.code) or p.code == "SYN900":
+                out.append(p)
+                continue
+            why = f"file for another platform than CUDA (`{other}`)" if other else \
+                (lines.why(p.line) if lines is not None else None)
+            if why is None and self.per_step is not None:
+                path = self._path(raw.module, p.function)
+                if path is None:
+                    why = "not reached from a per-step root"
+                else:
+                    p = p._replace(per_step=path)
+            if why is not None:
+                run.cold += 1
+                if not self.keep_cold:
+                    continue
+                p = p._replace(cold=why)
+            out.append(p)
+        return out
+
+    def _path(self, module: str | None, function: str) -> tuple | None:
+        name = f"{module}.{function}" if module else function
+        while name:
+            found = self.per_step.get(name)
+            if found is not None:
+                return found
+            if "." not in name or name == module:
+                return None
+            name = name.rsplit(".", 1)[0]  # a nested function: its parent's
+        return None
 
 
 def _host_fields(results: dict) -> set[str]:

@@ -374,6 +374,13 @@ class _Scope:
             name = dotted(target)
             if name:
                 self.env[name] = fact
+            if isinstance(value, ast.Call) and dotted(target.value) == "self" and self.classes:
+                # `self.builder = Builder(device)` (no annotation): the class types the field
+                made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
+                if made and made.rsplit(".", 1)[-1][:1].isupper():
+                    self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
+                                                 {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(
+                        target.attr, made)
         elif isinstance(target, ast.Subscript):
             self.eval(target.value)
             self.eval(target.slice)

@@ -31,7 +31,8 @@ def _marker(finding) -> str:
 
 def write_concise(findings, stream: IO[str]) -> None:
     for f in findings:
-        stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}\n")
+        cold = f" [cold: {f.cold}]" if getattr(f, "cold", None) else ""
+        stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}{cold}\n")
 
 
 def chain_root(finding) -> str | None:
@@ -43,6 +44,38 @@ def chain_root(finding) -> str | None:
 def chain_steps(finding) -> list[dict]:
     return [{"path": p, "line": line, "function": function, "note": note}
             for p, line, function, note in getattr(finding, "chain", ())]
+
+
+def _short_function(qualname: str) -> str:
+    parts = qualname.split(".")
+    # `Class.method` when the last but one part is a class (capitalized), else the function
+    return ".".join(parts[-2:]) if len(parts) > 1 and parts[-2][:1].isupper() else parts[-1]
+
+
+def scope_note(finding) -> str:
+    """Why a finding counts: "per step: <root> (path:line) -> a() -> b()", or why it is cold."""
+    cold = getattr(finding, "cold", None)
+    if cold:
+        return f"cold: {cold}"
+    path = getattr(finding, "per_step", ())
+    if not path:
+        return ""
+    root, root_path, root_line = path[0]
+    via = "".join(f" -> {_short_function(q)}()" for q, _, _ in path[1:])
+    return f"per step: from `{_short_function(root)}` ({root_path}:{root_line}){via}"
+
+
+def scope_json(finding) -> dict:
+    cold = getattr(finding, "cold", None)
+    if cold:
+        return {"category": "cold", "cold": cold}
+    path = getattr(finding, "per_step", ())
+    if not path:
+        return {}
+    return {"category": "per-step", "per_step": {
+        "why": scope_note(finding),
+        "root": {"function": path[0][0], "path": path[0][1], "line": path[0][2]},
+        "path": [{"function": q, "path": p, "line": line} for q, p, line in path]}}
 
 
 def write_text(findings, texts: dict[str, list[str]], stream: IO[str]) -> None:
@@ -59,6 +92,9 @@ def write_text(findings, texts: dict[str, list[str]], stream: IO[str]) -> None:
                              f"(chain shown above)\n")
                 continue
         stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}\n")
+        note = scope_note(f)
+        if note:
+            stream.write(f"    = {note}\n")
         lines = texts.get(f.site.path)
         if not lines or not 0 < f.site.line <= len(lines):
             continue
@@ -98,6 +134,7 @@ def write_json(findings, stream: IO[str]) -> None:
             "fingerprint": f.fingerprint,
             "fix": {"applicability": f.fix} if f.fix else None,
             **({"chain": chain_steps(f), "root": chain_root(f)} if getattr(f, "chain", ()) else {}),
+            **scope_json(f),
         }
         for f in findings
     ]
@@ -130,4 +167,7 @@ def summary(run, findings, unsafe_fixes: bool = False) -> str:
         parts.append(f" ({'; '.join(extra)})")
     parts.append(f" in {run.files} file{'s' if run.files != 1 else ''}"
                  f" ({run.parsed} analyzed, {run.cached} cached, {run.skipped} without torch code).")
+    hidden = getattr(run, "cold", 0) - sum(1 for f in findings if getattr(f, "cold", None))
+    if hidden > 0:
+        parts.append(f" {hidden} more in code that does not run every step (`--include-cold`).")
     return "".join(parts)

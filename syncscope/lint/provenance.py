@@ -98,3 +98,19 @@ class NameHints:
         if words[-1] in self.device_words:
             return DEVICE
         return UNKNOWN
+
+
+class FileNameHints(NameHints):
+    """A module's own host names on top of the project's conventions: the multimodal fields a
+    model declares `keep_on_cpu=True` (`num_patches`, `image_grid_thw`) stay on the host
+    wherever the module reads them (classinfo.keep_on_cpu_fields)."""
+
+    def __init__(self, base: NameHints, host_names: frozenset[str]):
+        self.host_words, self.device_words = base.host_words, base.device_words
+        self._memo = {}
+        self.host_names = host_names
+
+    def _classify(self, name: str) -> Place:
+        if name in self.host_names:
+            return HOST
+        return super()._classify(name)

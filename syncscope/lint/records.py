@@ -43,6 +43,10 @@ class FileFinding(NamedTuple):
     param: tuple[str, str] | None = None
     # the name of the call whose result it flags (wholeprogram.py decides with its summary)
     origin: str | None = None
+    # why it runs every step: the path from a per-step root, ((function, path, line), ...), root
+    # first; or why it does not (reachability.py; engine.py's Scope fills both)
+    per_step: tuple = ()
+    cold: str | None = None
 
 
 def diagnostic(code: str, message: str, line: int = 1, column: int = 1, *, level: str = "error",

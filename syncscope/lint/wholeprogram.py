@@ -200,6 +200,7 @@ class Solver:
     def __init__(self, program: Program) -> None:
         self.program = program
         self.edges: dict[str, list[tuple[CallRecord, str, int]]] = {}  # caller -> [(call, target, shift)]
+        self.all_edges = self.edges  # with the calls on cold lines too (where findings are made)
         callers: dict[str, set[str]] = {}
         for qualname, facts in program.functions.items():
             out = []
@@ -381,7 +382,7 @@ class Solver:
                 continue
             path = self.program.path_of[qualname]
             function = qualname[len(_module_prefix(qualname, self.program)):]
-            for call, target, shift in self.edges.get(qualname, ()):
+            for call, target, shift in self.all_edges.get(qualname, ()):
                 callee = self.summaries[target]
                 here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
                 code, chain = None, None
@@ -467,10 +468,20 @@ def _is_accepted(accepted: dict, root: Root) -> bool:
     return False
 
 
-def solve(results: dict) -> tuple[dict[str, list[FileFinding]], set[tuple[str, str]], set[tuple[str, FileFinding]]]:
-    """(extra findings per path, host-fed parameters, rules' findings on host return values)
-    for the whole linted tree."""
+def solve(results: dict, library=None, cold_name=None) -> tuple:
+    """(extra findings per path, host-fed parameters, rules' findings on host return values,
+    the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
+    a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
+    from .reachability import cold_calls_removed, guarded_lines, per_step_table
+
     program = Program(results)
     solver = Solver(program)
+    # calls and syncs on lines that never run on CUDA or while serving do not count, nor those
+    # under a None-guard on a parameter that every caller passes
+    guarded = guarded_lines(program, solver.edges, results)
+    solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
-    return solver.findings(), solver.host_fed(), solver.host_origins(results)
+    functions = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
+        if library is not None else None
+    scope = {"functions": functions, "cold": guarded}
+    return solver.findings(), solver.host_fed(), solver.host_origins(results), scope

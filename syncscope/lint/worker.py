@@ -39,6 +39,11 @@ class RawResult:
     suppressions: dict = field(default_factory=dict)  # line -> [Suppression], see suppress.py
     # "Class.attr" -> where, for attributes this file's classes keep on the host (classinfo.py)
     field_hints: dict = field(default_factory=dict)
+    # the per-step scope (branches.py): line ranges that never run on CUDA or while serving
+    # [(start, end, why)], and per function the method calls on receivers of unknown class
+    branch_cold: tuple = ()
+    dispatch: dict = field(default_factory=dict)
+    guards: dict = field(default_factory=dict)  # function -> [(start, end, parameter)]: runs only if it is None
     internal_error: str | None = None
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
@@ -116,7 +121,8 @@ def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawRes
     return result
 
 
-def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers, hints=None) -> None:
+def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers, hints=None,
+               name_hints=None) -> None:
     from .facts import file_facts
     from .imports import aliases_from_ast
 
@@ -134,7 +140,24 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
         hints = class_hints(tree)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
-    result.functions, result.classes = file_facts(tree, module, aliases, config.name_hints, is_cold)
+    result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
+    from .branches import file_branches
+
+    result.branch_cold, result.dispatch, result.guards = file_branches(tree, module, aliases, config.library())
+
+
+def file_hints(tree, config, text: str):
+    """The project's name conventions, plus the module's own host-only field names."""
+    from .classinfo import keep_on_cpu_fields
+
+    if "keep_on_cpu" not in text:  # the walk costs as much as a parse: only where it can find some
+        return config.name_hints
+    names = keep_on_cpu_fields(tree)
+    if not names:
+        return config.name_hints
+    from .provenance import FileNameHints
+
+    return FileNameHints(config.name_hints, names)
 
 
 def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool = False):
@@ -273,6 +296,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
     registry = registry_for(config)
     aliases = aliases_from_ast(tree, module, is_package)
     hints = class_hints(tree)
+    name_hints = file_hints(tree, config, text)
     lines = text.splitlines(keepends=True)
     plain_lines = text.splitlines()
     trigger = function_trigger(config)
@@ -306,13 +330,14 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
             raise _FallBack()
         spans = spans_of([fn])
         analyzer = ModuleAnalyzer(mini, spans, config, registry, module, is_package)
+        analyzer.hints = name_hints
         analyzer.aliases = aliases
         analyzer.class_hints = hints
         analyzer.run_function(mini.body[0], classes)
         if analyzer.counter != len(spans):
             raise _FallBack()
         _collect(analyzer, spans, plain_lines, result)
-    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers), hints)
+    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers), hints, name_hints)
     return result
 
 
@@ -383,20 +408,23 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config):
         spans, hints = spans_of(tree.body), class_hints(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree, spans, hints = None, None, {}
+    name_hints = file_hints(tree, config, text) if tree is not None else config.name_hints
     analyzer = ModuleAnalyzer(module_node, spans or [], config, registry, module, is_package)
+    analyzer.hints = name_hints
     analyzer.class_hints = hints
     analyzer.run()
     if spans is None or analyzer.counter != len(spans):
         # the ast and libcst statement walks disagree (or ast failed): use libcst's own positions
         spans = _spans_from_libcst(module_node)
         analyzer = ModuleAnalyzer(module_node, spans, config, registry, module, is_package)
+        analyzer.hints = name_hints
         analyzer.class_hints = hints
         analyzer.run()
     result = RawResult()
     _collect(analyzer, spans, text.splitlines(), result)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     if tree is not None:
-        _add_facts(result, tree, module, is_package, config, frozenset(), hints)
+        _add_facts(result, tree, module, is_package, config, frozenset(), hints, name_hints)
     return result, analyzer
 
 

@@ -99,6 +99,14 @@ def _result(record, rule_index: int) -> dict:
         result["codeFlows"] = [{"threadFlows": [{"locations": [
             {"location": {k: v for k, v in step.items() if k != "id"}, "nestingLevel": depth}
             for depth, step in enumerate(steps)]}]}]
+    properties = {}
+    per_step = getattr(record, "per_step", ())
+    if per_step:  # lint findings: the per-step root that reaches the line (syncscope/lint/reachability.py)
+        properties["perStep"] = [{"function": f, "path": p, "line": line} for f, p, line in per_step]
+    if getattr(record, "cold", None):
+        properties["cold"] = record.cold
+    if properties:
+        result["properties"] = properties
     return result
 
 

@@ -25,8 +25,10 @@ class ItemOnDevice(Rule):
         # the class keeps a host copy (filled in another method)
         "import torch\nclass Out:\n    def enqueue(self, fault: torch.Tensor):\n        self._fault = fault.to('cpu', non_blocking=True)\n"
         "    def get(self):\n        return self._fault.item()\n",
-        # a function named for the host works on host data
-        "import torch\ndef _counts_cpu(lens: torch.Tensor):\n    return lens.max().item()\n",
+        # a helper named for the host data it returns, called only with host data (its name
+        # alone no longer says so: `lens_list(cu_seqlens)` may make that copy from the device)
+        "import torch\ndef _counts_cpu(lens: torch.Tensor):\n    return lens.max().item()\n"
+        "def step(lens_cpu: torch.Tensor):\n    return _counts_cpu(lens_cpu)\n",
         # pinned and copied to the device with non_blocking=True: the source was on the host
         "import torch\ndef f(lens: torch.Tensor, device):\n    lens_dev = lens.to(device, non_blocking=True)\n    return lens.max().item()\n",
     ]

@@ -1,0 +1,309 @@
+"""Which lines of a file never run in a serving step on a CUDA GPU, and which method calls a
+function makes on receivers of unknown class: what the per-step scope (reachability.py) needs
+from one file, read from its `ast`.
+
+Branch conditions are evaluated the way mypy evaluates `sys.platform` checks, three-valued,
+assuming a CUDA GPU, serving, no debugging (library.py lists the words):
+* `if _is_npu:`, `elif is_hip():`, `if current_platform.is_rocm():`, `if envs.VLLM_ROCM_USE_AITER:`
+  are false (the body never runs), `if _is_cuda:` true (the `else` never runs);
+* `if envs.VLLM_DEBUG_DUMP:`, `if self.debug_mode:`, `if get_bool_env_var("SGLANG_X_DEBUG"):`,
+  `if logger.isEnabledFor(...)`, `if self.training:`, `if torch.cuda.is_current_stream_capturing():`
+  are false;
+* `not`, `and`, `or` combine them (`if _is_cuda or _is_hip:` is true); anything else is unknown.
+A false `assert`, or a true test whose body returns or raises, makes the rest of its block cold;
+an `except` handler is an error path (cold); a function or class named for another platform
+(`forward_npu`, `AscendAttentionBackend`) is cold as a whole.
+
+Everything returned is plain tuples: it is pickled into the lint cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .library import LibraryFacts, words
+
+_TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_LONG_PLATFORM = 4  # platform words at least this long also match inside a CamelCase word
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Call):  # `get_platform().is_hip`: the attribute chain decides
+        inner = _dotted(node.func)
+        parts.append(inner or "")
+        return ".".join(reversed(parts))
+    if not isinstance(node, ast.Name):
+        return ".".join(reversed(parts)) if parts else None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+class Conditions:
+    """Evaluates a branch test: (True / False / None, why)."""
+
+    def __init__(self, library: LibraryFacts) -> None:
+        self.lib = library
+
+    def evaluate(self, node) -> tuple[bool | None, str]:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            value, why = self.evaluate(node.operand)
+            return (None if value is None else not value), why
+        if isinstance(node, ast.BoolOp):
+            results = [self.evaluate(v) for v in node.values]
+            decisive = False if isinstance(node.op, ast.And) else True
+            for value, why in results:
+                if value is decisive:
+                    return decisive, why
+            if all(value is (not decisive) for value, _ in results):
+                return (not decisive), results[0][1]
+            return None, ""
+        if isinstance(node, ast.Compare):
+            return self._device_type(node)
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func) or ""
+            if any(name == r or name.endswith("." + r) for r in self.lib.env_readers):
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.Constant) and isinstance(first.value, str) \
+                        and self.lib.has_word(first.value, self.lib.debug_words):
+                    return False, f"debug switch `{first.value}`"
+                return None, ""
+            return self._named(name)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self._named(_dotted(node) or "")
+        return None, ""
+
+    def _named(self, name: str) -> tuple[bool | None, str]:
+        if not name:
+            return None, ""
+        for entry in self.lib.false_while_serving:
+            if name == entry or name.endswith("." + entry):
+                return False, f"`{name}` is false while serving"
+        last = name.rsplit(".", 1)[-1]
+        if self.lib.has_word(name, self.lib.debug_words):
+            return False, f"debug switch `{name}`"
+        if name.endswith("cuda.is_available"):
+            return True, f"`{name}` is true on CUDA"
+        split = words(last)
+        if not split:
+            return None, ""
+        if last.isupper():  # an environment flag: `envs.VLLM_ROCM_USE_AITER`
+            if any(w in self.lib.other_words for w in split):
+                return False, f"`{name}` is for another platform than CUDA"
+            return None, ""
+        if split[0] not in self.lib.predicate_prefixes:
+            return None, ""
+        rest = split[1:]
+        if any(w in self.lib.other_words for w in rest) or self.lib.has_word("_".join(rest), self.lib.other_words):
+            return False, f"`{name}` is false on CUDA"
+        if rest and rest[0] in self.lib.cuda_words and all(w in ("alike", "available", "platform") for w in rest[1:]):
+            return True, f"`{name}` is true on CUDA"
+        return None, ""
+
+    def _device_type(self, node: ast.Compare) -> tuple[bool | None, str]:
+        """`x.device.type == "cpu"`, `device != "cuda"`: a device-type test."""
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            return None, ""
+        left, right = node.left, node.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
+            return None, ""
+        text = (_dotted(left) or "").lower()
+        if not (text.endswith(".type") or text.endswith("device") or text.endswith("device_type")):
+            return None, ""
+        kind = right.value.split(":")[0]
+        if kind == "cuda":
+            value = True
+        elif kind in self.lib.other_words:
+            value = False
+        else:
+            return None, ""
+        if isinstance(node.ops[0], ast.NotEq):
+            value = not value
+        return value, f"device type `{right.value}`"
+
+
+def platform_name(name: str, library: LibraryFacts) -> bool:
+    """A function or class named for another platform: `forward_npu`, `AiterMLAImpl`,
+    `XPUModelRunner` (but not `gather_to_cpu`: a host copy is what a `_cpu` helper makes)."""
+    split = [w.lower() for w in _CAMEL.findall(name)] if not name.islower() else words(name)
+    hits = [w for w in split if w in library.other_words]
+    lowered = name.lower()
+    hits += [w for w in library.other_words if len(w) >= _LONG_PLATFORM and w in lowered]
+    if not hits:
+        return False
+    if set(hits) == {"cpu"}:  # `forward_cpu` is the CPU platform's; `x_to_cpu` is a host copy
+        return split[:1] == ["forward"]
+    return True
+
+
+def platform_path(rel: str, library: LibraryFacts) -> str | None:
+    """A path component naming another platform (`hardware_backend/npu/`, `rocm_aiter_mla.py`)."""
+    parts = rel.replace("\\", "/").split("/")
+    for part in parts[:-1]:
+        if part in library.other_dirs:
+            return part
+    for part in parts:
+        stem = part[:-3] if part.endswith(".py") else part
+        for word in words(stem):
+            if word in library.other_path_words:
+                return word
+    return None
+
+
+class _Walk:
+    def __init__(self, module: str, aliases: dict, library: LibraryFacts) -> None:
+        self.module = module
+        self.aliases = aliases
+        self.lib = library
+        self.conditions = Conditions(library)
+        self.cold: list[tuple[int, int, str]] = []
+        self.dispatch: dict[str, list[tuple[int, str, bool]]] = {}
+        # function -> [(start, end, parameter)]: lines that run only when the parameter is None
+        self.guards: dict[str, list[tuple[int, int, str]]] = {}
+        self.params: dict[str, frozenset] = {}
+        self.host_functions = _patterns(library.host_functions)
+
+    def qualify(self, local: str) -> str:
+        return f"{self.module}.{local}" if self.module else local
+
+    def mark(self, first, last, why: str) -> None:
+        start = first.lineno
+        end = getattr(last, "end_lineno", None) or last.lineno
+        self.cold.append((start, end, why))
+
+    def block(self, body, classes: list[str], function: str | None) -> None:
+        last = body[-1] if body else None
+        for index, stmt in enumerate(body):
+            # the statements after this one: (first, last), or None (no slice: bodies can be long)
+            rest = (body[index + 1], last) if index + 1 < len(body) else None
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                local = f"{function}.{stmt.name}" if function else ".".join(classes + [stmt.name])
+                args = stmt.args
+                self.params[local] = frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
+                if platform_name(stmt.name, self.lib):
+                    self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
+                elif self.host_functions and self.host_functions.match(self.qualify(local)):
+                    self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
+                for decorator in stmt.decorator_list:
+                    self.calls(decorator, function)
+                self.block(stmt.body, classes, local)
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                if platform_name(stmt.name, self.lib):
+                    self.mark(stmt, stmt, f"`{stmt.name}` is for another platform than CUDA")
+                self.block(stmt.body, classes + [stmt.name], None)
+                continue
+            if isinstance(stmt, (ast.If, ast.While)):
+                value, why = self.conditions.evaluate(stmt.test)
+                self.calls(stmt.test, function)
+                if function is not None and isinstance(stmt, ast.If):
+                    self.guard(stmt, function)
+                if value is False:
+                    self.mark(stmt.body[0], stmt.body[-1], why)
+                    if isinstance(stmt, ast.If) and stmt.orelse and _terminates(stmt.orelse) and rest:
+                        self.mark(rest[0], rest[1], why)
+                elif value is True:
+                    if stmt.orelse:
+                        self.mark(stmt.orelse[0], stmt.orelse[-1], why)
+                    if isinstance(stmt, ast.If) and _terminates(stmt.body) and rest:
+                        self.mark(rest[0], rest[1], why)
+                self.block(stmt.body, classes, function)
+                self.block(stmt.orelse, classes, function)
+                continue
+            if isinstance(stmt, ast.Assert):
+                value, why = self.conditions.evaluate(stmt.test)
+                if value is False and rest:
+                    self.mark(rest[0], rest[1], why)
+            if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+                self.block(stmt.body, classes, function)
+                for handler in stmt.handlers:
+                    if handler.body:
+                        self.mark(handler.body[0], handler.body[-1], "error handler (`except`)")
+                    self.block(handler.body, classes, function)
+                self.block(stmt.orelse, classes, function)
+                self.block(stmt.finalbody, classes, function)
+                continue
+            for field in ("body", "orelse"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    self.block(inner, classes, function)
+            if isinstance(stmt, ast.Match):
+                for case in stmt.cases:
+                    self.block(case.body, classes, function)
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.calls(child, function)
+                elif isinstance(child, ast.withitem):
+                    self.calls(child.context_expr, function)
+
+    def guard(self, stmt: ast.If, function: str) -> None:
+        """`if chunk_indices is None: chunk_indices = prepare(...)` on a parameter: the body
+        runs only for callers that leave it out (reachability.py asks the callers)."""
+        test = stmt.test
+        # `if p is None:` and `if p is None and q is not None:` run their body only when p is
+        # None; `if p is not None: ... else:` its `else`
+        tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        for part in tests:
+            if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.left, ast.Name)
+                    and isinstance(part.comparators[0], ast.Constant) and part.comparators[0].value is None
+                    and isinstance(part.ops[0], (ast.Is, ast.IsNot))):
+                continue
+            if isinstance(part.ops[0], ast.IsNot) and len(tests) > 1:
+                continue  # `p is not None and q`: its `else` runs for other reasons too
+            param = part.left.id
+            if param not in self.params.get(function, ()) or param in ("self", "cls"):
+                continue
+            body = stmt.body if isinstance(part.ops[0], ast.Is) else stmt.orelse
+            if body:
+                end = getattr(body[-1], "end_lineno", None) or body[-1].lineno
+                self.guards.setdefault(self.qualify(function), []).append((body[0].lineno, end, param))
+            return
+
+    def calls(self, node, function: str | None) -> None:
+        """Method calls on receivers of unknown class (`self.quant_method.apply(x)`,
+        `torch.ops.vllm.unified_attention(...)`), by name, for the dispatch fallback."""
+        if function is None:
+            return
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
+                continue
+            name = sub.func.attr
+            if name in self.lib.no_dispatch or name.startswith("__"):
+                continue
+            receiver = sub.func.value
+            if (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")) or \
+                    (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super"):
+                continue  # `self.m()`: the whole-program pass resolves it through the class
+            root = receiver
+            while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            chain = _dotted(sub.func) or ""
+            op = ".ops." in f".{chain}"  # `torch.ops.vllm.unified_attention(...)`: a registered function
+            if isinstance(root, ast.Name) and root.id in self.aliases and not op:
+                continue  # a module function: the whole-program pass resolves it by its import
+            self.dispatch.setdefault(self.qualify(function), []).append((sub.lineno, name, op))
+
+
+def _patterns(patterns) -> re.Pattern | None:
+    import fnmatch
+
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+
+
+def _terminates(body) -> bool:
+    return bool(body) and isinstance(body[-1], _TERMINAL)
+
+
+def file_branches(tree: ast.Module, module: str, aliases: dict, library: LibraryFacts):
+    """(cold line ranges [(start, end, why)], {function: [(line, method name, custom op)]},
+    {function: [(start, end, parameter)]} of None-guards on parameters)."""
+    walk = _Walk(module, aliases, library)
+    walk.block(tree.body, [], None)
+    return tuple(sorted(walk.cold)), walk.dispatch, walk.guards

@@ -1,0 +1,99 @@
+"""Facts about library APIs and engine conventions (`library_facts.toml`), extendable by a
+project's own file (`library-facts` in the configuration): which conditions are false on a CUDA
+GPU or while serving, which functions run every step, which method names never dispatch into
+the tree. One place, read by the per-file walk (branches.py) and the whole-program pass
+(reachability.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+
+_BUILTIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "library_facts.toml")
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def words(name: str) -> list[str]:
+    """`current_platform.is_rocm` -> ["current", "platform", "is", "rocm"]."""
+    return [w for w in _WORD_SPLIT.split(name.lower()) if w]
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    other_words: frozenset
+    cuda_words: frozenset
+    predicate_prefixes: frozenset
+    other_path_words: frozenset
+    other_dirs: frozenset
+    debug_words: frozenset
+    env_readers: frozenset
+    false_while_serving: frozenset
+    hot_roots: tuple
+    no_dispatch: frozenset
+    host_functions: tuple
+
+    def has_word(self, name: str, vocabulary: frozenset) -> bool:
+        """A word of `name` is in the vocabulary (entries with `_` match as a run of words)."""
+        split = words(name)
+        if any(w in vocabulary for w in split):
+            return True
+        joined = "_" + "_".join(split) + "_"
+        return any("_" in entry and f"_{entry}_" in joined for entry in vocabulary)
+
+
+class LibraryFactsError(Exception):
+    pass
+
+
+def _read(path: str) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise LibraryFactsError(f"cannot read library facts {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise LibraryFactsError(f"invalid library facts {path}: {error}") from None
+
+
+_KEYS = {
+    ("platform", "other-words"): "other_words",
+    ("platform", "cuda-words"): "cuda_words",
+    ("platform", "predicate-prefixes"): "predicate_prefixes",
+    ("platform", "other-path-words"): "other_path_words",
+    ("platform", "other-dirs"): "other_dirs",
+    ("switches", "debug-words"): "debug_words",
+    ("switches", "env-readers"): "env_readers",
+    ("switches", "false-while-serving"): "false_while_serving",
+    ("roots", "hot"): "hot_roots",
+    ("roots", "no-dispatch"): "no_dispatch",
+    ("host", "functions"): "host_functions",
+}
+
+_LOADED: dict[tuple, LibraryFacts] = {}
+
+
+def load(extra_file: str | None = None, extra_roots: tuple = ()) -> LibraryFacts:
+    """The built-in facts, with a project's file and configured `hot-roots` added."""
+    key = (extra_file, tuple(extra_roots))
+    found = _LOADED.get(key)
+    if found is not None:
+        return found
+    merged: dict[str, list] = {field: [] for field in _KEYS.values()}
+    for path in [_BUILTIN] + ([extra_file] if extra_file else []):
+        data = _read(path)
+        for (table, name), field in _KEYS.items():
+            value = data.get(table, {}).get(name, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise LibraryFactsError(f"{path}: [{table}] {name} must be a list of strings")
+            merged[field].extend(value)
+        unknown = {f"[{t}] {k}" for t in data for k in (data[t] if isinstance(data[t], dict) else {})
+                   if (t, k) not in _KEYS}
+        if unknown:
+            raise LibraryFactsError(f"{path}: unknown keys: {', '.join(sorted(unknown))}")
+    merged["hot_roots"].extend(extra_roots)
+    ordered = ("hot_roots", "host_functions")
+    facts = LibraryFacts(**{k: (tuple(v) if k in ordered else frozenset(v)) for k, v in merged.items()})
+    _LOADED[key] = facts
+    return facts

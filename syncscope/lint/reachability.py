@@ -1,0 +1,216 @@
+"""Per-step code: what the functions that run every step reach through calls, and why.
+
+A sync matters when the line runs in every serving step. The roots are the functions that do
+(library_facts.toml `[roots] hot`, extended by `hot-roots`): `nn.Module.forward` and its
+variants, model runners' `execute_model` / `sample_tokens` / `step`, metadata builders' `build`,
+SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call graph is walked:
+* calls the whole-program pass resolved (wholeprogram.py: imports, `self`, typed attributes);
+* a method call on a receiver of unknown class (`self.quant_method.apply(x)`) reaches every
+  method of that name in the tree (names of containers and tensors excepted), since the
+  receiver may be any of them;
+* a call on a line that never runs on CUDA or while serving (branches.py: `if _is_npu:`,
+  debug switches, `except` handlers) is not followed, nor a call into code that runs once
+  (`skip-functions`: `__init__`, `load_*`, warm-up and capture, memoized functions), nor into a
+  function or file for another platform.
+A finding is per-step when its function is reached and its line is not cold; it then carries
+the path from its root ("why"). Everything else is cold: reported only on request.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import re
+from collections import deque
+
+from .branches import platform_path
+from .library import LibraryFacts
+
+MAX_WHY = 6  # steps of the path from the root kept for the report
+MAX_DISPATCH = 200  # a name defined by more methods than this is too generic to dispatch on
+
+
+class ColdLines:
+    """A file's cold line ranges, merged, for fast lookup: line -> why, or None."""
+
+    def __init__(self, ranges) -> None:
+        merged: list[list] = []
+        for start, end, why in sorted(ranges):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end, why])
+        self.starts = [m[0] for m in merged]
+        self.merged = merged
+
+    def why(self, line: int) -> str | None:
+        index = bisect.bisect_right(self.starts, line) - 1
+        if index >= 0 and line <= self.merged[index][1]:
+            return self.merged[index][2]
+        return None
+
+
+def _root_pattern(patterns) -> re.Pattern | None:
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+
+
+class PerStep:
+    """Reachability from the per-step roots over the whole program."""
+
+    def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
+                 cold_name=None) -> None:
+        self.program = program
+        self.cold_name = cold_name  # config.cold_function: names of code that runs once
+        self.library = library
+        self.cold = cold_lines(results, guarded)
+        self.other_platform = {path: platform_path(path, library) for path in results}
+        self.dispatch: dict[str, list] = {}
+        for result in results.values():
+            for qualname, calls in (getattr(result, "dispatch", None) or {}).items():
+                self.dispatch.setdefault(qualname, []).extend(calls)
+        # methods by name (what an unknown receiver's call may reach), module functions by
+        # name (what a registered custom op `torch.ops.<ns>.<name>` runs)
+        self.methods: dict[str, list[str]] = {}
+        self.module_functions: dict[str, list[str]] = {}
+        for qualname in program.functions:
+            owner, _, short = qualname.rpartition(".")
+            table = self.methods if owner in program.classes else self.module_functions
+            table.setdefault(short, []).append(qualname)
+        self.edges = edges
+        self.roots = _root_pattern(library.hot_roots)
+        # qualname -> (parent qualname or None, call line in the parent)
+        self.reached: dict[str, tuple] = {}
+
+    # -- what may be entered --------------------------------------------------------------
+    def line_cold(self, path: str, line: int) -> str | None:
+        cold = self.cold.get(path)
+        return cold.why(line) if cold is not None else None
+
+    def enterable(self, qualname: str) -> bool:
+        facts = self.program.functions.get(qualname)
+        if facts is None:
+            return False
+        # not hot: named like code that runs once (`skip-functions`), or memoized; a memoized
+        # function still runs its body per key (per step when a tensor is the key)
+        if not facts.get("hot", True) and (self.cold_name is None or self.cold_name(qualname.rsplit(".", 1)[-1])):
+            return False
+        path = self.program.path_of[qualname]
+        if self.other_platform.get(path):
+            return False
+        return self.line_cold(path, facts["line"]) is None
+
+    def is_root(self, qualname: str) -> bool:
+        owner, _, short = qualname.rpartition(".")
+        if not self.roots:
+            return False
+        if self.roots.match(short):
+            return True
+        # `Class.method` patterns match methods only
+        return owner in self.program.classes and bool(self.roots.match(f"{owner.rsplit('.', 1)[-1]}.{short}"))
+
+    # -- the walk -----------------------------------------------------------------------
+    def run(self) -> dict[str, tuple]:
+        queue: deque[str] = deque()
+        for qualname in sorted(self.program.functions):
+            if self.is_root(qualname) and self.enterable(qualname):
+                self.reached[qualname] = (None, 0)
+                queue.append(qualname)
+        while queue:
+            caller = queue.popleft()
+            path = self.program.path_of[caller]
+            resolved = set()
+            for call, target, _shift in self.edges.get(caller, ()):
+                resolved.add((call.line, call.name))
+                if target not in self.reached and self.line_cold(path, call.line) is None and self.enterable(target):
+                    self.reached[target] = (caller, call.line)
+                    queue.append(target)
+            for line, name, op in self.dispatch.get(caller, ()):
+                if (line, name) in resolved:  # the receiver's class is known: that call is followed above
+                    continue
+                candidates = (self.module_functions if op else self.methods).get(name, ())
+                if not candidates or len(candidates) > MAX_DISPATCH or self.line_cold(path, line) is not None:
+                    continue
+                for target in candidates:
+                    if target not in self.reached and self.enterable(target):
+                        self.reached[target] = (caller, line)
+                        queue.append(target)
+        return self.reached
+
+    def why(self, qualname: str) -> tuple:
+        """The path from the root: ((qualname, path, line of the call into the next), ...),
+        root first, at most MAX_WHY steps (the root and the last steps are kept)."""
+        steps = []
+        current, seen = qualname, set()
+        while current is not None and current not in seen:
+            seen.add(current)
+            parent, line = self.reached[current]
+            steps.append(current)
+            current = parent
+        steps.reverse()
+        if len(steps) > MAX_WHY:
+            steps = steps[:1] + steps[-(MAX_WHY - 1):]
+        return tuple((q, self.program.path_of[q], self.program.functions[q]["line"]) for q in steps)
+
+
+def cold_lines(results: dict, guarded: dict) -> dict[str, ColdLines]:
+    """Each file's cold lines: its own (branches.py) and the None-guards its callers rule out."""
+    return {path: ColdLines(tuple(getattr(result, "branch_cold", ()) or ()) + tuple(guarded.get(path, ())))
+            for path, result in results.items()}
+
+
+def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
+    """Lines that run only when a parameter is None (`if chunk_indices is None:`) in functions
+    every caller in the tree passes that parameter to: {path: [(start, end, why)]}. A call
+    with `*args`/`**kwargs` may pass it unseen: it counts as leaving it out."""
+    guards: dict[str, list] = {}
+    for result in results.values():
+        for qualname, items in (getattr(result, "guards", None) or {}).items():
+            guards.setdefault(qualname, []).extend(items)
+    if not guards:
+        return {}
+    given: dict[tuple, bool] = {}
+    for out in edges.values():
+        for call, target, shift in out:
+            items = guards.get(target)
+            if not items:
+                continue
+            positional = program.functions[target]["params"]
+            for _, _, param in items:
+                passed = any(keyword == param or (position is not None and position >= 0 and position + shift < len(positional)
+                                                  and positional[position + shift] == param)
+                             for position, keyword, _ in call.args)
+                given[(target, param)] = given.get((target, param), True) and passed
+    found: dict[str, list] = {}
+    for qualname, items in guards.items():
+        for start, end, param in items:
+            if given.get((qualname, param)):
+                found.setdefault(program.path_of[qualname], []).append(
+                    (start, end, f"runs only when `{param}` is None, and every caller passes it"))
+    return found
+
+
+def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
+                   cold_name=None) -> dict[str, tuple] | None:
+    """qualname -> why (the path from its root) for every per-step function; None when the
+    linted code has no per-step root at all (then only cold lines are left out)."""
+    walk = PerStep(program, edges, results, library, guarded, cold_name)
+    walk.run()
+    if not walk.reached:
+        return None  # no per-step root in the linted code (a script, a kernel library): no scope
+    return {qualname: walk.why(qualname) for qualname in walk.reached}
+
+
+def cold_calls_removed(program, edges: dict, results: dict, guarded: dict) -> dict:
+    """The call graph without the calls on cold lines (a helper that syncs only under
+    `if envs.DEBUG:` does not sync for its callers), and the program's sync roots likewise."""
+    cold = cold_lines(results, guarded)
+    kept_edges = {}
+    for caller, out in edges.items():
+        lines = cold.get(program.path_of[caller])
+        kept_edges[caller] = [e for e in out if lines is None or lines.why(e[0].line) is None] if lines and lines.merged else out
+    for qualname, roots in list(program.roots.items()):
+        path = program.path_of.get(qualname)
+        lines = cold.get(path) if path else None
+        if lines is not None and lines.merged:
+            program.roots[qualname] = [(p, r) for p, r in roots if lines.why(r.line) is None]
+    return kept_edges
