@@ -12,7 +12,7 @@ script rebuilds the mechanical part and measures the linter on it:
     # every corpus line is still the parent's text, and the child release removed or rewrote it
     python bench/recall_corpus.py verify TREES
     # lint each parent tree whole, default options, as a user would; recall per form
-    python bench/recall_corpus.py measure TREES [--syncscope 'python -m syncscope'] [--show-missed]
+    python bench/recall_corpus.py measure TREES [--syncscope 'python -m syncscope'] [--show-missed] [--cache-dir D]
 
 TREES holds one folder per release, `sglang-0.5.22/sglang/...`, `vllm-0.32.0/vllm/...`. The
 linter's cache is written inside each release folder (`.syncscope_cache`), so point TREES at a
@@ -142,8 +142,14 @@ def statement_span(source: str, line: int) -> tuple[int, int]:
     return best
 
 
-def lint_tree(tree: Path, engine: str, syncscope: list[str]) -> list[dict]:
-    result = subprocess.run([*syncscope, "lint", engine, "--output-format", "json", "--exit-zero", "--no-progress"],
+def lint_tree(tree: Path, engine: str, syncscope: list[str], cache_dir: str | None) -> list[dict]:
+    extra = []
+    if cache_dir:  # one cache for all trees: consecutive releases share most files
+        config = Path(cache_dir) / "cache-only.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(f'[tool.syncscope.lint]\ncache-dir = "{Path(cache_dir).resolve()}"\n')
+        extra = ["--config", str(config)]
+    result = subprocess.run([*syncscope, "lint", engine, "--output-format", "json", "--exit-zero", "--no-progress", *extra],
                             cwd=tree, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"syncscope lint failed on {tree}: {result.stderr.strip()[-400:]}")
@@ -160,7 +166,7 @@ def cmd_measure(args) -> int:
     missed = []
     for (engine, parent), entries in sorted(by_tree.items()):
         tree = trees / f"{engine}-{parent}"
-        findings = lint_tree(tree, engine, syncscope)
+        findings = lint_tree(tree, engine, syncscope, args.cache_dir)
         at = defaultdict(set)
         for finding in findings:
             at[(finding["path"], finding["line"])].add(finding["code"])
@@ -206,6 +212,8 @@ def main(argv=None) -> int:
     measure.add_argument("trees")
     measure.add_argument("--syncscope", default=f"{shlex.quote(sys.executable)} -m syncscope")
     measure.add_argument("--show-missed", action="store_true")
+    measure.add_argument("--cache-dir", help="one linter cache for every tree (results are the same; "
+                         "consecutive releases then reuse each other's per-file results)")
     args = parser.parse_args(argv)
     return {"unpack": cmd_unpack, "candidates": cmd_candidates, "verify": cmd_verify,
             "measure": cmd_measure}[args.command](args)

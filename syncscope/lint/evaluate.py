@@ -373,6 +373,8 @@ class ExpressionEvaluator:
         if not qualname.startswith(("torch.", "numpy.")) and \
                 self.hints.where(qualname.rsplit(".", 1)[-1]) == P.HOST:
             return P.HOST  # `async_copy_to_np(x)`, `to_cpu(x)`: named for what they return
+        if not qualname.startswith(("torch.", "numpy.")) and qualname.rsplit(".", 1)[-1].lower().endswith("h2d"):
+            return P.DEVICE  # `async_tensor_h2d(x_cpu, device)`: a copy to the device
         if qualname.startswith("torch."):
             short = qualname.rsplit(".", 1)[-1]
             if torch_gives_python(qualname):

@@ -43,6 +43,9 @@ class FileFinding(NamedTuple):
     param: tuple[str, str] | None = None
     # the name of the call whose result it flags (wholeprogram.py decides with its summary)
     origin: str | None = None
+    # (attribute, 1-D only): it holds only if the linted tree keeps that attribute on the device
+    # (and only 1-D tensors in it, when the second item is True); engine.py decides
+    device_condition: tuple[str, bool] | None = None
 
 
 def diagnostic(code: str, message: str, line: int = 1, column: int = 1, *, level: str = "error",
