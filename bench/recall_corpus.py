@@ -158,7 +158,7 @@ def lint_tree(tree: Path, engine: str, syncscope: list[str], cache_dir: str | No
 
 def cmd_measure(args) -> int:
     trees, syncscope = Path(args.trees), shlex.split(args.syncscope)
-    corpus = load_corpus()
+    corpus = [e for e in load_corpus() if args.engine in (None, e["engine"])]
     by_tree = defaultdict(list)
     for entry in corpus:
         by_tree[(entry["engine"], entry["parent"])].append(entry)
@@ -212,6 +212,7 @@ def main(argv=None) -> int:
     measure.add_argument("trees")
     measure.add_argument("--syncscope", default=f"{shlex.quote(sys.executable)} -m syncscope")
     measure.add_argument("--show-missed", action="store_true")
+    measure.add_argument("--engine", choices=("vllm", "sglang"), help="only this engine's trees")
     measure.add_argument("--cache-dir", help="one linter cache for every tree (results are the same; "
                          "consecutive releases then reuse each other's per-file results)")
     args = parser.parse_args(argv)

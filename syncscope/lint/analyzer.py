@@ -207,7 +207,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 _merge_branches(ctx, taken_env, taken_bools)
         elif isinstance(stmt, cst.For):
             if active:
-                self.bind(stmt.target, self._iter_where(stmt.iter, ctx), None, ctx)
+                self.bind_loop(stmt.target, stmt.iter, ctx)
             self.visit_block(stmt.body, ctx)
             if stmt.orelse is not None:
                 self.visit_block(stmt.orelse.body, ctx)

@@ -39,13 +39,8 @@ class RawResult:
     suppressions: dict = field(default_factory=dict)  # line -> [Suppression], see suppress.py
     # "Class.attr" -> where, for attributes this file's classes keep on the host (classinfo.py)
     field_hints: dict = field(default_factory=dict)
-        condition = (raw.needs_device, raw.needs_vector) if raw.needs_device is not None else None
-        result.findings.append(FileFinding(raw.code, line, column, start, end, raw.function, raw.message,
-                                           raw.fix.applicability if raw.fix else None, raw.level,
-                                           field=raw.field, param=raw.param, origin=raw.origin,
-                                           device_condition=condition))
-        if condition is None:  # a conditional finding is no root for callers
-            _add_root(result, raw, analyzer.module_name, line, start, end)
+    # attribute name -> the places this file stores into it (classinfo.attribute_places)
+    attr_places: dict = field(default_factory=dict)
     internal_error: str | None = None
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True

@@ -30,6 +30,11 @@ class DeviceScalarAsNumber(Rule):
         "import torch\ndef f(x: torch.Tensor):\n    return torch.empty(x.shape[0], device=x.device)\n",
         "import torch\ndef f(x: torch.Tensor, lens: torch.Tensor):\n    return torch.zeros_like(lens)\n",
         "import torch\ndef f(x: torch.Tensor, n: torch.Tensor):\n    return x * n\n",
+        # the parts of a zip / enumerate item keep their own places
+        "import torch\ndef f(x: torch.Tensor, shapes: torch.Tensor):\n    for tile, (h, w) in zip(x.split(4), shapes.tolist()):\n"
+        "        tile = tile.view(h, w, 8)\n",
+        "import torch\ndef f(out: torch.Tensor, q: torch.Tensor, k: torch.Tensor):\n    for i, t in enumerate((q, k)):\n"
+        "        out[..., i * 4 : (i + 1) * 4].copy_(t)\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor, cu: torch.Tensor):\n    return x[cu[0]:cu[1]]\n",
