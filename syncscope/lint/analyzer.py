@@ -20,7 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from . import provenance as P
-from .context import FunctionContext, RawFinding
+from .context import FunctionContext, RawFinding, _root_value, attribute_source
 from .evaluate import ExpressionEvaluator, annotation_where
 from .imports import dotted, record_import
 from .vocabulary import decorator_kind
@@ -191,12 +191,17 @@ class ModuleAnalyzer(ExpressionEvaluator):
             before_env, before_bools = (dict(ctx.env), set(ctx.bools)) if active else (None, None)
             ctx.once_depth += once
             ctx.cold_depth += cold
+            checked, negated = _tensor_check(stmt.test, ctx) if active else (None, False)
+            if checked is not None and negated:
+                ctx.env[checked] = P.PY  # `if not isinstance(x, torch.Tensor):` x is no tensor here
             self.visit_block(stmt.body, ctx)
             ctx.once_depth -= once
             ctx.cold_depth -= cold
             if active:  # walk the other branch from the same starting point, then merge
                 taken_env, taken_bools = ctx.env, ctx.bools
                 ctx.env, ctx.bools = dict(before_env), set(before_bools)
+                if checked is not None and not negated:
+                    ctx.env[checked] = P.PY  # the `else` of `if isinstance(x, torch.Tensor):`
             if isinstance(stmt.orelse, cst.If):
                 self.visit_stmt(stmt.orelse, ctx)
             elif isinstance(stmt.orelse, cst.Else):
@@ -205,7 +210,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 _merge_branches(ctx, taken_env, taken_bools)
         elif isinstance(stmt, cst.For):
             if active:
-                self.bind(stmt.target, self._iter_where(stmt.iter, ctx), None, ctx)
+                self.bind_loop(stmt.target, stmt.iter, ctx)
             self.visit_block(stmt.body, ctx)
             if stmt.orelse is not None:
                 self.visit_block(stmt.orelse.body, ctx)
@@ -327,6 +332,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
             where = P.HOST
         source = ctx.param_of(value) if value is not None and where != P.PY else None
         ctx.env[name] = where
+        attr = attribute_source(_root_value(value), ctx) if value is not None and where == P.UNKNOWN else None
+        if attr is not None:
+            ctx.attr_sources[name] = attr
+        else:
+            ctx.attr_sources.pop(name, None)
         ctx.reassigned.add(name)
         if source is not None and source != name:
             ctx.derived[name] = source
@@ -396,10 +406,34 @@ def _fills_cache(node: cst.FunctionDef) -> bool:
         for small in line.body:
             if isinstance(small, cst.Assign):
                 for target in small.targets:
-                    if isinstance(target.target, cst.Subscript) and \
-                            "cache" in (dotted(target.target.value) or "").lower():
+                    if isinstance(target.target, cst.Subscript) and _names_a_cache(target.target.value):
                         return True
     return False
+
+
+def _tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str | None, bool]:
+    """`isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` (or its `not`): the name tested and
+    whether the test is negated. The branch where the test fails holds a Python value or host
+    data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int)."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    call = test.expression if negated else test
+    if not isinstance(call, cst.Call) or not call.args:
+        return None, False
+    function = dotted(call.func)
+    if function == "isinstance" and len(call.args) == 2:
+        kind = dotted(call.args[1].value) or ""
+        if kind.rsplit(".", 1)[-1] != "Tensor":
+            return None, False
+    elif ctx.resolve(call.func) != "torch.is_tensor":
+        return None, False
+    return dotted(call.args[0].value), negated
+
+
+def _names_a_cache(node: cst.BaseExpression) -> bool:
+    """`_CACHE`, `self._graph_cache`, `_padded_input_cache`: a dict that memoizes. Not a buffer
+    that only has the word inside (`pool.replayssm_cache_base[idx] = 0` is a per-step store)."""
+    last = (dotted(node) or "").rsplit(".", 1)[-1].lower().strip("_")
+    return last.split("_")[-1] in ("cache", "memo", "cached")
 
 
 def _lazy_init_target(stmt: cst.If) -> str | None:

@@ -141,3 +141,122 @@ def keep_on_cpu_fields(tree) -> frozenset[str]:
             names.update(k.value for k, v in zip(node.keys, node.values)
                          if isinstance(k, ast.Constant) and isinstance(k.value, str) and host_only(v))
     return frozenset(names)
+
+
+_FACTORIES = frozenset("tensor as_tensor zeros ones empty full arange rand randn randint randperm eye".split())
+
+
+VECTOR = "1d"  # the marker `attribute_places` adds to a name whose device tensors are all 1-D
+
+
+def attribute_places(tree: ast.Module) -> dict[str, frozenset]:
+    """Attribute name -> the places this file stores into it (`obj.attr = value`, any object),
+    as far as one assignment shows: DEVICE for a torch factory with a device or `.to(device)` /
+    `.cuda()`, HOST for host data, PY for literals and plain containers. The run keeps, across
+    all files, the names only ever given device tensors (`engine.device_attributes`): a rule
+    may report a value read from such an attribute (`RawFinding.needs_device`)."""
+    places: dict[str, set[int]] = {}
+    for stmt in _statements(tree.body, into_classes=True):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _constructor_fields(stmt, places)
+            continue
+        if isinstance(stmt, ast.ClassDef):
+            for item in stmt.body:  # `num_tokens: np.ndarray` declared in a class body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
+                        and "Tensor" not in ast.unparse(item.annotation):  # `List[torch.Tensor]`: no place
+                    where = _from_annotation(item.annotation)
+                    if where is not None:
+                        places.setdefault(item.target.id, set()).add(where)
+            continue
+        if isinstance(stmt, ast.Assign):
+            targets, value, annotation = stmt.targets, stmt.value, None
+        elif isinstance(stmt, ast.AnnAssign):
+            targets, value, annotation = [stmt.target], stmt.value, stmt.annotation
+        else:
+            continue
+        for target in targets:
+            if not isinstance(target, ast.Attribute):
+                continue
+            where = _from_annotation(annotation) if annotation is not None else None
+            if where is None and value is not None:
+                where = _literal_or_value(value)
+            if where is not None:
+                places.setdefault(target.attr, set()).add(where)
+                if where == P.DEVICE:
+                    places[target.attr].add(VECTOR if _one_dimensional(value) else "nd")
+    return {name: frozenset(wheres) for name, wheres in places.items()}
+
+
+def _one_dimensional(node) -> bool:
+    """`torch.zeros((n + 1,), device=d)`, `torch.full((n,), -1, device=d)`, `torch.arange(n,
+    device=d)`, `... if flag else None`: a 1-D tensor, where a Python number stored at any
+    single index is a one-element store (it waits: docs/sync-forms.md)."""
+    if isinstance(node, ast.IfExp):
+        branches = [b for b in (node.body, node.orelse) if not (isinstance(b, ast.Constant) and b.value is None)]
+        return bool(branches) and all(_one_dimensional(b) for b in branches)
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FACTORIES):
+        return False
+    if node.func.attr == "arange":
+        return True
+    size = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "size"), None)
+    if isinstance(size, ast.Tuple):
+        return len(size.elts) == 1 and not isinstance(size.elts[0], ast.Starred)
+    sizes = len(node.args) - (1 if node.func.attr == "full" else 0)  # `full(size, fill_value)`
+    return isinstance(size, (ast.BinOp, ast.Constant)) and sizes == 1
+
+
+def _constructor_fields(function, places: dict[str, set[int]]) -> None:
+    """`self.State(conv=conv_state, temporal=temporal_state)`: a keyword of a class's constructor
+    fills the field of that name, with what the local name was assigned in this function."""
+    local: dict[str, set[int]] = {}
+    calls = []
+    for stmt in _statements(function.body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    where = _literal_or_value(stmt.value)
+                    if where is not None:  # as for `self.x = helper()`: no evidence either way
+                        local.setdefault(target.id, set()).add(where)
+        if isinstance(value, ast.Call):
+            calls.append(value)
+    for call in calls:
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        if not name[:1].isupper():
+            continue  # a class, by Python's naming convention
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                continue
+            value = keyword.value
+            if isinstance(value, ast.Name):
+                wheres = local.get(value.id)
+                if wheres:
+                    places.setdefault(keyword.arg, set()).update(wheres)
+            else:
+                where = _literal_or_value(value)
+                if where is not None:
+                    places.setdefault(keyword.arg, set()).add(where)
+
+
+def _literal_or_value(node: ast.AST) -> int | None:
+    if isinstance(node, ast.ListComp) and _from_value(node.elt) == P.DEVICE:
+        return P.DEVICE  # `[torch.zeros(s, device=d) for s in shapes]`: `conv[i]` is a device tensor
+    if isinstance(node, ast.IfExp):  # `torch.zeros(n, device=d) if enabled else None`
+        branches = [_literal_or_value(b) for b in (node.body, node.orelse)]
+        known = {w for w in branches if w is not None}
+        return known.pop() if len(known) == 1 else (P.UNKNOWN if known else None)
+    if isinstance(node, ast.BinOp) and isinstance(node.left, (ast.List, ast.Tuple)):
+        return P.PY  # `[0] * n`
+    if isinstance(node, (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp, ast.DictComp, ast.SetComp,
+                         ast.JoinedStr)):
+        return P.PY
+    if isinstance(node, ast.Constant):
+        return None if node.value is None else P.PY
+    where = _from_value(node)
+    if where is None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" \
+            and node.func.attr in _FACTORIES:
+        return P.HOST  # a torch factory without `device=`: built on the host
+    return where

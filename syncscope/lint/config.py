@@ -63,6 +63,17 @@ DEFAULT_EXCLUDE = [
 # Classes whose methods run on the host only, before any GPU work: input processors of
 # multimodal models (Hugging Face style) and their helpers.
 DEFAULT_SKIP_CLASSES = ["*Processor", "*ProcessingInfo", "*DummyInputsBuilder"]
+# Processors that run on every step, so `*Processor` must not skip them: logits processors,
+# logprob processors and the schedulers' batch-result processors (SGLang's
+# `SchedulerBatchResultProcessor`), attention processors of diffusion models.
+PER_STEP_CLASSES = ["*Logit*Processor", "*Logprob*Processor", "*ResultProcessor", "*AttnProcessor",
+                    "*AttentionProcessor"]
+_PER_STEP = re.compile("|".join(fnmatch.translate(p) for p in PER_STEP_CLASSES))
+# SGLang's attention backends build each batch's metadata in `init_forward_metadata*` and their
+# `_init_*_metadata` helpers (also on every CUDA-graph replay): per step, although `init_*` reads
+# as set-up. Graph capture stays once.
+PER_STEP_FUNCTIONS = ["init_*metadata*", "_init_*metadata*"]
+_PER_STEP_FUNCTION = re.compile("|".join(fnmatch.translate(p) for p in PER_STEP_FUNCTIONS))
 
 
 class ConfigError(Exception):
@@ -117,10 +128,12 @@ class LintConfig:
         return load(path or None, tuple(self.hot_roots))
 
     def cold_function(self, name: str) -> bool:
-        return bool(self._cold and self._cold.match(name))
+        if not (self._cold and self._cold.match(name)):
+            return False
+        return not _PER_STEP_FUNCTION.match(name) or "capture" in name
 
     def cold_class(self, name: str) -> bool:
-        return bool(self._cold_classes and self._cold_classes.match(name))
+        return bool(self._cold_classes and self._cold_classes.match(name) and not _PER_STEP.match(name))
 
     # -- which codes apply where ---------------------------------------------------------
     def enabled(self, code: str, path: str | None = None) -> bool:

@@ -48,6 +48,11 @@ class RawFinding:
     # the name of the call in this function whose result the flagged value is computed from
     # (`lens = helper(cu); lens.tolist()`): the run decides with the callee's return summary
     origin: str | None = None
+    # an attribute name the flagged value was read from, when the finding holds only if the
+    # linted tree keeps that attribute on the device (engine.py decides once every file is read);
+    # with needs_vector, only if every device tensor it is given is 1-D
+    needs_device: str | None = None
+    needs_vector: bool = False
 
 
 @dataclass
@@ -72,6 +77,9 @@ class FunctionContext:
     derived: dict[str, str] = field(default_factory=dict)
     # name -> the function whose result it holds (`lens = helper(cu)` -> "helper")
     origins: dict[str, str] = field(default_factory=dict)
+    # name -> the attribute an unknown value was read from (`buf = req.kv.track_buffer[i]` ->
+    # "track_buffer"): see `device_field`
+    attr_sources: dict[str, str] = field(default_factory=dict)
     aliases: dict[str, str] | None = None
     stmt: int = 0
     # inside `if self.x is None: self.x = ...` or a memoized function keyed by a tensor: runs
@@ -127,6 +135,10 @@ class FunctionContext:
             if isinstance(func, cst.Attribute):
                 if func.attr.value in BOOL_METHODS:
                     return True
+                if func.attr.value in ("to", "cuda", "clone", "contiguous"):
+                    return self.is_bool(func.value)  # a copy of a mask is a mask
+            if self.resolve(func) in ("torch.as_tensor", "torch.tensor", "torch.from_numpy") and node.args:
+                return self.is_bool(node.args[0].value)
                 if func.attr.value == "to" and any(dotted(a.value) in ("torch.bool", "bool") for a in node.args):
                     return True
         return False
@@ -192,9 +204,16 @@ class FunctionContext:
             return None if qualified.startswith(("torch.", "numpy.", "math.")) else func.value
         return None
 
+    def device_field(self, node: cst.BaseExpression | None) -> str | None:
+        """The attribute a value of unknown place was read from (`self.pool.write_pos[idx]`,
+        `buf` bound from `req.kv.track_buffer`), if any: a rule that needs a device tensor may
+        report it on the condition that the linted tree keeps that attribute only on the device
+        (`report(..., needs_device=...)`: the engine decides once every file is read)."""
+        return attribute_source(_root_value(node), self)
+
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None,
-               no_fix: str | None = None) -> None:
+               no_fix: str | None = None, needs_device: str | None = None, needs_vector: bool = False) -> None:
         if self.passive or self.cold_depth:
             return
         # every finding of a rule that can fix says what its fix changes, or why there is none
@@ -219,12 +238,36 @@ class FunctionContext:
         source = self.param_of(subject)
         param = (_qualify(self.analyzer.module_name, self.qualname), source) if source is not None else None
         found = RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level, field_read, param,
-                           origin)
+                           origin, needs_device, needs_vector)
         (self.analyzer.latent if latent else self.analyzer.findings).append(found)
 
 
 def _qualify(module: str, qualname: str) -> str:
     return f"{module}.{qualname}" if module else qualname
+
+
+# Attributes that are never tensors, whatever the object (`x.shape`, `self.device`).
+_NOT_TENSOR_ATTRS = frozenset("shape dtype device ndim layout is_cuda config data_ptr numel".split())
+
+
+def attribute_source(node, ctx: FunctionContext) -> str | None:
+    """The attribute name an expression reads (`obj.a.b` -> "b", `getattr(obj, "b", None)` ->
+    "b"), or the one a local name was bound from; None for module attributes (`torch.int32`)."""
+    if isinstance(node, cst.Name):
+        return ctx.attr_sources.get(node.value)
+    if isinstance(node, cst.Attribute):
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value in ctx.alias_table() and root.value not in ctx.env:
+            return None
+        attr = node.attr.value
+        return None if attr in _NOT_TENSOR_ATTRS else attr
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1].value, cst.SimpleString):
+        name = node.args[1].value.evaluated_value
+        return name if isinstance(name, str) and name.isidentifier() else None
+    return None
 
 
 def _root_value(node):

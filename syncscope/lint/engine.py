@@ -16,7 +16,8 @@ from ..site import Site, with_occurrences
 from .cache import FACT_FIELDS, Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
-from .provenance import known_host
+from .classinfo import VECTOR
+from .provenance import DEVICE, known_host
 from .records import FileFinding, diagnostic
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
@@ -134,6 +135,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     if cache is not None:
         cache.save()
     host_fields = _host_fields(results)
+    device_attrs, vector_attrs = device_attributes(results)
     sites: list[tuple[Site, FileFinding]] = []
     for rel in sorted(results):
         if report_only is not None and rel not in report_only:
@@ -141,7 +143,8 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         raw = results[rel]
         pending = [f for f in raw.findings
                    if not (f.field and "%s.%s" % f.field in host_fields)
-                   and f.param not in host_params and (rel, f) not in host_origins]
+                   and f.param not in host_params and (rel, f) not in host_origins
+                   and _device_condition_holds(f.device_condition, device_attrs, vector_attrs)]
         pending += extra.get(rel, ())
         suppressions = raw.suppressions
         if not pending and not suppressions:
@@ -310,6 +313,27 @@ def _host_fields(results: dict) -> set[str]:
         for key, where in result.field_hints.items():
             (host if known_host(where) else other).add(key)
     return host - other
+
+
+def device_attributes(results: dict) -> tuple[set, set]:
+    """Attribute names that the linted tree only ever gives device tensors (a torch factory with
+    `device=`, `.to(device)`, `.cuda()`), in any file and on any object, and those of them whose
+    tensors are all 1-D: a finding that holds only for a device value read from one of them
+    (`RawFinding.needs_device`) is kept."""
+    places: dict[str, set] = {}
+    for result in results.values():
+        for name, wheres in result.attr_places.items():
+            places.setdefault(name, set()).update(wheres)
+    device = {name for name, wheres in places.items() if {w for w in wheres if isinstance(w, int)} == {DEVICE}}
+    vector = {name for name in device if places[name] - {DEVICE} == {VECTOR}}
+    return device, vector
+
+
+def _device_condition_holds(condition, device_attrs: set, vector_attrs: set) -> bool:
+    if condition is None:
+        return True
+    name, needs_vector = condition
+    return name in (vector_attrs if needs_vector else device_attrs)
 
 
 def _is_diagnostic(code: str) -> bool:

@@ -260,16 +260,38 @@ class ExpressionEvaluator:
 
     def _iter_where(self, node: cst.BaseExpression, ctx: FunctionContext) -> P.Place:
         """Where the items of an iteration live."""
+        parts = self.iter_parts(node, ctx)
+        if parts is not None:
+            return P.combine(*parts) if parts else P.UNKNOWN
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value not in ctx.env:
             name = node.func.value
             if name == "range":
                 self.eval(node, ctx)
                 return P.PY
-            if name in ("zip", "enumerate", "reversed", "sorted", "list", "tuple"):
+            if name in ("reversed", "sorted", "list", "tuple"):
                 wheres = [self.eval(a.value, ctx) for a in node.args]
                 return P.combine(*wheres) if wheres else P.UNKNOWN
         where = self.eval(node, ctx)
         return where
+
+    def iter_parts(self, node: cst.BaseExpression, ctx: FunctionContext) -> list[P.Place] | None:
+        """Where each part of an item of `zip(a, b)` / `enumerate(x)` lives (`for i, (h, w) in
+        enumerate(sizes.tolist())`: `i` is an int, `h` and `w` Python numbers), else None."""
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value not in ctx.env
+                and node.func.value in ("zip", "enumerate")) or any(a.star or a.keyword for a in node.args):
+            return None
+        wheres = [self.eval(a.value, ctx) for a in node.args]
+        return [P.PY, *wheres[:1]] if node.func.value == "enumerate" else wheres
+
+    def bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression, ctx: FunctionContext) -> None:
+        """Bind a `for` target, part by part when it unpacks a `zip` or `enumerate` item."""
+        parts = self.iter_parts(iterable, ctx)
+        if parts is not None and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(parts) \
+                and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+            for element, where in zip(target.elements, parts):
+                self.bind(element.value, where, None, ctx)
+            return
+        self.bind(target, P.combine(*parts) if parts else self._iter_where(iterable, ctx), None, ctx)
 
     def _eval_await(self, node: cst.Await, ctx: FunctionContext) -> P.Place:
         return self.eval(node.expression, ctx)
@@ -373,6 +395,8 @@ class ExpressionEvaluator:
         if not qualname.startswith(("torch.", "numpy.")) and \
                 self.hints.where(qualname.rsplit(".", 1)[-1]) == P.HOST:
             return P.HOST  # `async_copy_to_np(x)`, `to_cpu(x)`: named for what they return
+        if not qualname.startswith(("torch.", "numpy.")) and qualname.rsplit(".", 1)[-1].lower().endswith("h2d"):
+            return P.DEVICE  # `async_tensor_h2d(x_cpu, device)`: a copy to the device
         if qualname.startswith("torch."):
             short = qualname.rsplit(".", 1)[-1]
             if torch_gives_python(qualname):

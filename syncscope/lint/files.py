@@ -14,8 +14,9 @@ _TRIGGERS = [
     r"torch", r"Tensor", r"\.item\(", r"\.tolist\(", r"\.cpu\(", r"\.cuda\(", r"\.numpy\(",
     r"\.to\(", r"synchroni[sz]e", r"new_tensor", r"repeat_interleave", r"nonzero", r"copy_\(",
 ]
-# Inside such a file, a function is parsed only if its text mentions one of these.
-_FUNCTION_TRIGGERS = _TRIGGERS + [r"mask", r"gpu"]
+# Inside such a file, a function is parsed only if its text mentions one of these (a number
+# stored at an index: SYN404, SYN406).
+_FUNCTION_TRIGGERS = _TRIGGERS + [r"mask", r"gpu", r"\]\s*=\s*-?(\d|True\b|False\b|float\()"]
 
 
 def _trigger_words(config, base: list[str]) -> str:

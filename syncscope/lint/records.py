@@ -47,6 +47,9 @@ class FileFinding(NamedTuple):
     # first; or why it does not (reachability.py; engine.py's Scope fills both)
     per_step: tuple = ()
     cold: str | None = None
+    # (attribute, 1-D only): it holds only if the linted tree keeps that attribute on the device
+    # (and only 1-D tensors in it, when the second item is True); engine.py decides
+    device_condition: tuple[str, bool] | None = None
 
 
 def diagnostic(code: str, message: str, line: int = 1, column: int = 1, *, level: str = "error",

@@ -44,6 +44,8 @@ class RawResult:
     branch_cold: tuple = ()
     dispatch: dict = field(default_factory=dict)
     guards: dict = field(default_factory=dict)  # function -> [(start, end, parameter)]: runs only if it is None
+    # attribute name -> the places this file stores into it (classinfo.attribute_places)
+    attr_places: dict = field(default_factory=dict)
     internal_error: str | None = None
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
@@ -140,6 +142,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
         hints = class_hints(tree)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
+    from .classinfo import attribute_places
+
+    result.attr_places = attribute_places(tree)
     result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
 
@@ -432,11 +437,16 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
     """Place the analyzer's findings and call sites on lines and add them to `result`."""
     for raw in analyzer.findings:
         line, column, start, end = place(raw, spans, lines, analyzer.module)
+        condition = (raw.needs_device, raw.needs_vector) if raw.needs_device is not None else None
         result.findings.append(FileFinding(raw.code, line, column, start, end, raw.function, raw.message,
                                            raw.fix.applicability if raw.fix else None, raw.level,
-                                           field=raw.field, param=raw.param, origin=raw.origin))
-        _add_root(result, raw, analyzer.module_name, line, start, end)
+                                           field=raw.field, param=raw.param, origin=raw.origin,
+                                           device_condition=condition))
+        if condition is None:  # a conditional finding is no root for callers
+            _add_root(result, raw, analyzer.module_name, line, start, end)
     for raw in analyzer.latent:
+        if raw.needs_device is not None:
+            continue
         line, _, start, end = place(raw, spans, lines, analyzer.module)
         _add_root(result, raw, analyzer.module_name, line, start, end)
 

@@ -23,6 +23,9 @@ from .syn402 import NewTensorFromHostData
 from .syn403 import BlockingCopyToDevice
 from .syn404 import ScalarStoreAtIndex
 from .syn405 import HostDataSliceStore
+from .syn406 import ScalarStoreThroughIndex
+from .syn407 import HostIndexGather
+from .syn408 import DeviceScalarAsNumber
 from .syn501 import DeviceSynchronize
 from .syn502 import StreamSynchronize
 from .syn503 import EventSynchronize
@@ -36,7 +39,7 @@ ALL_RULES: list[type[Rule]] = [
     TensorAsCondition,
     SyncingPropertyRead, ConfiguredSyncingCall,
     TensorFromHostDataOnDevice, NewTensorFromHostData, BlockingCopyToDevice, ScalarStoreAtIndex,
-    HostDataSliceStore,
+    HostDataSliceStore, ScalarStoreThroughIndex, HostIndexGather, DeviceScalarAsNumber,
     DeviceSynchronize, StreamSynchronize, EventSynchronize,
     HelperSyncsOnArgument, CallReachesSync,
 ]

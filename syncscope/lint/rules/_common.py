@@ -6,6 +6,7 @@ from fnmatch import fnmatchcase
 
 import libcst as cst
 
+from .. import provenance as P
 from ..imports import dotted
 from .base import Fix
 
@@ -66,3 +67,38 @@ def first_input(call, *names: str):
         if name in call.kwargs:
             return call.kwargs[name]
     return None
+
+
+def is_python_number(node: cst.BaseExpression, where: int) -> bool:
+    """A Python number or bool as a stored value (`0`, `-1`, `1e9`, `True`, `float("-inf")`, a
+    name holding one): what torch wraps in a 0-d host tensor and copies."""
+    if where != P.PY:
+        return False
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    if isinstance(node, cst.Name):
+        return node.value not in ("None",)
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List,
+                         cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        return False
+    return True
+
+
+# Index names that hold a selection of rows (a tensor or a list of positions), not one position.
+_SELECTION_WORDS = frozenset("indices idxs ids locs slots rows cols positions offsets".split())
+
+
+def is_index_selection(ctx, index: cst.BaseExpression | None, where: int) -> bool:
+    """An index element that selects several positions through `index_put_` / `index`: a list
+    literal or comprehension, a tensor (host or device, not a boolean mask), or a name whose
+    last word says it holds positions (`indices`, `rows`, `slots`)."""
+    if index is None or isinstance(index, cst.Ellipsis) or (isinstance(index, cst.Name) and index.value == "None"):
+        return False
+    if isinstance(index, (cst.List, cst.ListComp)):
+        return True
+    if where in (P.HOST, P.TENSOR, P.DEVICE):
+        return not ctx.is_bool(index)
+    if where in (P.PY, P.UNKNOWN) and isinstance(index, (cst.Name, cst.Attribute)):  # a list or a tensor
+        last = (dotted(index) or "").rsplit(".", 1)[-1]
+        return last.lower().strip("_").split("_")[-1] in _SELECTION_WORDS and not ctx.is_bool(index)
+    return False

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import provenance as P
-from ._common import show
+from ._common import is_index_selection, is_python_number, show
 from .base import Rule
 
 
@@ -20,24 +20,42 @@ class ScalarStoreAtIndex(Rule):
         "import torch\ndef f(x: torch.Tensor, y: torch.Tensor):\n    x[0] = y[3]\n",
         "def f(buf_np, n: int):\n    buf_np[0] = n\n",
         "def f(d):\n    d[0] = 1\n",  # nothing says d is a tensor
+        # a 2-D device buffer: `buf[i] = 0` fills a row, no copy from the host
+        "import torch\nclass Pool:\n    def __init__(self, n, device):\n        self.rows = torch.zeros((n, 4), device=device)\n"
+        "class Alloc:\n    def clear(self, pool, req):\n        pool.rows[req.row] = 0\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor):\n    x[0] = 0\n",
         "import torch\ndef f(device):\n    out = torch.empty(4, device=device)\n    for i in range(4):\n        out[i] = i * 2\n",
+        # SGLang 0.5.19 `alloc`: a 1-D device buffer of another class, indexed by a pool slot
+        "import torch\nclass Pool:\n    def __init__(self, n, device):\n        self.cache_base = torch.zeros((n + 1,), dtype=torch.int32, device=device)\n"
+        "class Alloc:\n    def alloc(self, pool, req):\n        pool.cache_base[req.kv.pool_idx] = 0\n",
     ]
 
     def on_subscript_store(self, ctx, target, base_where, value, value_where):
-        if not P.is_tensor_like(base_where) or value is None or value_where != P.PY:
-            return
-        if isinstance(value, (cst.Name,)) and value.value == "None":
+        if value is None or not is_python_number(value, value_where):
             return
         indices = ctx.analyzer.index_where(target, ctx)
-        if not indices or any(index is None or where != P.PY or isinstance(index, cst.Ellipsis)
-                              or (isinstance(index, cst.Name) and index.value == "None")
-                              for index, where in indices):
-            return
+        if P.is_tensor_like(base_where):
+            if not indices or any(index is None or where != P.PY or isinstance(index, cst.Ellipsis)
+                                  or (isinstance(index, cst.Name) and index.value == "None")
+                                  for index, where in indices):
+                return
+            needs = None
+        else:
+            # an attribute the tree only ever gives 1-D device tensors (`self.write_pos =
+            # torch.zeros((n,), device=d)`): any one index addresses one element, an int or a
+            # 0-d tensor alike (SYN406 takes index tensors and lists)
+            needs = ctx.device_field(target.value)
+            if needs is None or len(indices) != 1:
+                return
+            index, where = indices[0]
+            if index is None or isinstance(index, cst.Ellipsis) or where == P.HOST or ctx.is_bool(index) \
+                    or is_index_selection(ctx, index, where) or (isinstance(index, cst.Name) and index.value == "None"):
+                return
         ctx.report(
             self, target,
             f"`{show(target, ctx)} = {show(value, ctx)}` stores a Python number into a device tensor "
             "with a blocking copy (fill a slice, or write from a device tensor)",
+            needs_device=needs, needs_vector=needs is not None,
         )
