@@ -42,7 +42,10 @@ def project(tmp_path):
     shutil.copytree(REPO / "reference_impl", root / "reference_impl", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "examples").mkdir()
     shutil.copy(REPO / "examples" / "serve_loop.py", root / "examples" / "serve_loop.py")
-    (root / "pyproject.toml").write_text("[project]\nname = 'serve-loop-copy'\n")
+    # The serving loop that calls the builders' entry points is outside the linted folder, so the
+    # project names them as per-step roots (as the linter's own seed-recall test does).
+    (root / "pyproject.toml").write_text("[project]\nname = 'serve-loop-copy'\n\n[tool.syncscope.lint]\n"
+                                         "hot-roots = [\"*.finish\", \"gdn_chunk_prefill\"]\n")
     return root
 
 
