@@ -96,8 +96,8 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
     findings = lint_run.findings
     confirmation = None
     if confirm_report is not None:
-        from syncscope.ci.confirm import confirm, render_text
-        from syncscope.report.model import ReportError
+        from syncscope.lint.confirm import confirm, render_text
+        from syncscope.report.schema import ReportError
 
         try:
             confirmation = confirm(findings, confirm_report, lint_root=os.path.abspath(config.root))
@@ -118,13 +118,13 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
         elif output_format == "json":
             output.write_json(findings, stream)
         elif output_format == "sarif":
-            from syncscope.report.sarif import write_sarif
+            from syncscope.render.sarif import write_sarif
 
             write_sarif(findings, stream, rules=output.sarif_rules(), tool_version=_version(),
                         information_uri="https://github.com/syncscope/syncscope",
                         root_uri="file://" + os.path.abspath(config.root))
         elif output_format == "github":
-            from syncscope.report.github import write_github
+            from syncscope.render.github import write_github
 
             write_github(findings, stream)
         if output_format in ("text", "concise") or statistics:
