@@ -108,7 +108,8 @@ def keeper_running(t):
     import os
     import tempfile
 
-    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.atomic import write_json_atomic
+    from syncscope.report.aggregate import build_report
     from syncscope.runtime.keeper import ReportKeeper
 
     with tempfile.TemporaryDirectory() as tmp:

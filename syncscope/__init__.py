@@ -18,8 +18,8 @@ _LAZY = {
     "Trap": "syncscope.runtime.trap",
     "HostSyncError": "syncscope.runtime.policy",
     "Policy": "syncscope.runtime.policy",
-    "HostSyncEvent": "syncscope.runtime.events",
-    "SyncKind": "syncscope.runtime.events",
+    "HostSyncEvent": "syncscope.events",
+    "SyncKind": "syncscope.events",
     "Site": "syncscope.site",
     "monitor": "syncscope.monitoring",
 }

@@ -89,7 +89,7 @@ def _rearm(trap) -> None:
 
 
 def describe(events: list, nodeid: str, device: str) -> str:
-    from syncscope.report.model import sites_from_events
+    from syncscope.report.aggregate import sites_from_events
 
     sites = [s for s in sites_from_events(events) if s.in_scope and not s.allowed]
     total = sum(s.count for s in sites)

@@ -45,7 +45,7 @@ reason = "warm-up"
 
 
 def _events():
-    from syncscope.runtime.events import Frame, HostSyncEvent
+    from syncscope.events import Frame, HostSyncEvent
 
     out = []
     for i, (line, kind, fn) in enumerate([(7, "item", "step"), (9, "bool_mask_index", "step"), (30, "device_sync", "Model.forward")] * 3):
@@ -61,10 +61,10 @@ def _report_with_bubble_window(meta: dict) -> dict:
     the same pure function the GPU path uses, on a synthetic timeline (no GPU here)."""
     import dataclasses
 
-    from syncscope.report.model import build_report
+    from syncscope.report.aggregate import build_report
     from syncscope.runtime.bubble_window import WindowResult
     from syncscope.runtime.bubbles import GpuActivity, SyncMark, attribute
-    from syncscope.runtime.events import Frame
+    from syncscope.events import Frame
     from syncscope.runtime.recorder import Recorder
 
     rec = Recorder(device="cuda", root="/proj")
@@ -82,7 +82,8 @@ def _report_with_bubble_window(meta: dict) -> dict:
 def make_seeds(directory: Path) -> dict[str, Path]:
     """Real files of every kind a command reads, written by syncscope's own writers."""
     from syncscope.ci import baseline as bl
-    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.atomic import write_json_atomic
+    from syncscope.report.aggregate import build_report
 
     directory.mkdir(parents=True, exist_ok=True)
     seeds = {}

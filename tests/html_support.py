@@ -9,8 +9,8 @@ import os
 import subprocess
 import sys
 
-from syncscope.report.model import build_report
-from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.report.aggregate import build_report
+from syncscope.events import Frame, HostSyncEvent
 from test_gate_support import sync_lines
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

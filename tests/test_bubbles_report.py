@@ -14,11 +14,13 @@ from typer.testing import CliRunner
 
 from syncscope.ci import combine
 from syncscope.cli import app
-from syncscope.report import console, perfetto
-from syncscope.report.model import build_report, load_report, write_json_atomic
+from syncscope.render import console, perfetto
+from syncscope.atomic import write_json_atomic
+from syncscope.report.aggregate import build_report
+from syncscope.report.schema import load_report
 from syncscope.runtime.bubble_window import WindowResult
 from syncscope.runtime.bubbles import GpuActivity, SyncMark, attribute
-from syncscope.runtime.events import Frame
+from syncscope.events import Frame
 from syncscope.runtime.recorder import Recorder
 from test_reporters import check_chrome_trace
 

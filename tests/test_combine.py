@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from syncscope.ci import combine
 from syncscope.cli import app
-from syncscope.report.model import load_report
+from syncscope.report.schema import load_report
 from test_gate_support import runtime_report, write
 
 SOURCE = '''\
@@ -115,7 +115,7 @@ WRITER = r'''
 import json, sys
 sys.path.insert(0, {tests!r})
 from syncscope.ci import combine
-from syncscope.report.model import write_json_atomic
+from syncscope.atomic import write_json_atomic
 from test_gate_support import runtime_report
 me, rounds, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 source = "def step(x):\n" + "".join(f"    v{{i}} = x[{{i}}].item()\n" for i in range(40))

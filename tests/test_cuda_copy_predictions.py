@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from syncscope.runtime import cuda
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 
 SPECS = {spec.api: spec for spec in cuda._shim_specs()}
 

@@ -1,4 +1,4 @@
-"""Static x runtime (`syncscope.ci.confirm`): findings a run confirmed rank first; runtime syncs no
+"""Static x runtime (`syncscope.lint.confirm`): findings a run confirmed rank first; runtime syncs no
 rule caught are listed."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from syncscope.ci.confirm import confirm, render_text
-from syncscope.report.model import load_report
+from syncscope.lint.confirm import confirm, render_text
+from syncscope.report.schema import load_report
 from syncscope.site import Site
 from test_gate_support import runtime_report, write
 

@@ -7,8 +7,8 @@ import ast
 import json
 import os
 
-from syncscope.report.model import build_report
-from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.report.aggregate import build_report
+from syncscope.events import Frame, HostSyncEvent
 
 
 def sync_lines(source: str, needle: str = ".item()") -> list[tuple[int, str, str]]:

@@ -142,7 +142,9 @@ def test_the_indexing_shim_leaves_tensors_out_of_the_sequence_protocol(monkeypat
 
 
 def test_errors_round_trip_and_old_reports_still_load(tmp_path):
-    from syncscope.report.model import ReportError, build_report, load_report, write_json_atomic
+    from syncscope.atomic import write_json_atomic
+    from syncscope.report.aggregate import build_report
+    from syncscope.report.schema import ReportError, load_report
 
     errors = [{"where": "cuda detector (Tensor.to)", "error": "ValueError: x", "count": 2}]
     path = tmp_path / "r.json"
@@ -173,7 +175,8 @@ def test_lazy_parameters_keep_working_under_the_simulated_device():
 
 def test_combine_adds_up_the_errors_of_every_process(tmp_path):
     from syncscope.ci.combine import combine_files
-    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.atomic import write_json_atomic
+    from syncscope.report.aggregate import build_report
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     same = {"where": "cuda detector (Tensor.to)", "error": "ValueError: x"}
@@ -212,7 +215,8 @@ def test_a_shimmed_method_stays_allowed_on_lazy_parameters():
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_reports_only_its_own_errors(tmp_path, capsys):
     from syncscope.ci.combine import combine_files
-    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.atomic import write_json_atomic
+    from syncscope.report.aggregate import build_report
     from syncscope.runtime import hook_errors
 
     hook_errors.reset()

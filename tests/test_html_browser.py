@@ -176,7 +176,7 @@ def test_compare_view_lists_what_the_fix_removed(browser, runs):
 
 
 def test_lint_overlay(browser, runs):
-    from syncscope.ci.confirm import confirm
+    from syncscope.lint.confirm import confirm
 
     findings = json.load(open(runs["lint"]))
     expected = confirm(findings, runs["naive"])

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from html_support import GPU_SITES, HOSTILE, gpu_report, hostile_report, oracle_report, write_json
 from syncscope.cli import app
-from syncscope.ci.confirm import confirm
-from syncscope.report import html
-from syncscope.report.diff import compare
-from syncscope.report.model import Report
+from syncscope.lint.confirm import confirm
+from syncscope.render import html
+from syncscope.render.diff import compare
+from syncscope.report.schema import Report
 
 
 def page(path, **kw):

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from syncscope.ci.confirm import confirm
-from syncscope.report.model import Report
+from syncscope.lint.confirm import confirm
+from syncscope.report.schema import Report
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

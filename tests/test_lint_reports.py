@@ -1,4 +1,4 @@
-"""`syncscope.report.sarif` and `.github` are generic: any records with rule_id, message,
+"""`syncscope.render.sarif` and `.github` are generic: any records with rule_id, message,
 level, site and fingerprint. Checked here with runtime-style records (kinds, not rule codes)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from syncscope.report.github import format_github, write_github
-from syncscope.report.sarif import to_sarif, write_sarif
+from syncscope.render.github import format_github, write_github
+from syncscope.render.sarif import to_sarif, write_sarif
 from syncscope.site import Site
 
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sarif-schema-2.1.0.json")

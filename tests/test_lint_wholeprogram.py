@@ -9,7 +9,7 @@ import textwrap
 
 from syncscope.lint.engine import lint_paths
 from syncscope.lint.output import write_json, write_text
-from syncscope.report.sarif import to_sarif
+from syncscope.render.sarif import to_sarif
 
 from lint_helpers import make_config
 

@@ -17,7 +17,7 @@ import pytest
 from syncscope.monitoring.metrics import OTHER, SiteFold, SyncMetrics
 from syncscope.monitoring.sampling import Gate, SampledRecorder
 from syncscope.runtime import regions
-from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.events import Frame, HostSyncEvent
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

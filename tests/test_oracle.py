@@ -23,8 +23,9 @@ from syncscope.oracle.report import BLOCKED_LINE, build_oracle_report, oracle_li
 from syncscope.oracle.scopes import Scopes, ScopeSpec, names_main, patch_module_spec
 from syncscope.oracle.timing import Calibration, CalibrationError, IdlePrimer, QueuedPrimer, calibrate
 from syncscope.oracle.tracer import SettraceLineTimer, available_tracers, make_line_timer
-from syncscope.report.model import Report, build_report
-from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.report.aggregate import build_report
+from syncscope.report.schema import Report
+from syncscope.events import Frame, HostSyncEvent
 from tests.test_oracle_support import FakeClock, FakeGpu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -636,7 +637,8 @@ def test_cli_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch):
     import tests.test_oracle_support as support
     from syncscope.cli import app
     from syncscope.oracle import cuda as oracle_cuda
-    from syncscope.report.model import load_report, write_json_atomic
+    from syncscope.atomic import write_json_atomic
+    from syncscope.report.schema import load_report
 
     script = tmp_path / "fake_prog.py"
     script.write_text(FAKE_PROGRAM)
@@ -712,7 +714,7 @@ def test_baseline_and_gate_read_an_oracle_report(tmp_path):
     from typer.testing import CliRunner
 
     from syncscope.cli import app
-    from syncscope.report.model import write_json_atomic
+    from syncscope.atomic import write_json_atomic
 
     report, _ = _oracle_report(tmp_path)
     path, base = str(tmp_path / "oracle.json"), str(tmp_path / "base.json")
@@ -746,7 +748,7 @@ def test_cli_from_a_saved_report_compares_without_a_gpu(tmp_path):
     from typer.testing import CliRunner
 
     from syncscope.cli import app
-    from syncscope.report.model import write_json_atomic
+    from syncscope.atomic import write_json_atomic
 
     report, _ = _oracle_report(tmp_path)
     write_json_atomic(str(tmp_path / "oracle.json"), report.to_json())

@@ -1,5 +1,5 @@
-"""The package's shape: every module imports, no import cycle inside `syncscope/`, no module over
-600 lines. Each exception is on an allow-list below, with the reason; the lists are checked to be
+"""The package's shape: every module imports, no import cycle inside `syncscope/`, packages import
+only downwards through the layers below, no module over 600 lines. Each exception is on an allow-list below, with the reason; the lists are checked to be
 current, so a fixed exception must leave the list too.
 """
 
@@ -19,6 +19,41 @@ LONG_MODULES_ALLOWED: set[str] = set()
 
 # Import cycles allowed, as sets of the modules of one cycle. Remove an entry once it is broken.
 CYCLES_ALLOWED: list[frozenset[str]] = []
+
+
+# The layers, top first (docs/architecture.md): a module may import its own package and the
+# layers below its own, never a layer above nor a sibling package of its own layer. A package is
+# the first name under `syncscope.`; the top-level modules are packages of one module.
+LAYERS: list[set[str]] = [
+    {"__main__"},  # `python -m syncscope`
+    {"cli"},  # the command line
+    {"commands", "pytest_plugin"},  # the subcommands and the pytest plugin
+    {"render"},  # console, HTML, Markdown, SARIF, GitHub, Perfetto: they show what the checks found
+    {"oracle", "monitoring", "ci"},  # the checks built on the trap and the linter
+    {"runtime", "lint"},  # the trap and the linter
+    {"report"},  # report primitives: schema, validation, aggregation, host metadata, the writer, status
+    {"syncscope", "site", "events", "atomic", "terminal", "suggest"},  # shared vocabulary and utilities
+]
+
+# Package-level import edges allowed against the layers, as (importer module, imported module),
+# each with what removes it. Remove an entry once it is gone.
+UPWARD_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    # A child process of `syncscope run --monitor` starts its monitor session from the child
+    # bootstrap. Removed when the trap rework (issue 26) lets the command hand the child its
+    # monitor starter (e.g. by dotted name in ChildConfig) instead of runtime importing monitoring.
+    ("syncscope.runtime.multiprocess", "syncscope.monitoring.session"): "issue 26 (runtime/ is being reworked there)",
+}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _layer(package: str) -> int:
+    found = [i for i, layer in enumerate(LAYERS) if package in layer]
+    assert len(found) == 1, f"package {package!r} must be in exactly one layer of LAYERS, is in {len(found)}"
+    return found[0]
 
 
 def _module_name(path: Path) -> str:
@@ -123,6 +158,42 @@ def test_no_import_cycle_inside_the_package():
     assert not unexpected, f"import cycles inside syncscope/: {unexpected}"
     stale = [sorted(c) for c in CYCLES_ALLOWED if c not in cycles]
     assert not stale, f"allowed cycles that no longer exist (take them off CYCLES_ALLOWED): {stale}"
+
+
+def layer_violations(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) module pairs whose packages differ and where the imported package is
+    not in a layer below the importer's."""
+    bad = set()
+    for name, targets in graph.items():
+        for target in targets:
+            here, there = _package(name), _package(target)
+            if here != there and _layer(there) <= _layer(here):
+                bad.add((name, target))
+    return bad
+
+
+def test_the_layer_check_finds_upward_and_sideways_imports():
+    graph = {
+        "syncscope.report.schema": {"syncscope.site", "syncscope.report.validate"},  # down, own package
+        "syncscope.lint.engine": {"syncscope.runtime.trap"},  # sideways: a sibling of the same layer
+        "syncscope.report.write": {"syncscope.ci.gate"},  # upwards
+        "syncscope.commands.run": {"syncscope.runtime.trap", "syncscope.render.console"},
+    }
+    assert layer_violations(graph) == {("syncscope.lint.engine", "syncscope.runtime.trap"), ("syncscope.report.write", "syncscope.ci.gate")}
+
+
+def test_every_package_is_in_one_layer():
+    for name in MODULES:
+        _layer(_package(name))
+
+
+def test_packages_import_only_downwards():
+    graph = {name: _imported_modules(name, path) for name, path in MODULES.items()}
+    violations = layer_violations(graph)
+    unexpected = sorted(violations - set(UPWARD_IMPORTS_ALLOWED))
+    assert not unexpected, f"imports against the layers (see LAYERS): {unexpected}"
+    stale = sorted(set(UPWARD_IMPORTS_ALLOWED) - violations)
+    assert not stale, f"allowed upward imports that no longer exist (take them off UPWARD_IMPORTS_ALLOWED): {stale}"
 
 
 # `python -m syncscope` runs the CLI when imported; its one line is covered by every CLI test.

@@ -17,10 +17,11 @@ from typer.testing import CliRunner
 
 from syncscope.ci import combine
 from syncscope.cli import app
-from syncscope.report import console, markdown
-from syncscope.report.model import Report, build_report
+from syncscope.render import console, markdown
+from syncscope.report.aggregate import build_report
+from syncscope.report.schema import Report
 from syncscope.runtime import pageable
-from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.events import Frame, HostSyncEvent
 
 KiB, MiB, MS = 1 << 10, 1 << 20, 1_000_000
 SOURCE = {

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from syncscope.ci import combine
 from syncscope.cli import app
-from syncscope.report import markdown, perfetto
-from syncscope.report.model import Report, load_report
+from syncscope.render import markdown, perfetto
+from syncscope.report.schema import Report, load_report
 from test_gate_support import runtime_report, write
 
 PROGRAM = '''

@@ -5,9 +5,11 @@ import threading
 
 import pytest
 
-from syncscope.report.model import Report, ReportError, build_report, load_report, write_json_atomic
+from syncscope.atomic import write_json_atomic
+from syncscope.report.aggregate import build_report
+from syncscope.report.schema import Report, ReportError, load_report
 from syncscope.runtime import regions
-from syncscope.runtime.events import SyncKind
+from syncscope.events import SyncKind
 from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.runtime.recorder import AllowRule, Recorder
 
@@ -217,7 +219,7 @@ def test_syncs_before_the_first_region_are_settled_out_of_scope():
 def test_console_shows_source_with_brackets(tmp_path):
     import io
 
-    from syncscope.report import console
+    from syncscope.render import console
 
     rec = Recorder()
     rec.record(SyncKind.BOOL_MASK_INDEX, "Tensor.__getitem__")  # y = x[mask] would lose [mask] as markup

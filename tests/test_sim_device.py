@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import syncscope
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 from syncscope.runtime.sim import SimulatedCudaTensor, SimulatedDeviceError
 from tests.marked_lines import events_in, marked_line
 from tests.sim_grad_modes import grad_mode  # noqa: F401

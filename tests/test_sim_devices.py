@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import syncscope
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 from tests import sim_training_programs as programs
 from tests.sim_grad_modes import grad_mode  # noqa: F401
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import syncscope
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 from tests.marked_lines import events_in, marked_line
 from tests.sim_grad_modes import grad_mode  # noqa: F401
 

@@ -56,8 +56,8 @@ def test_multiline_keeps_newlines_only():
 
 # -- the runtime report: console table, `report`, markdown, github, sarif ------------------------
 def hostile_report():
-    from syncscope.report.model import build_report
-    from syncscope.runtime.events import Frame, HostSyncEvent
+    from syncscope.report.aggregate import build_report
+    from syncscope.events import Frame, HostSyncEvent
 
     site = Frame(f"src/{HOSTILE}.py", 7, f"Model.{HOSTILE}")
     event = HostSyncEvent(
@@ -68,7 +68,7 @@ def hostile_report():
 
 
 def test_console_table_shows_hostile_text_escaped():
-    from syncscope.report import console
+    from syncscope.render import console
 
     out = io.StringIO()
     console.render(hostile_report(), file=out)
@@ -78,7 +78,7 @@ def test_console_table_shows_hostile_text_escaped():
 
 
 def test_report_command_and_its_errors(tmp_path):
-    from syncscope.report.model import write_json_atomic
+    from syncscope.atomic import write_json_atomic
 
     path = tmp_path / "r.json"
     write_json_atomic(str(path), hostile_report().to_json())
@@ -93,7 +93,8 @@ def test_report_command_and_its_errors(tmp_path):
 
 
 def test_gate_combine_and_export_outputs(tmp_path):
-    from syncscope.report.model import build_report, write_json_atomic
+    from syncscope.atomic import write_json_atomic
+    from syncscope.report.aggregate import build_report
 
     hostile = tmp_path / "hostile.json"
     write_json_atomic(str(hostile), {**hostile_report().to_json(), "pid": 11, "host": "h", "status": "completed"})
@@ -123,7 +124,7 @@ def test_gate_combine_and_export_outputs(tmp_path):
 
 
 def test_github_annotations_follow_githubs_escaping():
-    from syncscope.report.github import format_github
+    from syncscope.render.github import format_github
     from syncscope.site import Site
 
     class Record:
@@ -153,7 +154,7 @@ def _strings(value):
 
 
 def test_sarif_and_json_escape_control_characters():
-    from syncscope.report.sarif import write_sarif
+    from syncscope.render.sarif import write_sarif
 
     from syncscope.ci.baseline import _runtime_sites
 
@@ -170,7 +171,7 @@ def test_sarif_and_json_escape_control_characters():
 
 
 def test_markdown_table_cells_stay_in_their_row():
-    from syncscope.report.markdown import render_report
+    from syncscope.render.markdown import render_report
 
     text = render_report(hostile_report())
     assert_safe(text)
@@ -204,7 +205,7 @@ def test_lint_outputs_with_a_hostile_file_name_and_source(tmp_path, fmt):
 
 
 def test_warn_policy_line_is_safe(capsys):
-    from syncscope.runtime.events import Frame
+    from syncscope.events import Frame
     from syncscope.runtime.policy import HostSyncError, Policy
     from syncscope.runtime.recorder import Recorder
 

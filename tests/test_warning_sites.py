@@ -102,7 +102,7 @@ def test_a_warning_of_syncscope_outside_a_program_call_is_left_alone():
 def test_the_cuda_detectors_own_sync_warning_is_left_on_its_channel():
     # torch's sync-debug warning raised inside a shim is how the CUDA detector learns of a sync:
     # it never reaches the program, so it is not re-located (no cost per sync)
-    from syncscope.runtime.events import SYNC_WARNING
+    from syncscope.events import SYNC_WARNING
 
     for shim_file in warning_sites._CUDA_DETECTORS:  # the shim detector's and the quiet one's wrappers
         assert warning_sites._detector_channel(warnings.WarningMessage(UserWarning(SYNC_WARNING), UserWarning, shim_file, 1))

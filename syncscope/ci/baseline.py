@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from syncscope.lint.findings_json import LintJsonError, finding_list, finding_sites
 from syncscope.site import Site, with_occurrences
 
 SCHEMA = "syncscope.baseline"
@@ -40,7 +41,7 @@ class ObservedSite:
     level: str = "error"
     ranks: tuple[int, ...] = ()  # combined runtime reports: the ranks that synced here
 
-    # With `message` and `level`, what the SARIF and GitHub writers (syncscope.report.sarif,
+    # With `message` and `level`, what the SARIF and GitHub writers (syncscope.render.sarif,
     # .github) take as a result record, so runtime sites go out through the linter's writers.
     @property
     def rule_id(self) -> str:
@@ -138,7 +139,7 @@ def _numbered(raw: list[tuple[Site, dict]]) -> list[tuple[Site, dict]]:
 
 def _runtime_sites(data: dict, origin: str) -> tuple[list[ObservedSite], list[ObservedSite]]:
     """The gated sites of a runtime report, and apart from them its potential syncs."""
-    from syncscope.report.model import Report, ReportError
+    from syncscope.report.schema import Report, ReportError
 
     try:
         report = Report.from_json(data, origin=origin)
@@ -174,50 +175,14 @@ def _runtime_sites(data: dict, origin: str) -> tuple[list[ObservedSite], list[Ob
     return gated, [o for fp, o in merged.items() if fp not in blocked]
 
 
-def _lint_items(data: Any, origin: str) -> list:
-    if isinstance(data, list):
-        return data
-    if isinstance(data, dict):
-        for key in ("findings", "results", "diagnostics"):
-            if isinstance(data.get(key), list):
-                return data[key]
-    raise InputError(f"{origin}: not a syncscope report or lint JSON output (expected a list of findings)")
-
-
-def _first(item: dict, *keys: str, default: Any = None) -> Any:
-    for key in keys:
-        if item.get(key) not in (None, ""):
-            return item[key]
-    return default
-
-
-def lint_site(item: dict) -> Site:
-    """A lint finding (one object of `syncscope lint --output-format json`) as a `Site`.
-    Tolerant of Ruff's field names too (`filename`, `location.row`, `code`)."""
-    location = item.get("location") if isinstance(item.get("location"), dict) else {}
-    path = _first(item, "path", "filename", "file")
-    line = _first(item, "line", default=location.get("row", location.get("line")))
-    kind = _first(item, "code", "rule", "kind")
-    if not isinstance(path, str) or not isinstance(kind, str) or line is None:
-        raise ValueError("needs path, line and code")
-    return Site(
-        path=path.replace("\\", "/"),
-        line=int(line),
-        function=str(_first(item, "function", "scope", default="<module>")),
-        kind=kind,
-        source=str(_first(item, "source", "source_line", "code_line", default="")),
-    )
-
-
 def _lint_sites(data: Any, origin: str) -> list[ObservedSite]:
-    raw = []
-    for index, item in enumerate(_lint_items(data, origin)):
-        try:
-            if not isinstance(item, dict):
-                raise ValueError("not an object")
-            raw.append((lint_site(item), item))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise InputError(f"{origin}: finding #{index} is malformed ({exc})") from None
+    items = finding_list(data)
+    if items is None:
+        raise InputError(f"{origin}: not a syncscope report or lint JSON output (expected a list of findings)")
+    try:
+        raw = finding_sites(items, origin)
+    except LintJsonError as exc:
+        raise InputError(str(exc)) from None
     return [
         ObservedSite(
             site=site,
@@ -322,7 +287,7 @@ def load_baseline(path: str) -> Baseline:
 
 
 def save_baseline(baseline: Baseline, path: str) -> None:
-    from syncscope.report.model import write_json_atomic  # temp file + rename: never half a file
+    from syncscope.atomic import write_json_atomic  # temp file + rename: never half a file
 
     write_json_atomic(path, baseline.to_json())
 

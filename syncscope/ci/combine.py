@@ -16,7 +16,9 @@ import json
 import os
 from dataclasses import dataclass
 
-from syncscope.report.model import Report, ReportError, SiteStats, assign_fingerprints, write_json_atomic
+from syncscope.atomic import write_json_atomic
+from syncscope.report.aggregate import assign_fingerprints
+from syncscope.report.schema import Report, ReportError, SiteStats
 from syncscope.report.status import of_report, worst
 
 DEFAULT_PATTERN = "syncscope-report*.json"

@@ -113,13 +113,13 @@ def register(app: typer.Typer) -> None:
 
         typer.echo(safe_text(gate.render_text(result, observation, baseline), multiline=True), err=not result.passed)
         if markdown:
-            from syncscope.report import markdown as md
+            from syncscope.render import markdown as md
 
             _write_text(markdown, md.render_gate(result, observation, baseline))
         if github:
             import sys
 
-            from syncscope.report.github import write_github  # the linter's writer, generic over sites
+            from syncscope.render.github import write_github  # the linter's writer, generic over sites
 
             write_github(result.new, sys.stdout)
         if update:
@@ -173,18 +173,18 @@ def register(app: typer.Typer) -> None:
             return
         import json
 
-        from syncscope.report.model import ReportError, load_report
+        from syncscope.report.schema import ReportError, load_report
 
         try:
             loaded = load_report(report)
         except ReportError as exc:
             _fail(str(exc))
         if format == "markdown":
-            from syncscope.report import markdown as md
+            from syncscope.render import markdown as md
 
             text = md.render_report(loaded)
         else:
-            from syncscope.report import perfetto
+            from syncscope.render import perfetto
 
             text = json.dumps(perfetto.trace(loaded)) + "\n"
         _write_text(output, text)
@@ -207,11 +207,11 @@ def _export_shared(path: str, format: str) -> str:
     sites = observation.sites
     out = io.StringIO()
     if format == "sarif":
-        from syncscope.report.sarif import write_sarif
+        from syncscope.render.sarif import write_sarif
 
         write_sarif(sites, out, tool_name="syncscope", tool_version=syncscope.__version__)
     else:
-        from syncscope.report.github import write_github
+        from syncscope.render.github import write_github
 
         write_github(sites, out)
     return out.getvalue()

@@ -139,8 +139,8 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
     findings = lint_run.findings
     confirmation = None
     if confirm_report is not None:
-        from syncscope.ci.confirm import confirm, render_text
-        from syncscope.report.model import ReportError
+        from syncscope.lint.confirm import confirm, render_text
+        from syncscope.report.schema import ReportError
 
         try:
             confirmation = confirm(findings, confirm_report, lint_root=os.path.abspath(config.root))
@@ -162,7 +162,7 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
             output.write_json(findings, stream)
         elif output_format == "sarif":
             from syncscope.lint.fix_sarif import WithFixes, sarif_fixes
-            from syncscope.report.sarif import write_sarif
+            from syncscope.render.sarif import write_sarif
 
             fixes = sarif_fixes(findings, lint_run.abs_paths, config)
             records = [WithFixes(f, fixes.get((f.site.path, f.code, f.site.line))) for f in findings]
@@ -170,7 +170,7 @@ def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, 
                         information_uri="https://github.com/syncscope/syncscope",
                         root_uri="file://" + os.path.abspath(config.root))
         elif output_format == "github":
-            from syncscope.report.github import write_github
+            from syncscope.render.github import write_github
 
             write_github(findings, stream)
         if output_format in ("text", "concise") or statistics:

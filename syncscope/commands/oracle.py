@@ -41,11 +41,13 @@ def execute(
     from syncscope.oracle import render
     from syncscope.oracle.api import start_session
     from syncscope.oracle.compare import compare
-    from syncscope.oracle.report import build_oracle_report, oracle_section
+    from syncscope.oracle.report import line_events, oracle_section
     from syncscope.oracle.scopes import Scopes
     from syncscope.oracle.timing import CalibrationError, recheck
     from syncscope.oracle.verdict import Thresholds, analyse
-    from syncscope.report.model import ReportError, load_report, run_metadata, write_json_atomic
+    from syncscope.report.host import run_metadata
+    from syncscope.report.schema import ReportError, load_report
+    from syncscope.report.write import write_report
     from syncscope.runtime import runner
 
     if not scope:
@@ -124,8 +126,7 @@ def execute(
         if hook is not None:
             comparison = compare(section["lines"], root, hook)
             section["compare"] = {"report": os.path.abspath(compare_path), **comparison.to_json()}
-        report = build_oracle_report(results, meta, root, section)
-        write_json_atomic(report_path, report.to_json())
+        report = write_report(report_path, line_events(results, root), {**meta, "oracle": section})
 
     for text in scopes.never_defined():
         typer.echo(f"syncscope oracle: warning: --scope {text} was never defined by the program", err=True)
@@ -154,7 +155,7 @@ def show_saved(path: str, compare_path: Optional[str], show_source: bool) -> Non
     from syncscope.oracle import render
     from syncscope.oracle.compare import compare
     from syncscope.oracle.report import oracle_lines
-    from syncscope.report.model import ReportError, load_report
+    from syncscope.report.schema import ReportError, load_report
 
     try:
         saved = load_report(path)

@@ -38,7 +38,7 @@ def execute(
     import os
     import sys
 
-    from syncscope.report import console
+    from syncscope.render import console
     from syncscope.report import status as run_status
     from syncscope.runtime import config, multiprocess, regions, runner, scope_check
     from syncscope.runtime.policy import Policy
@@ -172,8 +172,9 @@ class _NotStarted:
         self.device = None
 
     def fail(self, message: str, session=None) -> None:
-        from syncscope.report.model import build_report, run_metadata, write_json_atomic
+        from syncscope.report.host import run_metadata
         from syncscope.report.status import never_started
+        from syncscope.report.write import write_report
 
         meta = run_metadata(device=self.device, gpu=None, **{**self.command, "target": self.command["target"] or ""})
         meta.update(never_started(message).to_meta())
@@ -181,7 +182,7 @@ class _NotStarted:
         if session is not None:
             meta.update(session.report_meta())
         try:
-            write_json_atomic(self.report_path, build_report([], meta).to_json())
+            write_report(self.report_path, [], meta)
         except OSError as exc:
             message += f" (and no report: cannot write {self.report_path}: {exc.strerror or exc})"
         _fail(message)
@@ -211,8 +212,9 @@ class _RunReport:
         """`final`: None for a flush while the program runs, else its `RunEnd` (report/status.py)."""
         import sys
 
-        from syncscope.report.model import build_report, run_metadata, write_json_atomic
+        from syncscope.report.host import run_metadata
         from syncscope.report.status import running
+        from syncscope.report.write import write_report
         from syncscope.runtime import hook_errors
 
         gpu = None
@@ -232,15 +234,14 @@ class _RunReport:
         meta["report_path"] = self.report_path
         # the bubble window is only complete at the end
         bubbles = getattr(self.t, "bubbles", None) if final is not None else None
-        report = build_report(list(self.t.events), meta, bubbles=bubbles, errors=hook_errors.snapshot())
-        write_json_atomic(self.report_path, report.to_json())
+        report = write_report(self.report_path, self.t.events, meta, bubbles=bubbles, errors=hook_errors.snapshot())
         if final is not None:
             self.report = report
 
     def _final_and_table(self, final) -> None:
         import sys
 
-        from syncscope.report import console
+        from syncscope.render import console
 
         self.keeper.finish(final)
         if self.show_table and self.report is not None:
@@ -265,7 +266,7 @@ class _RunReport:
 
 
 def _start_keeper(t, device: str, report_path: str, show_table: bool, session=None, **command) -> _RunReport:
-    import syncscope.report.model  # noqa: F401  (imported here, not first in the keeper's flush thread)
+    import syncscope.report.write  # noqa: F401  (imported here, not first in the keeper's flush thread)
     from syncscope.runtime.keeper import ReportKeeper
 
     run_report = _RunReport(t, device, report_path, show_table, session, **command)
@@ -345,8 +346,8 @@ def register(app: typer.Typer) -> None:
         import json
         import sys
 
-        from syncscope.report import console
-        from syncscope.report.model import ReportError, load_report
+        from syncscope.render import console
+        from syncscope.report.schema import ReportError, load_report
 
         if html or output or lint or compare:
             if not html:
@@ -372,8 +373,8 @@ def write_html_page(path: str, output: str, *, lint: str | None, compare: str | 
     """`syncscope report PATH --html`: the page, written atomically (or to stdout for `-`)."""
     import sys
 
-    from syncscope.report import html
-    from syncscope.report.model import ReportError
+    from syncscope.render import html
+    from syncscope.report.schema import ReportError
 
     try:
         loaded = html.load(path)

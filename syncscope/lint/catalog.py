@@ -3,6 +3,8 @@ fully cached run. `tests/test_lint_rules.py` checks it against the rule classes.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 # code -> (name, one-line summary, level)
 CATALOG: dict[str, tuple[str, str, str]] = {
     'SYN101': ('device-bool-mask-index', 'Boolean-mask indexing (read) with a mask not known to be on the host', 'error'),
@@ -41,3 +43,34 @@ DIAGNOSTICS: dict[str, tuple[str, str, str]] = {
     "SYN003": ("internal-error", "syncscope failed on this file (a bug: please report it)", "error"),
     "SYN900": ("unused-suppression", "A `# noqa` / `# syncscope: ignore` that suppresses nothing", "warning"),
 }
+
+# Which runtime kinds (syncscope.events.SyncKind) each rule predicts, for `syncscope lint --confirm`
+# (lint/confirm.py). A rule not listed here (or mapped to None) accepts any kind: a syncing property or helper may sync in any way.
+DEFAULT_RULE_KINDS: Mapping[str, frozenset[str] | None] = {
+    "SYN101": frozenset({"bool_mask_index"}),
+    "SYN102": frozenset({"host_index", "bool_mask_index", "h2d_copy"}),
+    "SYN103": frozenset({"bool_mask_index", "host_index"}),
+    "SYN104": frozenset({"repeat_interleave"}),
+    "SYN105": frozenset({"nonzero", "dynamic_shape"}),
+    "SYN106": frozenset({"dynamic_shape"}),
+    "SYN201": frozenset({"item"}),
+    "SYN202": frozenset({"tolist"}),
+    "SYN203": frozenset({"cpu_copy", "unsynced_d2h_read"}),
+    "SYN204": frozenset({"cpu_copy"}),
+    "SYN205": frozenset({"item"}),
+    "SYN206": frozenset({"item"}),
+    "SYN301": None,
+    "SYN302": None,
+    "SYN401": frozenset({"h2d_copy", "h2d_pageable"}),
+    "SYN402": frozenset({"h2d_copy", "h2d_pageable"}),
+    "SYN403": frozenset({"h2d_copy", "h2d_pageable"}),
+    "SYN404": frozenset({"scalar_store"}),
+    "SYN405": frozenset({"h2d_copy", "h2d_pageable", "host_index"}),
+    "SYN501": frozenset({"device_sync"}),
+    "SYN502": frozenset({"stream_sync"}),
+    "SYN503": frozenset({"event_sync"}),
+    "SYN601": None,
+    "SYN602": None,
+}
+# A sync torch reported from C++ without naming it could be any of them.
+ANY_RULE_KINDS = frozenset({"other"})

@@ -30,7 +30,7 @@ PROGRESS_MIN_FILES = 50  # fewer files than this finish before a bar is worth dr
 @dataclass(frozen=True)
 class Finding:
     """One lint result: a site plus what the report needs. Duck-types the record that
-    `syncscope.report.sarif` / `github` take (rule_id, message, level, site, fingerprint)."""
+    `syncscope.render.sarif` / `github` take (rule_id, message, level, site, fingerprint)."""
 
     site: Site
     code: str

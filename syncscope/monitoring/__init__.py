@@ -57,11 +57,12 @@ class Monitor:
             self._stop_following()
         self._trap_cm.__exit__(None, None, None)
         if self.report_path:
-            from syncscope.report.model import build_report, run_metadata, write_json_atomic
+            from syncscope.report.host import run_metadata
+            from syncscope.report.write import write_report
 
             meta = run_metadata(device=self.device, gpu=None, target="", args=[], module=False, root=self.root)
             meta.update(self.session.report_meta(), report_path=self.report_path)
-            write_json_atomic(self.report_path, build_report(list(self.trap.events), meta).to_json())
+            write_report(self.report_path, self.trap.events, meta)
         self.session.finish()
 
     def __enter__(self) -> "Monitor":

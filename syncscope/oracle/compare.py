@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from syncscope.report.model import Report, SiteStats
+from syncscope.report.schema import Report, SiteStats
 
 
 def _absolute(path: str, root: str | None) -> str:

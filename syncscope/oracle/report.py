@@ -14,8 +14,9 @@ import threading
 from typing import Any
 
 from syncscope.oracle.verdict import BLOCKED, LineResult, Thresholds
-from syncscope.report.model import Report, build_report
-from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.report.aggregate import build_report
+from syncscope.report.schema import Report
+from syncscope.events import Frame, HostSyncEvent
 from syncscope.site import relative_path
 
 BLOCKED_LINE = "blocked_line"
@@ -61,9 +62,7 @@ def oracle_section(results: list[LineResult], root: str, *, calibration: dict | 
 
 
 def build_oracle_report(results: list[LineResult], meta: dict[str, Any], root: str, section: dict) -> Report:
-    report = build_report(line_events(results, root), dict(meta))
-    report.meta["oracle"] = section
-    return report
+    return build_report(line_events(results, root), {**meta, "oracle": section})
 
 
 def oracle_lines(report: Report) -> list[dict]:

@@ -15,23 +15,9 @@ import importlib
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
 from typing import Callable
 
-
-@dataclass(frozen=True)
-class ScopeSpec:
-    module: str
-    attrs: tuple[str, ...]
-    text: str
-
-    @classmethod
-    def parse(cls, text: str) -> "ScopeSpec":
-        module, sep, attr_path = text.partition(":")
-        attrs = tuple(attr_path.split(".")) if attr_path else ()
-        if not sep or not module or not attrs or not all(a.isidentifier() for a in attrs):
-            raise ValueError(f"--scope expects package.module:function or package.module:Class.method, got {text!r}")
-        return cls(module, attrs, text)
+from syncscope.runtime.scope_spec import ScopeSpec  # the one --scope parser; tests and callers import it from here too
 
 
 def _same_file(a: str | None, b: str | None) -> bool:

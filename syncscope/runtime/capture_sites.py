@@ -17,8 +17,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from syncscope.runtime.events import Frame
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import Frame
+from syncscope.events import SyncKind as K
 
 _REFUSALS = ("operation not permitted when stream is capturing", "StreamCapture")
 

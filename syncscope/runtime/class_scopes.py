@@ -26,6 +26,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
+from syncscope.runtime.scope_spec import ScopeSpec
+
 _MAIN_NAMES = ("__main__", "__mp_main__")  # a spawn child imports the parent's main as __mp_main__
 
 
@@ -49,9 +51,11 @@ def _looks_like_path(module_part: str) -> bool:
 
 def deferred_target(spec: str, main_module: str | None) -> ModuleMatcher | None:
     """The module a spec waits for, or None for a spec on an importable module (wrapped now)."""
-    module_part, sep, attr_path = spec.rpartition(":")
-    if not sep or not module_part or not attr_path:
+    try:
+        parsed = ScopeSpec.parse(spec)
+    except ValueError:
         return None  # regions._resolve gives the usage error
+    module_part, attr_path = parsed.module, parsed.attr_path
     if module_part == "__main__" or (main_module is not None and module_part == main_module):
         matcher = ModuleMatcher(main=True)
     elif _looks_like_path(module_part):
@@ -141,7 +145,7 @@ def scope_when_defined(
     definition, with `wrap(cls, method, spec)` (`regions.scope_attribute`, passed in so that this
     module does not import regions, which imports it). Returns the undo, which also notes (for
     `take_unmatched`) a scope that matched nothing."""
-    class_path, _, method = spec.rpartition(":")[2].rpartition(".")
+    class_path, _, method = ScopeSpec.parse(spec).attr_path.rpartition(".")
     pending = _PendingScope(spec, matcher, class_path, method, wrap)
     for module in list(sys.modules.values()):
         module_globals = getattr(module, "__dict__", None)

@@ -13,7 +13,7 @@ import fnmatch
 import os
 import tomllib
 
-from syncscope.runtime.events import SyncKind
+from syncscope.events import SyncKind
 from syncscope.runtime.recorder import AllowRule
 from syncscope.suggest import did_you_mean, unknown_tool_table
 

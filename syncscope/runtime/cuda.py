@@ -32,8 +32,8 @@ from typing import Any, Callable
 import torch
 
 from syncscope.runtime import c10d_waits, capture_sites, hook_errors, nvtx_marks, pageable, sequence_slot
-from syncscope.runtime.events import SYNC_WARNING
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SYNC_WARNING
+from syncscope.events import SyncKind as K
 from syncscope.runtime.policy import HostSyncError
 from syncscope.runtime.recorder import Recorder
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import torch
 
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 
 # -- classifying a call from its arguments (metadata reads only, never data) -------------------
 def _is_cuda_tensor(x: Any) -> bool:

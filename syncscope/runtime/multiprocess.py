@@ -79,7 +79,7 @@ _original_preparation: Callable | None = None
 
 
 def _child_meta(config: ChildConfig, report_path: str, process) -> dict:
-    from syncscope.report.model import run_metadata
+    from syncscope.report.host import run_metadata
 
     meta = run_metadata(device=config.device, gpu=None, target="", args=[], module=False, root=config.root)
     meta.update(
@@ -110,14 +110,13 @@ class _ChildReport:
             return
         self.writing = True  # first: a SIGTERM from here on waits for the write to finish
         try:
-            from syncscope.report.model import build_report, write_json_atomic
+            from syncscope.report.write import write_report
             from syncscope.runtime import hook_errors
 
             meta = _child_meta(self.config, self.path, self.process)
             meta.update(end.to_meta())
             meta.update(getattr(self.recorder, "report_meta", dict)())  # monitor mode: marked sampled
-            report = build_report(list(self.recorder.events), meta, errors=hook_errors.snapshot())
-            write_json_atomic(self.path, report.to_json())
+            write_report(self.path, self.recorder.events, meta, errors=hook_errors.snapshot())
         finally:
             self.writing = False
             self.written = True
@@ -184,7 +183,7 @@ def _run_child(process, original: Callable, args, kwargs):
 def _run_recorded(process, original, args, kwargs, config, recorder):
     import datetime  # noqa: F401  (run_metadata's, imported now, not in a signal handler at exit)
 
-    import syncscope.report.model  # noqa: F401  (likewise)
+    import syncscope.report.write  # noqa: F401  (likewise)
 
     report = _ChildReport(config, recorder, process)
     # Ours stays installed to the end: a SIGTERM handler inherited from a parent `syncscope run`

@@ -12,7 +12,7 @@ except ImportError:  # nvtx is a declared dependency, but a bare environment mus
     _nvtx = None
 
 if TYPE_CHECKING:
-    from syncscope.runtime.events import HostSyncEvent
+    from syncscope.events import HostSyncEvent
 
 DOMAIN = "syncscope"
 _RED = 0xFFD62728

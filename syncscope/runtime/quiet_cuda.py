@@ -32,7 +32,7 @@ import torch
 
 from syncscope.runtime import capture_sites, hook_errors, subscripts
 from syncscope.runtime.cuda import CudaDetector, ShimSpec, _is_compiling, _no_subclass_hooks, _run_as_eager_code
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 from syncscope.runtime.policy import HostSyncError
 from syncscope.runtime.site_timer import SiteTimer
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from syncscope.runtime import compile_phase, nvtx_marks, regions, user_frames
-from syncscope.runtime.events import Frame, HostSyncEvent
+from syncscope.events import Frame, HostSyncEvent
 from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.site import relative_path
 from syncscope.terminal import safe_text

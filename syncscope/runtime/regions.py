@@ -14,6 +14,7 @@ import importlib
 from typing import Callable, Iterator
 
 from syncscope.runtime.policy import Policy
+from syncscope.runtime.scope_spec import ScopeSpec
 
 _regions: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("syncscope_regions", default=())
 _allow_reason: contextvars.ContextVar[str | None] = contextvars.ContextVar("syncscope_allow", default=None)
@@ -206,11 +207,9 @@ def suspend() -> Iterator[None]:
 
 
 def _resolve(spec: str) -> tuple[object, str, Callable]:
-    module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise ValueError(f"--scope expects package.module:Class.method, got {spec!r}")
-    owner: object = importlib.import_module(module_name)
-    parts = attr_path.split(".")
+    parsed = ScopeSpec.parse(spec)
+    owner: object = importlib.import_module(parsed.module)
+    parts = parsed.attrs
     for part in parts[:-1]:
         owner = getattr(owner, part)
     name = parts[-1]
@@ -233,7 +232,7 @@ def scope_attribute(owner: object, name: str, spec: str) -> Callable[[], None]:
     raw = vars(owner).get(name, original) if isinstance(owner, type) else original
     if isinstance(raw, (staticmethod, classmethod)):
         raise ValueError(f"--scope {spec}: static and class methods are not supported; scope a plain method or function")
-    setattr(owner, name, run_in_region(original, spec.rpartition(":")[2]))
+    setattr(owner, name, run_in_region(original, ScopeSpec.parse(spec).attr_path))
 
     def undo() -> None:
         setattr(owner, name, raw)

@@ -20,6 +20,7 @@ import importlib
 import os
 
 from syncscope.suggest import did_you_mean
+from syncscope.runtime.scope_spec import ScopeSpec
 
 
 class ScopeError(ValueError):
@@ -32,9 +33,11 @@ def check_scopes(specs, *, target: str, module: bool) -> None:
     from syncscope.runtime import class_scopes
 
     for spec in specs:
-        module_part, sep, attr_path = spec.rpartition(":")
-        if not sep or not module_part or not attr_path:
+        try:
+            parsed = ScopeSpec.parse(spec)
+        except ValueError:
             continue  # regions gives the usage error
+        module_part, attr_path = parsed.module, parsed.attr_path
         try:
             deferred = class_scopes.deferred_target(spec, target if module else None)
         except ValueError as exc:

@@ -12,7 +12,7 @@ import os
 from typing import Iterable, Iterator, Protocol
 
 from syncscope.runtime import regions, warning_sites
-from syncscope.runtime.events import HostSyncEvent
+from syncscope.events import HostSyncEvent
 from syncscope.runtime.policy import Policy
 from syncscope.runtime.recorder import AllowRule, Recorder
 
@@ -94,7 +94,7 @@ class Trap:
         return self.recorder.in_scope_events()
 
     def sites(self) -> list:
-        from syncscope.report.model import sites_from_events
+        from syncscope.report.aggregate import sites_from_events
 
         return sites_from_events(self.recorder.events, self.bubbles)
 

@@ -32,7 +32,7 @@ import re
 import sys
 from typing import Callable
 
-from syncscope.runtime.events import Frame
+from syncscope.events import Frame
 
 # 3.12's line table is the reference; 3.11 needs the corrections below.
 _NEEDS_CORRECTION = sys.version_info < (3, 12)

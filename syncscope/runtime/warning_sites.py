@@ -26,7 +26,7 @@ import re
 import sys
 import warnings
 
-from syncscope.runtime.events import SYNC_WARNING
+from syncscope.events import SYNC_WARNING
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _OVERRIDES = os.sep + os.path.join("torch", "overrides.py")

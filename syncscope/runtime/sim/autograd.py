@@ -31,7 +31,7 @@ import weakref
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 from syncscope.runtime.sim import state, sync_model
 from syncscope.runtime.sim.tensor import _SimBase, wrap, wrap_view
 

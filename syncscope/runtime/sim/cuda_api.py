@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 from syncscope.runtime.sim import race, state
 
 _MISSING = object()

@@ -268,7 +268,7 @@ def _wrap_out(cls, out, uargs, args, ukwargs, kwargs, dev=None):
 
 def tensor_repr(t) -> str:
     """Printing a CUDA tensor reads its values on the host: a sync on a GPU, recorded here too."""
-    from syncscope.runtime.events import SyncKind as K
+    from syncscope.events import SyncKind as K
 
     state.sync(K.CPU_COPY, "Tensor.__repr__")
     from syncscope.runtime import regions

@@ -31,8 +31,8 @@ import sys
 
 import torch
 
-from syncscope.runtime.events import Frame
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import Frame
+from syncscope.events import SyncKind as K
 from syncscope.runtime.sim import state
 
 capturing = [False]  # any capture in progress in the process: dispatch.py's one cheap test

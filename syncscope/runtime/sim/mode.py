@@ -24,7 +24,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 from syncscope.runtime.sim import devices, graphs, race, state, subclasses, sync_model, whole_ops
 from syncscope.runtime.sim import autograd as sim_autograd
 from syncscope.runtime.sim.whole_ops import has_functorch_wrapped as _has_functorch_wrapped, on_device_under_functorch

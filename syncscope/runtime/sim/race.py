@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from syncscope.runtime.events import Frame
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import Frame
+from syncscope.events import SyncKind as K
 from syncscope.runtime.sim import state
 
 _counter = itertools.count(1)

@@ -9,7 +9,7 @@ import warnings
 
 import torch
 
-from syncscope.runtime.events import SYNC_WARNING, Frame
+from syncscope.events import SYNC_WARNING, Frame
 
 DEVICE = torch.device("cuda", 0)
 DEVICE_NAME = "syncscope simulated CUDA device (CPU-backed)"

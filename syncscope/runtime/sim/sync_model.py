@@ -24,7 +24,7 @@ from typing import Callable, Optional
 
 import torch
 
-from syncscope.runtime.events import SyncKind as K
+from syncscope.events import SyncKind as K
 from syncscope.runtime.sim import state
 from syncscope.runtime.sim.tensor import _SimBase, is_pinned
 

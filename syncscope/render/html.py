@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from syncscope.report.model import Report, ReportError, SiteStats, format_ms, read_report_json, write_text_atomic
-from syncscope.report.sources import SourceIndex
+from syncscope.atomic import write_text_atomic
+from syncscope.report.schema import Report, ReportError, SiteStats, format_ms, read_report_json
+from syncscope.render.sources import SourceIndex
 
 PAGE_ROWS = 200  # sites table rows laid out at a time (sorting and filtering see all of them)
 MAX_TIMELINE_EVENTS = 50_000  # events drawn; the page says how many more the report holds
@@ -62,7 +63,7 @@ def load(path: str) -> LoadedReport:
 
 def load_lint(path: str) -> list[dict]:
     """Findings of `syncscope lint --output-format json` (a list, or an object with `findings`)."""
-    from syncscope.ci.baseline import lint_site
+    from syncscope.lint.findings_json import LintJsonError, finding_list, finding_sites
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -73,16 +74,13 @@ def load_lint(path: str) -> list[dict]:
         raise HtmlInputError(f"{path}: cannot read lint output ({exc})") from None
     if isinstance(data, dict) and "schema" in data:
         raise HtmlInputError(f"{path}: a syncscope report, not lint output (make it with `syncscope lint --output-format json`)")
-    items = data.get("findings") if isinstance(data, dict) else data
-    if not isinstance(items, list):
+    items = finding_list(data)
+    if items is None:
         raise HtmlInputError(f"{path}: not lint JSON output (expected a list of findings)")
-    for index, item in enumerate(items):
-        try:
-            if not isinstance(item, dict):
-                raise ValueError("not an object")
-            lint_site(item)
-        except (TypeError, ValueError) as exc:
-            raise HtmlInputError(f"{path}: finding #{index} is malformed ({exc})") from None
+    try:
+        finding_sites(items, path)
+    except LintJsonError as exc:
+        raise HtmlInputError(str(exc)) from None
     return items
 
 
@@ -209,11 +207,11 @@ def _timeline(report: Report) -> dict:
 
 
 def _lint_overlay(loaded: LoadedReport, findings: list[dict], sources: SourceIndex, records: list[dict], root: str | None) -> dict:
-    """Findings as `syncscope lint --confirm` matches them (syncscope/ci/confirm.py): confirmed by the
+    """Findings as `syncscope lint --confirm` matches them (syncscope/lint/confirm.py): confirmed by the
     run, static only (no event reached them), runtime only (syncs no rule caught). The lint output
     is read as made from the run's project root, as `lint --confirm` assumes."""
-    from syncscope.ci.baseline import lint_site
-    from syncscope.ci.confirm import confirm
+    from syncscope.lint.confirm import confirm
+    from syncscope.lint.findings_json import lint_site
 
     result = confirm(findings, loaded.report)
     index = {id(s): i for i, s in enumerate(loaded.report.sites)}
@@ -250,7 +248,7 @@ def _lint_overlay(loaded: LoadedReport, findings: list[dict], sources: SourceInd
 
 
 def _compare_view(before: LoadedReport, after: LoadedReport, sources: SourceIndex) -> dict:
-    from syncscope.report.diff import compare
+    from syncscope.render.diff import compare
 
     result = compare(before.report, after.report)
     before_records = _site_records(before, sources, before.report.meta.get("project_root"))
@@ -352,7 +350,7 @@ def page_data(loaded: LoadedReport, *, lint: list[dict] | None = None, before: L
 
 # -- rendering ---------------------------------------------------------------------------------
 def _asset(name: str) -> str:
-    return resources.files("syncscope.report").joinpath("html_assets", name).read_text(encoding="utf-8")
+    return resources.files("syncscope.render").joinpath("html_assets", name).read_text(encoding="utf-8")
 
 
 def _csp_hash(text: str) -> str:
@@ -398,7 +396,7 @@ def render(loaded: LoadedReport, *, lint: list[dict] | None = None, lint_path: s
 
     data = page_data(loaded, lint=lint, before=before)
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("syncscope.report", "html_assets"),
+        loader=jinja2.PackageLoader("syncscope.render", "html_assets"),
         autoescape=True,  # every value from a report is text, never markup
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from syncscope.report.model import Report, SiteStats
+from syncscope.report.schema import Report, SiteStats
 from syncscope.terminal import safe_text
-from syncscope.report.model import format_ms as _ms
+from syncscope.report.schema import format_ms as _ms
 
 _MAX_WIDTH = {"function": 32, "region": 20, "source": 48}
 _MIN_WIDTH = {"site": 24, "kind": 17, "count": 5, "total ms": 8, "mean ms": 8, "bubble ms": 9, "region": 6}

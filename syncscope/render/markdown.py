@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from syncscope.report.model import format_ms as _ms
+from syncscope.report.schema import format_ms as _ms
 from syncscope.terminal import safe_text
 
 if TYPE_CHECKING:
     from syncscope.ci.baseline import Observation
     from syncscope.ci.gate import GateResult
-    from syncscope.report.model import Report
+    from syncscope.report.schema import Report
 
 MAX_ROWS = 25
 

@@ -17,41 +17,12 @@ import os
 from dataclasses import dataclass
 from typing import Any, Generic, Iterable, Mapping, TypeVar
 
-from syncscope.report.model import Report, SiteStats, load_report
+from syncscope.lint.catalog import ANY_RULE_KINDS, DEFAULT_RULE_KINDS
+from syncscope.lint.findings_json import lint_site
+from syncscope.report.schema import Report, SiteStats, load_report
 from syncscope.site import Site
 
 F = TypeVar("F")
-
-# Which runtime kinds (syncscope.runtime.events.SyncKind) each rule predicts. A rule not listed
-# here (or mapped to None) accepts any kind: a syncing property or helper may sync in any way.
-DEFAULT_RULE_KINDS: Mapping[str, frozenset[str] | None] = {
-    "SYN101": frozenset({"bool_mask_index"}),
-    "SYN102": frozenset({"host_index", "bool_mask_index", "h2d_copy"}),
-    "SYN103": frozenset({"bool_mask_index", "host_index"}),
-    "SYN104": frozenset({"repeat_interleave"}),
-    "SYN105": frozenset({"nonzero", "dynamic_shape"}),
-    "SYN106": frozenset({"dynamic_shape"}),
-    "SYN201": frozenset({"item"}),
-    "SYN202": frozenset({"tolist"}),
-    "SYN203": frozenset({"cpu_copy", "unsynced_d2h_read"}),
-    "SYN204": frozenset({"cpu_copy"}),
-    "SYN205": frozenset({"item"}),
-    "SYN206": frozenset({"item"}),
-    "SYN301": None,
-    "SYN302": None,
-    "SYN401": frozenset({"h2d_copy", "h2d_pageable"}),
-    "SYN402": frozenset({"h2d_copy", "h2d_pageable"}),
-    "SYN403": frozenset({"h2d_copy", "h2d_pageable"}),
-    "SYN404": frozenset({"scalar_store"}),
-    "SYN405": frozenset({"h2d_copy", "h2d_pageable", "host_index"}),
-    "SYN501": frozenset({"device_sync"}),
-    "SYN502": frozenset({"stream_sync"}),
-    "SYN503": frozenset({"event_sync"}),
-    "SYN601": None,
-    "SYN602": None,
-}
-# A sync torch reported from C++ without naming it could be any of them.
-ANY_RULE_KINDS = frozenset({"other"})
 
 
 @dataclass(frozen=True)
@@ -86,8 +57,6 @@ def _site_of(finding: Any) -> Site:
     if isinstance(site, Site):
         return site
     if isinstance(finding, dict):  # one object of `syncscope lint --output-format json`
-        from syncscope.ci.baseline import lint_site
-
         return lint_site(finding)
     raise TypeError(f"cannot tell where finding {finding!r} is: give a Site, an object with .site, or a lint JSON dict")
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from syncscope.report.model import Report, SiteStats, assign_fingerprints
+from syncscope.report.aggregate import assign_fingerprints
+from syncscope.report.schema import Report, SiteStats
 
 BLOCKED_CHANGE = 0.10  # relative change of blocked time that counts as changed
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from syncscope.report.model import Report
+    from syncscope.report.schema import Report
 
 REGION_TID_OFFSET = 1_000_000  # region tracks: beside the thread, never nested in its slices
 GPU_TID_OFFSET = 2_000_000  # one track per GPU for the bubble window's idle gaps

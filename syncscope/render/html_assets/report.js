@@ -7,7 +7,7 @@
   const D = JSON.parse(document.getElementById("syncscope-data").textContent);
   const sites = D.sites;
   const before = D.compare ? D.compare.before_sites : [];
-  // keys the page leaves out where they hold their default (syncscope/report/html.py, _SITE_DEFAULTS)
+  // keys the page leaves out where they hold their default (syncscope/render/html.py, _SITE_DEFAULTS)
   const DEFAULTS = { blocked_ns: null, blocked_ms: "", mean_ms: "", idle_ns: null, idle_ms: "", idle_count: null, allow_reason: null,
     apis: [], regions: [], ranks: "", stack: [], related: null, lint: null, lint_codes: null, x: null, stale: false, group: "in scope" };
   for (const s of sites.concat(before)) for (const k in DEFAULTS) if (!(k in s)) s[k] = DEFAULTS[k];
