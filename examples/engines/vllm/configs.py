@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 
-def vllm_config(*, num_spec: int = 0, full_cudagraphs: bool = False, gdn_prefill_backend: str = "triton"):
+def vllm_config(*, num_spec: int = 0, full_cudagraphs: bool = False, gdn_prefill_backend: str = "triton", hf=None):
     from vllm.config import CacheConfig, CompilationConfig, SchedulerConfig, VllmConfig
 
     import inspect
@@ -30,32 +30,40 @@ def vllm_config(*, num_spec: int = 0, full_cudagraphs: bool = False, gdn_prefill
         # (auto picks FlashInfer's GDN prefill on an H100, which needs none).
         additional_config={"gdn_prefill_backend": gdn_prefill_backend},
     )
-    object.__setattr__(config, "model_config", model_config())
+    object.__setattr__(config, "model_config", model_config(hf))
     if num_spec:
         object.__setattr__(config, "speculative_config", speculative_config(num_spec))
     return config
 
 
-def model_config():
+def model_config(hf=None):
     """vLLM's `ModelConfig` without its hub look-ups (made with `ModelConfig.__new__`), around a
-    small Qwen3-Next configuration built locally by transformers (GDN head sizes 128)."""
+    Hugging Face configuration built locally by transformers: `hf`, or by default a small
+    Qwen3-Next one (GDN head sizes 128)."""
     from transformers import Qwen3NextConfig
     from vllm.config import ModelConfig
 
-    hf = Qwen3NextConfig(
-        hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=128,
-        linear_value_head_dim=128, num_experts=4, num_experts_per_tok=2, vocab_size=1024,
-    )
+    name = f"{getattr(hf, 'model_type', '?')} (config only, built locally)"
+    if hf is None:
+        name = "Qwen/Qwen3-Next-80B-A3B-Instruct (config only, built locally)"
+        hf = Qwen3NextConfig(
+            hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+            linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=128,
+            linear_value_head_dim=128, num_experts=4, num_experts_per_tok=2, vocab_size=1024,
+        )
     model = ModelConfig.__new__(ModelConfig)
     values = dict(
-        model="Qwen/Qwen3-Next-80B-A3B-Instruct (config only, built locally)",
+        model=name,
         hf_config=hf, hf_text_config=hf, dtype=torch.bfloat16, max_model_len=4096,
         use_mla=False, is_encoder_decoder=False, enforce_eager=False,
     )
-    for name, value in values.items():
-        if not isinstance(getattr(ModelConfig, name, None), property):  # derived in vLLM
-            object.__setattr__(model, name, value)
+    for field, value in values.items():
+        if not isinstance(getattr(ModelConfig, field, None), property):  # derived in vLLM
+            object.__setattr__(model, field, value)
+    # What the head-count questions read (`get_num_attention_heads`), derived by vLLM's own
+    # converter from the local HF config, as `ModelConfig.__init__` derives it.
+    if hasattr(ModelConfig, "get_model_arch_config"):
+        object.__setattr__(model, "model_arch_config", model.get_model_arch_config())
     return model
 
 

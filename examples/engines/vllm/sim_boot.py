@@ -29,9 +29,14 @@ from __future__ import annotations
 import torch
 
 
-def boot(*modules: str):
+def boot(*modules: str, capability: tuple[int, int] | None = None):
     """Import `modules` (the ones under test and those they import lazily) under the unspecified
-    platform, then turn the shared platform object into a CUDA platform; return it."""
+    platform, then turn the shared platform object into a CUDA platform; return it.
+
+    `capability`: what vLLM's platform answers for the device's compute capability, when it is
+    not the simulated device's own (9.0). vLLM picks kernels by it (FlashInfer's TRT-LLM prefill
+    exists only on SM100), so a script can run a builder as it runs on a B200; only vLLM's
+    platform object says so: `torch.cuda` and the libraries that ask it still see 9.0."""
     if not torch.cuda.is_available():
         raise SystemExit("sim_boot: run me under `syncscope run --device sim` (no CUDA device here)")
     import importlib
@@ -64,7 +69,7 @@ def boot(*modules: str):
 
         @classmethod
         def get_device_capability(cls, device_id: int = 0):
-            major, minor = torch.cuda.get_device_capability(device_id)
+            major, minor = capability or torch.cuda.get_device_capability(device_id)
             return DeviceCapability(major=major, minor=minor)
 
         @classmethod
