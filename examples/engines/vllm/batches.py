@@ -51,8 +51,10 @@ BATCHES: dict[str, list[Request]] = {
 }
 
 
-def common_metadata(requests: list[Request], *, blocks_per_req: int = 40, max_model_len: int = 4096):
-    """A `CommonAttentionMetadata` for one step, built as the V2 model runner builds it."""
+def common_metadata(requests: list[Request], *, blocks_per_req: int = 40, max_model_len: int = 4096,
+                    block_size: int = BLOCK_SIZE):
+    """A `CommonAttentionMetadata` for one step, built as the V2 model runner builds it
+    (`block_size`: the KV cache's page size, 64 for FlashMLA)."""
     from vllm.v1.attention.backend import CommonAttentionMetadata
 
     query_lens = [r.query for r in requests]
@@ -67,7 +69,7 @@ def common_metadata(requests: list[Request], *, blocks_per_req: int = 40, max_mo
     slots = []
     for i, r in enumerate(requests):
         for pos in range(r.context, r.seq_len):
-            slots.append(int(block_table_cpu[i, pos // BLOCK_SIZE]) * BLOCK_SIZE + pos % BLOCK_SIZE)
+            slots.append(int(block_table_cpu[i, pos // block_size]) * block_size + pos % block_size)
     fields = {f.name for f in dataclasses.fields(CommonAttentionMetadata)}
     kwargs = dict(
         query_start_loc=query_start_loc_cpu.to(DEVICE, non_blocking=True),

@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 
 
-def vllm_config(*, num_spec: int = 0, full_cudagraphs: bool = False, gdn_prefill_backend: str = "triton", hf=None):
+def vllm_config(*, num_spec: int = 0, full_cudagraphs: bool = False, gdn_prefill_backend: str = "triton", hf=None,
+                use_mla: bool = False):
     from vllm.config import CacheConfig, CompilationConfig, SchedulerConfig, VllmConfig
 
     import inspect
@@ -30,13 +31,13 @@ def vllm_config(*, num_spec: int = 0, full_cudagraphs: bool = False, gdn_prefill
         # (auto picks FlashInfer's GDN prefill on an H100, which needs none).
         additional_config={"gdn_prefill_backend": gdn_prefill_backend},
     )
-    object.__setattr__(config, "model_config", model_config(hf))
+    object.__setattr__(config, "model_config", model_config(hf, use_mla=use_mla))
     if num_spec:
         object.__setattr__(config, "speculative_config", speculative_config(num_spec))
     return config
 
 
-def model_config(hf=None):
+def model_config(hf=None, *, use_mla: bool = False):
     """vLLM's `ModelConfig` without its hub look-ups (made with `ModelConfig.__new__`), around a
     Hugging Face configuration built locally by transformers: `hf`, or by default a small
     Qwen3-Next one (GDN head sizes 128)."""
@@ -55,7 +56,7 @@ def model_config(hf=None):
     values = dict(
         model=name,
         hf_config=hf, hf_text_config=hf, dtype=torch.bfloat16, max_model_len=4096,
-        use_mla=False, is_encoder_decoder=False, enforce_eager=False,
+        use_mla=use_mla, is_encoder_decoder=False, enforce_eager=False,
     )
     for field, value in values.items():
         if not isinstance(getattr(ModelConfig, field, None), property):  # derived in vLLM

@@ -81,6 +81,11 @@ def boot(*modules: str, capability: tuple[int, int] | None = None):
             return torch.cuda.get_device_properties(device_id).total_memory
 
         @classmethod
+        def num_compute_units(cls, device_id: int = 0) -> int:
+            # the SM count (FlashMLA's builder sizes its scheduler buffers by it)
+            return torch.cuda.get_device_properties(device_id).multi_processor_count
+
+        @classmethod
         def is_pin_memory_available(cls) -> bool:
             return True
 
