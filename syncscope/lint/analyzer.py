@@ -351,6 +351,12 @@ class ModuleAnalyzer(ExpressionEvaluator):
         for other, source in list(ctx.copies.items()):
             if source == name:
                 del ctx.copies[other]
+        for test, (checked, _) in list(ctx.tensor_tests.items()):
+            if name in (test, checked):  # the flag or the value it tested changed
+                del ctx.tensor_tests[test]
+        tested = _tensor_check(value, ctx) if value is not None else (None, False)
+        if tested[0] is not None:  # `gate_stream = isinstance(alpha, torch.Tensor)`: `if gate_stream:` tests alpha
+            ctx.tensor_tests[name] = tested
         if value is not None and ctx.is_bool(value):
             ctx.bools.add(name)
         else:
@@ -417,6 +423,9 @@ def _tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str |
     data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int)."""
     negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
     call = test.expression if negated else test
+    if isinstance(call, cst.Name) and call.value in ctx.tensor_tests:  # a local holding the test
+        checked, was_negated = ctx.tensor_tests[call.value]
+        return checked, negated != was_negated
     if not isinstance(call, cst.Call) or not call.args:
         return None, False
     function = dotted(call.func)

@@ -31,6 +31,19 @@ PY_METHODS = frozenset(
 HOST_METHODS = frozenset("cpu numpy pin_memory".split())
 # Methods that make a tensor like their receiver (its device, unless the receiver is no tensor).
 NEW_TENSOR_METHODS = frozenset("new_tensor new_zeros new_ones new_empty new_full".split())
+# Methods that read a mapping's entry by key: `kwargs.pop("image_grid_thw", None)`.
+KEYED_READ_METHODS = frozenset("get pop setdefault".split())
+
+
+def keyed_place(key, hints) -> P.Place | None:
+    """Where the entry of a mapping read by a string key lives (`image_input["image_grid_thw"]`,
+    `kwargs.get("tgt_sizes")`): the key names a field, so it lives where a variable of that name
+    would, when the name says host (a `_cpu` key, or a multimodal field the module declares
+    `keep_on_cpu=True`). Only host: a key never makes a value a device tensor, since serving code
+    reuses field names for the device copies it makes (`"input_ids"`)."""
+    if isinstance(key, str) and key.isidentifier() and hints.where(key) == P.HOST:
+        return P.HOST
+    return None
 
 # -- builtins ---------------------------------------------------------------------------------
 # Builtins whose result is a Python value (a container's truth value is its length: no sync).
@@ -68,6 +81,21 @@ PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "it
               "time.")
 # Functions that return one of their arguments as it is (its position): `cast(T, x)` is x.
 PASS_THROUGH = {"typing.cast": 1, "typing_extensions.cast": 1}
+
+
+# torch dtypes: a value compared with one (`x == torch.float8_e4m3fn`) is a dtype, and the
+# comparison a Python bool, whatever the other side's name or annotation suggests.
+TORCH_DTYPES = frozenset(
+    "float16 half bfloat16 float32 float float64 double complex32 complex64 complex128 cfloat cdouble uint8 "
+    "int8 int16 short int32 int int64 long bool uint16 uint32 uint64 float8_e4m3fn float8_e4m3fnuz "
+    "float8_e5m2 float8_e5m2fnuz float8_e8m0fnu float4_e2m1fn_x2 qint8 quint8 qint32".split()
+)
+
+
+def compares_dtypes(qualnames) -> bool:
+    """Whether one operand of a comparison is a torch dtype (`torch.float8_e4m3fn`): the
+    operands' qualified names as resolved through the imports (None for other expressions)."""
+    return any(q is not None and q.startswith("torch.") and q[6:] in TORCH_DTYPES for q in qualnames)
 
 
 def torch_gives_python(qualname: str) -> bool:
