@@ -207,3 +207,26 @@ def test_a_value_compared_with_a_torch_dtype_is_a_dtype(tmp_path):
         """,
     })
     assert where(run) == [("pkg/model.py", 11, "SYN206")]  # `x == 1024` compares the tensor itself
+
+
+def test_the_items_of_a_list_of_tensors_are_no_python_numbers(tmp_path):
+    # vLLM 0.33.0 multimodal/inputs.py:619: `batch = cast(list[torch.Tensor], batch)`, then
+    # `out[tuple(slices)] = tensor` for each item: a tensor copied in, not a number stored
+    run = lint_package(tmp_path, {"model.py": """
+        from typing import cast
+
+        import torch
+
+        class Batcher(torch.nn.Module):
+            def forward(self, batch: list, sizes: list[int], parts: list[torch.Tensor]):
+                batch = cast(list[torch.Tensor], batch)
+                out = batch[0].new_zeros((4, 4))
+                for tensor in batch:
+                    out[tuple(slice(0, n) for n in tensor.shape)] = tensor
+                for part in parts:
+                    out[0] = part
+                for n in sizes:
+                    out[n] = n
+                return out
+    """})
+    assert where(run) == [("pkg/model.py", 15, "SYN404")]  # `out[n] = n` stores a number

@@ -21,9 +21,9 @@ import libcst as cst
 
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
-from .evaluate import ExpressionEvaluator, annotation_where
+from .evaluate import ExpressionEvaluator, annotation_where, element_where
 from .imports import dotted, record_import
-from .vocabulary import decorator_kind
+from .vocabulary import PASS_THROUGH, decorator_kind
 
 class ModuleAnalyzer(ExpressionEvaluator):
     """Walks one module's statements (or one function parsed on its own, `run_function`) and
@@ -154,6 +154,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         where, type_name = annotation_where(ann)
         if type_name:
             ctx.types[name] = type_name
+        items = element_where(ann)
+        if items is not None:
+            ctx.elements[name] = items
         if where is None:
             return by_name
         if where == P.TENSOR:
@@ -354,6 +357,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
         for test, (checked, _) in list(ctx.tensor_tests.items()):
             if name in (test, checked):  # the flag or the value it tested changed
                 del ctx.tensor_tests[test]
+        ctx.elements.pop(name, None)
+        if isinstance(value, cst.Call) and ctx.resolve(value.func) in PASS_THROUGH and value.args:
+            items = element_where(value.args[0].value)  # `cast(list[torch.Tensor], batch)`
+            if items is not None:
+                ctx.elements[name] = items
         tested = _tensor_check(value, ctx) if value is not None else (None, False)
         if tested[0] is not None:  # `gate_stream = isinstance(alpha, torch.Tensor)`: `if gate_stream:` tests alpha
             ctx.tensor_tests[name] = tested

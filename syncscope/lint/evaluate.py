@@ -19,8 +19,8 @@ from .imports import dotted
 from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
                          PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
-                         TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, factory_place, keyed_place,
-                         torch_gives_python)
+                         TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, element_place, factory_place,
+                         keyed_place, torch_gives_python)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -279,6 +279,8 @@ class ExpressionEvaluator:
                 wheres = [self.eval(a.value, ctx) for a in node.args]
                 return P.combine(*wheres) if wheres else P.UNKNOWN
         where = self.eval(node, ctx)
+        if isinstance(node, cst.Name) and node.value in ctx.elements:
+            return ctx.elements[node.value]  # `for t in batch` with `batch: list[torch.Tensor]`: tensors
         return where
 
     def iter_parts(self, node: cst.BaseExpression, ctx: FunctionContext) -> list[P.Place] | None:
@@ -455,6 +457,11 @@ def _py(node, ctx) -> P.Place:
 
 def _unknown(node, ctx) -> P.Place:
     return P.UNKNOWN
+
+
+def element_where(node: cst.BaseExpression) -> P.Place | None:
+    """Where the items of a value of this annotated type live (vocabulary.element_place)."""
+    return element_place(node, _annotation_shape)
 
 
 def annotation_where(node: cst.BaseExpression) -> tuple[P.Place | None, str]:

@@ -221,7 +221,8 @@ class Solver:
                 if target is None or target not in program.functions:
                     target = program.module_call(call.target) if target is None else None
                     if target is not None:
-                        self.module_edges.setdefault(qualname, []).append((call, target, program.shift(call.target, target)))
+                        shift = program.shift(call.target, target)
+                        self.module_edges.setdefault(qualname, []).append((call, target, shift))
                     continue
                 out.append((call, target, program.shift(call.target, target)))
                 callers.setdefault(target, set()).add(qualname)
