@@ -138,7 +138,39 @@ def keep_on_cpu_fields(tree) -> frozenset[str]:
         elif isinstance(node, ast.Dict):
             names.update(k.value for k, v in zip(node.keys, node.values)
                          if isinstance(k, ast.Constant) and isinstance(k.value, str) and host_only(v))
-    return frozenset(names)
+    return frozenset(names - _refilled_on_the_device(tree, names)) if names else frozenset()
+
+
+def _refilled_on_the_device(tree, names: set[str]) -> set[str]:
+    """The declared host-only fields the module itself refills with device data under the same
+    key: vLLM's Kimi-VL selects items for its encoder CUDA graph as `{"image_grid_hws":
+    selected_grid}` with `selected_grid = torch.tensor(..., device=pixel_values.device)`, so a
+    read of that key may see either; such a field is not host data anywhere in the module."""
+    refilled: set[str] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        local: dict[str, object] = {}
+        for stmt in _statements(function.body):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                local[stmt.targets[0].id] = _literal_or_value(stmt.value)
+
+        def device(value) -> bool:
+            if isinstance(value, ast.Name):
+                return local.get(value.id) == P.DEVICE
+            return _literal_or_value(value) == P.DEVICE
+
+        for node in ast.walk(function):
+            if isinstance(node, ast.Dict):
+                refilled.update(k.value for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)
+                                and k.value in names and device(v))
+            elif isinstance(node, ast.Call):
+                refilled.update(k.arg for k in node.keywords if k.arg in names and device(k.value))
+            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+                key = node.targets[0].slice
+                if isinstance(key, ast.Constant) and key.value in names and device(node.value):
+                    refilled.add(key.value)
+    return refilled
 
 
 VECTOR = "1d"  # the marker `attribute_places` adds to a name whose device tensors are all 1-D

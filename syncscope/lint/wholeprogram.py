@@ -425,22 +425,30 @@ class Solver:
                 ))
         return found
 
-    def host_fed(self) -> set[tuple[str, str]]:
+    def host_fed(self, starred: frozenset = frozenset()) -> tuple[set, set]:
         """(function, parameter) that every call in the tree passes host data or a Python value
-        for: a finding on such a parameter inside the helper is not a sync in practice. A caller
-        passing its own parameter on counts as host when that parameter is host-fed itself, so
-        host-ness flows down any number of calls (`_process_image_input` -> `_vision_forward(
-        grid_thw)` -> `self.visual(x, grid_thw)` -> `VisionTower.forward(x, grid_thw)`); a cycle
-        of calls that only pass the parameter round gives nothing (the least fixpoint)."""
+        for: a finding on such a parameter inside the helper is not a sync in practice. Also the
+        part of it that carries host data on: a caller passing its own parameter on counts as
+        passing host data when every call into the caller passes host data for that parameter
+        (host memory, not only Python values: the items of a Python container may be tensors),
+        at any depth (`_process_image_input` -> `_vision_forward(grid_thw)` -> `self.visual(x,
+        grid_thw)` -> `VisionTower.forward(x, grid_thw)`); a cycle of calls that only pass the
+        parameter round gives nothing (the least fixpoint). `starred`: (caller, line, column) of
+        the calls with `*args` / `**kwargs`, which may pass any parameter they do not name."""
         needs: dict[tuple[str, str], set | None] = {}  # None: some call passes device or unknown data
+        carries: set[tuple[str, str]] = set()  # some call passes host memory
         for edges in (self.edges, self.module_edges):
             for caller, out in edges.items():
                 for call, target, shift in out:
                     if call.target[0] == PROP:
                         continue
+                    star = (caller, call.line, call.column) in starred
                     for param in self.program.functions[target]["params"]:
                         key = (target, param)
                         if key in needs and needs[key] is None:
+                            continue
+                        if star and not self._names(call, target, shift, param):
+                            needs[key] = None
                             continue
                         where, follows = self.argument(caller, call, target, shift, param)
                         if follows is None:
@@ -448,18 +456,27 @@ class Solver:
                                 needs[key] = None
                             else:
                                 needs.setdefault(key, set())
+                                if where == P.HOST:
+                                    carries.add(key)
                         else:
                             needs.setdefault(key, set()).add((caller, follows))
         fed = {key for key, needed in needs.items() if needed is not None and not needed}
+        host = {key for key in fed if key in carries}
         pending = {key: needed for key, needed in needs.items() if needed}
         while pending:
-            grown = {key for key, needed in pending.items() if needed <= fed}
+            grown = {key for key, needed in pending.items() if needed <= host}
             if not grown:
                 break
-            fed |= grown
+            host |= grown
             for key in grown:
                 del pending[key]
-        return fed
+        return fed | host, host
+
+    def _names(self, call: CallRecord, target: str, shift: int, param: str) -> bool:
+        """Whether a call passes `param` by name or position (not through `*args`)."""
+        params = self.program.functions[target]["params"]
+        return any(keyword == param or (position is not None and 0 <= position and position + shift < len(params)
+                                        and params[position + shift] == param) for position, keyword, _ in call.args)
 
 
 def _module_prefix(qualname: str, program: Program) -> str:
@@ -527,5 +544,20 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     functions = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
         if library is not None else None
     scope = {"functions": functions, "cold": guarded}
-    fed = solver.host_fed()
-    return solver.findings(fed), fed, solver.host_origins(results), scope
+    starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
+                        for qualname, line, column in _starred_calls(result))
+    fed, host = solver.host_fed(starred)
+    return solver.findings(host), fed, solver.host_origins(results), scope
+
+
+def _starred_calls(result):
+    """(function, line, column) of a file's calls with `*args` / `**kwargs` (flagguards.py
+    records them), by the function the call is in."""
+    passes = getattr(result, "flag_passes", None) or {}
+    starred = {at for at, (star, _, forwards_kwargs) in passes.items() if star or forwards_kwargs}
+    if not starred:
+        return
+    for qualname, facts in result.functions.items():
+        for call in facts["calls"]:
+            if (call.line, call.column) in starred:
+                yield qualname, call.line, call.column
