@@ -230,3 +230,43 @@ def test_the_items_of_a_list_of_tensors_are_no_python_numbers(tmp_path):
                 return out
     """})
     assert where(run) == [("pkg/model.py", 15, "SYN404")]  # `out[n] = n` stores a number
+
+
+def test_a_field_the_module_refills_on_the_device_is_not_host_data(tmp_path):
+    # vLLM 0.33.0 kimi_vl.py: `image_grid_hws` is declared keep_on_cpu, but the encoder CUDA
+    # graph's item selection rebuilds it with `torch.tensor(..., device=pixel_values.device)`
+    refill = """
+            def select_items(self, mm_kwargs, indices):
+                grid = torch.tensor([[1, 2]] * len(indices), device=mm_kwargs["pixel_values"].device)
+                return {"pixel_values": mm_kwargs["pixel_values"], "image_grid_thw": grid}
+    """
+    source = model(keep_on_cpu=True).replace("            def forward(self, x", textwrap.indent(
+        textwrap.dedent(refill), "            ").lstrip("\n") + "\n            def forward(self, x", 1)
+    run = lint_package(tmp_path, {"model.py": source, "vision.py": VISION, "inputs.py": INPUTS})
+    assert ("pkg/vision.py", 6, "SYN202") in where(run)
+
+
+def test_a_caller_passing_star_args_or_a_python_container_feeds_no_host_data(tmp_path):
+    # vLLM 0.33.0 dots3_note: `self._process_video_input(*video_inputs)`; openpangu_vl: the
+    # parsed input is a dict literal, whose items may be device tensors
+    run = lint_package(tmp_path, {"vision.py": VISION, "model.py": """
+        import torch
+        from pkg.vision import VisionTower
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                self.visual = VisionTower()
+
+            def _image(self, pixel_values: torch.Tensor, grid_thw: torch.Tensor):
+                return self.visual(pixel_values, grid_thw)
+
+            def _video(self, image_input):
+                grid_thw = image_input["grid"]
+                return self.visual(image_input["pixels"], grid_thw=grid_thw)
+
+            def forward(self, x: torch.Tensor, **kwargs):
+                inputs = (kwargs.get("pixels"), kwargs.get("grid"))
+                self._image(*inputs)
+                return self._video({"pixels": x, "grid": kwargs.get("grid")})
+    """})
+    assert ("pkg/vision.py", 6, "SYN202") in where(run)
