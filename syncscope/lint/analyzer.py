@@ -341,7 +341,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         else:
             ctx.attr_sources.pop(name, None)
         ctx.reassigned.add(name)
-        if source is not None and source != name:
+        if source is not None:  # `grid_thw = grid_thw[grid_thw > 0]` stays the parameter's data
             ctx.derived[name] = source
         else:
             ctx.derived.pop(name, None)
