@@ -270,3 +270,22 @@ def test_a_caller_passing_star_args_or_a_python_container_feeds_no_host_data(tmp
                 return self._video({"pixels": x, "grid": kwargs.get("grid")})
     """})
     assert ("pkg/vision.py", 6, "SYN202") in where(run)
+
+
+def test_a_parameter_reassigned_from_itself_is_still_what_the_callers_pass(tmp_path):
+    # vLLM 0.33.0 ernie45_vl.py `_vision_forward`: `grid_thw = grid_thw[grid_thw > 0]`, then
+    # `torch.repeat_interleave(grid_thw[:, 1:], grid_thw[:, 0], 0)` on the host-only field
+    tower = """
+        import torch
+
+        class Tower(torch.nn.Module):
+            def _vision(self, x: torch.Tensor, grid_thw: torch.Tensor):
+                grid_thw = grid_thw[grid_thw > 0].reshape(-1, 3)
+                return torch.repeat_interleave(grid_thw[:, 1:], grid_thw[:, 0], 0)
+
+            def forward(self, x: torch.Tensor, grid_cpu: torch.Tensor, grid: torch.Tensor):
+                return self._vision(x, grid_cpu), self._vision(x, grid_cpu[:1])
+    """
+    assert where(lint_package(tmp_path, {"model.py": tower})) == []
+    device_caller = tower.replace("self._vision(x, grid_cpu[:1])", "self._vision(x, grid)")
+    assert ("pkg/model.py", 7, "SYN104") in where(lint_package(tmp_path, {"model.py": device_caller}))
