@@ -21,9 +21,9 @@ import libcst as cst
 
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
-from .evaluate import ExpressionEvaluator, annotation_where
+from .evaluate import ExpressionEvaluator, annotation_where, element_where
 from .imports import dotted, record_import
-from .vocabulary import decorator_kind
+from .vocabulary import PASS_THROUGH, decorator_kind
 
 class ModuleAnalyzer(ExpressionEvaluator):
     """Walks one module's statements (or one function parsed on its own, `run_function`) and
@@ -154,6 +154,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         where, type_name = annotation_where(ann)
         if type_name:
             ctx.types[name] = type_name
+        items = element_where(ann)
+        if items is not None:
+            ctx.elements[name] = items
         if where is None:
             return by_name
         if where == P.TENSOR:
@@ -338,7 +341,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         else:
             ctx.attr_sources.pop(name, None)
         ctx.reassigned.add(name)
-        if source is not None and source != name:
+        if source is not None:  # `grid_thw = grid_thw[grid_thw > 0]` stays the parameter's data
             ctx.derived[name] = source
         else:
             ctx.derived.pop(name, None)
@@ -351,6 +354,17 @@ class ModuleAnalyzer(ExpressionEvaluator):
         for other, source in list(ctx.copies.items()):
             if source == name:
                 del ctx.copies[other]
+        for test, (checked, _) in list(ctx.tensor_tests.items()):
+            if name in (test, checked):  # the flag or the value it tested changed
+                del ctx.tensor_tests[test]
+        ctx.elements.pop(name, None)
+        if isinstance(value, cst.Call) and ctx.resolve(value.func) in PASS_THROUGH and value.args:
+            items = element_where(value.args[0].value)  # `cast(list[torch.Tensor], batch)`
+            if items is not None:
+                ctx.elements[name] = items
+        tested = _tensor_check(value, ctx) if value is not None else (None, False)
+        if tested[0] is not None:  # `gate_stream = isinstance(alpha, torch.Tensor)`: `if gate_stream:` tests alpha
+            ctx.tensor_tests[name] = tested
         if value is not None and ctx.is_bool(value):
             ctx.bools.add(name)
         else:
@@ -417,6 +431,9 @@ def _tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str |
     data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int)."""
     negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
     call = test.expression if negated else test
+    if isinstance(call, cst.Name) and call.value in ctx.tensor_tests:  # a local holding the test
+        checked, was_negated = ctx.tensor_tests[call.value]
+        return checked, negated != was_negated
     if not isinstance(call, cst.Call) or not call.args:
         return None, False
     function = dotted(call.func)

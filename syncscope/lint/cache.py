@@ -22,8 +22,9 @@ import pickle
 import tempfile
 from dataclasses import replace
 
-CACHE_FORMAT = 12  # bump when RawResult or a record it holds (records.py) changes shape
-FACT_FIELDS = ("exports", "functions", "classes", "roots", "dispatch", "guards")  # what only the whole-program pass reads
+CACHE_FORMAT = 13  # bump when RawResult or a record it holds (records.py) changes shape
+# what only the whole-program pass reads
+FACT_FIELDS = ("exports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes")
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
 
 

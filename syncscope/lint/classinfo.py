@@ -12,9 +12,7 @@ from __future__ import annotations
 import ast
 
 from . import provenance as P
-
-_HOST_METHODS = {"cpu", "numpy", "tolist", "pin_memory", "item"}
-_CONTAINERS = {"list", "List", "dict", "Dict", "tuple", "Tuple", "set", "Set", "int", "float", "bool", "str", "deque"}
+from .vocabulary import HOST_RESULT_METHODS, HOST_RESULT_WORDS, PLAIN_VALUE_TYPES, TORCH_SIZED_FACTORIES
 
 
 def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
@@ -81,7 +79,7 @@ def _from_annotation(node: ast.AST) -> P.Place | None:
     if "ndarray" in text or "NDArray" in text:
         return P.HOST
     head = text.split("[", 1)[0].split(".")[-1].strip()
-    if head in _CONTAINERS:
+    if head in PLAIN_VALUE_TYPES:
         return P.PY
     return None  # `torch.Tensor` says nothing about the device
 
@@ -95,10 +93,10 @@ def _from_value(node: ast.AST) -> P.Place | None:
     keywords = {k.arg: k.value for k in node.keywords if k.arg}
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     words = name.lower().strip("_").split("_")
-    if words[-1] in ("cpu", "np", "numpy", "host") or "to_np" in name or "to_cpu" in name:
+    if words[-1] in HOST_RESULT_WORDS or "to_np" in name or "to_cpu" in name:
         return P.HOST  # `async_copy_to_np(...)`: named for what it returns
     if isinstance(func, ast.Attribute):
-        if func.attr in _HOST_METHODS:
+        if func.attr in HOST_RESULT_METHODS:
             return P.HOST
         if func.attr in ("to", "cuda"):
             target = keywords.get("device") or (node.args[0] if node.args else None)
@@ -140,10 +138,39 @@ def keep_on_cpu_fields(tree) -> frozenset[str]:
         elif isinstance(node, ast.Dict):
             names.update(k.value for k, v in zip(node.keys, node.values)
                          if isinstance(k, ast.Constant) and isinstance(k.value, str) and host_only(v))
-    return frozenset(names)
+    return frozenset(names - _refilled_on_the_device(tree, names)) if names else frozenset()
 
 
-_FACTORIES = frozenset("tensor as_tensor zeros ones empty full arange rand randn randint randperm eye".split())
+def _refilled_on_the_device(tree, names: set[str]) -> set[str]:
+    """The declared host-only fields the module itself refills with device data under the same
+    key: vLLM's Kimi-VL selects items for its encoder CUDA graph as `{"image_grid_hws":
+    selected_grid}` with `selected_grid = torch.tensor(..., device=pixel_values.device)`, so a
+    read of that key may see either; such a field is not host data anywhere in the module."""
+    refilled: set[str] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        local: dict[str, object] = {}
+        for stmt in _statements(function.body):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                local[stmt.targets[0].id] = _literal_or_value(stmt.value)
+
+        def device(value) -> bool:
+            if isinstance(value, ast.Name):
+                return local.get(value.id) == P.DEVICE
+            return _literal_or_value(value) == P.DEVICE
+
+        for node in ast.walk(function):
+            if isinstance(node, ast.Dict):
+                refilled.update(k.value for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)
+                                and k.value in names and device(v))
+            elif isinstance(node, ast.Call):
+                refilled.update(k.arg for k in node.keywords if k.arg in names and device(k.value))
+            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+                key = node.targets[0].slice
+                if isinstance(key, ast.Constant) and key.value in names and device(node.value):
+                    refilled.add(key.value)
+    return refilled
 
 
 VECTOR = "1d"  # the marker `attribute_places` adds to a name whose device tensors are all 1-D
@@ -194,7 +221,8 @@ def _one_dimensional(node) -> bool:
     if isinstance(node, ast.IfExp):
         branches = [b for b in (node.body, node.orelse) if not (isinstance(b, ast.Constant) and b.value is None)]
         return bool(branches) and all(_one_dimensional(b) for b in branches)
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FACTORIES):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in TORCH_SIZED_FACTORIES):
         return False
     if node.func.attr == "arange":
         return True
@@ -257,6 +285,6 @@ def _literal_or_value(node: ast.AST) -> int | None:
     where = _from_value(node)
     if where is None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
             and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" \
-            and node.func.attr in _FACTORIES:
+            and node.func.attr in TORCH_SIZED_FACTORIES:
         return P.HOST  # a torch factory without `device=`: built on the host
     return where

@@ -72,6 +72,10 @@ class FunctionContext:
     params: list[str] = field(default_factory=list)
     reassigned: set[str] = field(default_factory=set)
     copies: dict[str, str] = field(default_factory=dict)  # name -> name it is a host/device copy of
+    # name -> (name tested, negated): a local holding a tensor test (`is_t = isinstance(x, torch.Tensor)`)
+    tensor_tests: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    # name -> where its items live, for a container of tensors (`batch: list[torch.Tensor]`)
+    elements: dict[str, P.Place] = field(default_factory=dict)
     # name -> the parameter it was computed from (`lens = cu_seqlens[1:] - cu_seqlens[:-1]`):
     # a sync on it happens only where a caller passes a device value for that parameter
     derived: dict[str, str] = field(default_factory=dict)

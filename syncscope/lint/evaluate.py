@@ -17,9 +17,10 @@ from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
 from .rules.base import CallInfo
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, NEW_TENSOR_METHODS, PASS_THROUGH, PY_ATTRS,
-                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
-                         annotation_place, factory_place, torch_gives_python)
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
+                         PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
+                         TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, element_place, factory_place,
+                         keyed_place, torch_gives_python)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -131,6 +132,10 @@ class ExpressionEvaluator:
         base = self._eval_subscript_parts(node, ctx)
         for rule in self.registry.subscript_read:
             rule.on_subscript_read(ctx, node, base)
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            key = node.slice[0].slice.value  # `mm_kwargs["image_grid_thw"]`: a field read by name
+            keyed = keyed_place(_string(key), self.hints)
+            return keyed if keyed is not None else base
         return base
 
     def index_where(self, node: cst.Subscript, ctx: FunctionContext) -> list[tuple[cst.BaseExpression | None, P.Place]]:
@@ -207,6 +212,8 @@ class ExpressionEvaluator:
         wheres = [self.eval(node.left, ctx)] + [self.eval(c.comparator, ctx) for c in node.comparisons]
         if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
             return P.PY
+        if compares_dtypes(ctx.resolve(n) for n in (node.left, *(c.comparator for c in node.comparisons))):
+            return P.PY  # `x == torch.float8_e4m3fn`: x is a dtype, the result a Python bool
         return P.combine(*wheres)
 
     def _eval_unary(self, node: cst.UnaryOperation, ctx: FunctionContext) -> P.Place:
@@ -272,6 +279,8 @@ class ExpressionEvaluator:
                 wheres = [self.eval(a.value, ctx) for a in node.args]
                 return P.combine(*wheres) if wheres else P.UNKNOWN
         where = self.eval(node, ctx)
+        if isinstance(node, cst.Name) and node.value in ctx.elements:
+            return ctx.elements[node.value]  # `for t in batch` with `batch: list[torch.Tensor]`: tensors
         return where
 
     def iter_parts(self, node: cst.BaseExpression, ctx: FunctionContext) -> list[P.Place] | None:
@@ -374,6 +383,10 @@ class ExpressionEvaluator:
                 return P.PY
             if method in HOST_METHODS:
                 return P.HOST
+            if method in KEYED_READ_METHODS and info.args:  # `kwargs.pop("tgt_sizes", None)`
+                keyed = keyed_place(_string(info.args[0][0]), self.hints)
+                if keyed is not None:
+                    return keyed
             if method in ("to", "cuda"):
                 target = copy_target(info, ctx) if method == "to" else P.DEVICE
                 if target == P.DEVICE and is_non_blocking(info) and P.device_unknown(r):
@@ -430,12 +443,25 @@ class ExpressionEvaluator:
         return P.UNKNOWN
 
 
+def _string(node: cst.BaseExpression) -> str | None:
+    """The value of a plain string literal (no f-string, no concatenation), else None."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
 def _py(node, ctx) -> P.Place:
     return P.PY
 
 
 def _unknown(node, ctx) -> P.Place:
     return P.UNKNOWN
+
+
+def element_where(node: cst.BaseExpression) -> P.Place | None:
+    """Where the items of a value of this annotated type live (vocabulary.element_place)."""
+    return element_place(node, _annotation_shape)
 
 
 def annotation_where(node: cst.BaseExpression) -> tuple[P.Place | None, str]:

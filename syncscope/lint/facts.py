@@ -21,10 +21,10 @@ import sys
 
 from . import provenance as P
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, PASS_THROUGH, PY_ATTRS, PY_BUILTINS,
-                         PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
-                         annotation_place, decorator_kind, factory_place, literal_device_place, named_device_place,
-                         torch_gives_python)
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
+                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
+                         annotation_place, compares_dtypes, decorator_kind, factory_place, keyed_place,
+                         literal_device_place, named_device_place, torch_gives_python)
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
 FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
@@ -407,9 +407,7 @@ class _Scope:
         return owner, tuple(reversed(hops)), False
 
     def eval(self, node) -> Fact:
-        if node is None:
-            return _PY
-        if isinstance(node, ast.Constant):
+        if node is None or isinstance(node, ast.Constant):
             return _PY
         if isinstance(node, ast.Name):
             found = self.env.get(node.id)
@@ -422,9 +420,10 @@ class _Scope:
             return self.attribute(node)
         if isinstance(node, ast.Call):
             return self.call(node)
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, ast.Subscript):  # `mm_kwargs["image_grid_thw"]`: where the field lives (vocabulary)
             self.eval(node.slice)
-            return self.eval(node.value)
+            base = self.eval(node.value)
+            return _HOST if isinstance(node.slice, ast.Constant) and keyed_place(node.slice.value, self.file.hints) else base
         if isinstance(node, ast.BinOp):
             return _combine([self.eval(node.left), self.eval(node.right)])
         if isinstance(node, ast.UnaryOp):
@@ -432,8 +431,9 @@ class _Scope:
             return _PY if isinstance(node.op, ast.Not) else fact
         if isinstance(node, ast.Compare):
             facts = [self.eval(node.left)] + [self.eval(c) for c in node.comparators]
-            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
-                return _PY
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops) or compares_dtypes(
+                    self.file.resolve_name(dotted(c) or "", self.local_defs) for c in (node.left, *node.comparators)):
+                return _PY  # identity, membership, or a dtype: `x == torch.float8_e4m3fn`
             return _combine(facts)
         if isinstance(node, ast.BoolOp):
             return _combine([self.eval(v) for v in node.values])
@@ -499,7 +499,8 @@ class _Scope:
                     and not (root in self.file.defined and root[:1].isupper()):
                 return self.function_call(self.file.resolve_name(full, self.local_defs), args, node)
             receiver = self.eval(func.value)
-            if method in HOST_METHODS:
+            if method in HOST_METHODS or (method in KEYED_READ_METHODS and node.args and isinstance(node.args[0], ast.Constant)
+                                          and keyed_place(node.args[0].value, self.file.hints)):  # `kwargs.pop("key")`
                 return _HOST
             if method in PY_METHODS:
                 return _PY

@@ -29,8 +29,28 @@ PY_METHODS = frozenset(
 )
 # Methods whose result is host memory.
 HOST_METHODS = frozenset("cpu numpy pin_memory".split())
+# What a class's own code says about where it keeps an attribute (classinfo.py reads these):
+# methods whose result is on the host (host memory, or numbers read back from the device)...
+HOST_RESULT_METHODS = HOST_METHODS | frozenset(("tolist", "item"))
+# ...the last word of a function named for what it returns (`async_copy_to_np(...)`)...
+HOST_RESULT_WORDS = frozenset(("cpu", "np", "numpy", "host"))
+# ...and the annotations of plain Python values (`counts: list[int]`, `n: int`).
+PLAIN_VALUE_TYPES = frozenset("list List dict Dict tuple Tuple set Set int float bool str deque".split())
 # Methods that make a tensor like their receiver (its device, unless the receiver is no tensor).
 NEW_TENSOR_METHODS = frozenset("new_tensor new_zeros new_ones new_empty new_full".split())
+# Methods that read a mapping's entry by key: `kwargs.pop("image_grid_thw", None)`.
+KEYED_READ_METHODS = frozenset("get pop setdefault".split())
+
+
+def keyed_place(key, hints) -> P.Place | None:
+    """Where the entry of a mapping read by a string key lives (`image_input["image_grid_thw"]`,
+    `kwargs.get("tgt_sizes")`): the key names a field, so it lives where a variable of that name
+    would, when the name says host (a `_cpu` key, or a multimodal field the module declares
+    `keep_on_cpu=True`). Only host: a key never makes a value a device tensor, since serving code
+    reuses field names for the device copies it makes (`"input_ids"`)."""
+    if isinstance(key, str) and key.isidentifier() and hints.where(key) == P.HOST:
+        return P.HOST
+    return None
 
 # -- builtins ---------------------------------------------------------------------------------
 # Builtins whose result is a Python value (a container's truth value is its length: no sync).
@@ -68,6 +88,26 @@ PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "it
               "time.")
 # Functions that return one of their arguments as it is (its position): `cast(T, x)` is x.
 PASS_THROUGH = {"typing.cast": 1, "typing_extensions.cast": 1}
+
+
+# torch dtypes: a value compared with one (`x == torch.float8_e4m3fn`) is a dtype, and the
+# comparison a Python bool, whatever the other side's name or annotation suggests.
+TORCH_DTYPES = frozenset(
+    "float16 half bfloat16 float32 float float64 double complex32 complex64 complex128 cfloat cdouble uint8 "
+    "int8 int16 short int32 int int64 long bool uint16 uint32 uint64 float8_e4m3fn float8_e4m3fnuz "
+    "float8_e5m2 float8_e5m2fnuz float8_e8m0fnu float4_e2m1fn_x2 qint8 quint8 qint32".split()
+)
+
+
+def compares_dtypes(qualnames) -> bool:
+    """Whether one operand of a comparison is a torch dtype (`torch.float8_e4m3fn`): the
+    operands' qualified names as resolved through the imports (None for other expressions)."""
+    return any(q is not None and q.startswith("torch.") and q[6:] in TORCH_DTYPES for q in qualnames)
+
+
+# The factories whose first argument is a size (not the `_like` family, which copies a tensor's
+# shape and device): a call without `device=` builds on the host.
+TORCH_SIZED_FACTORIES = frozenset(name for name in TORCH_FACTORIES if not name.endswith("_like"))
 
 
 def torch_gives_python(qualname: str) -> bool:
@@ -166,6 +206,31 @@ def annotation_place(node, shape) -> tuple[P.Place | None, str]:
     if kind == "union":
         return union_place([annotation_place(m, shape) for m in members[0]])
     return None, ""
+
+
+# Containers whose iteration yields their members (a dict's yields its keys: not here).
+SEQUENCES = frozenset(
+    "list List tuple Tuple Sequence MutableSequence Iterable Iterator set Set frozenset FrozenSet deque".split()
+)
+
+
+def element_place(node, shape) -> P.Place | None:
+    """Where the items of a value of an annotated type live when it is iterated: TENSOR for a
+    sequence of tensors (`list[torch.Tensor]`, `tuple[Tensor, ...]`, `Optional[Sequence[Tensor]]`,
+    or a union with one), None when the type says nothing. The container itself is a Python
+    value (its truth value is its length), but its items are not Python numbers."""
+    kind, name, *members = shape(node)
+    if kind == "generic":
+        head = name.rsplit(".", 1)[-1]
+        if head in UNION_HEADS:
+            inner = members[0][:1] if head == "Annotated" else members[0]
+            return P.TENSOR if any(element_place(m, shape) == P.TENSOR for m in inner) else None
+        if head in SEQUENCES and members[0] and annotation_place(members[0][0], shape)[0] == P.TENSOR:
+            return P.TENSOR
+        return None
+    if kind == "union":
+        return P.TENSOR if any(element_place(m, shape) == P.TENSOR for m in members[0]) else None
+    return None
 
 
 def union_place(members: list[tuple[P.Place | None, str]]) -> tuple[P.Place | None, str]:

@@ -164,6 +164,14 @@ class Program:
                 return next(iter(getters))
         return None
 
+    def module_call(self, ref: tuple) -> str | None:
+        """`self.visual(pixel_values, grid_thw=grid_thw)`: calling a submodule held in a field
+        (typed by its annotation or the constructor that fills it) runs its `forward`."""
+        if ref[0] != METHOD:
+            return None
+        cls, hops, via_class = ref[1]
+        return self.member((cls, (*hops, ref[2]), via_class), "forward", properties=False)
+
     def shift(self, ref: tuple, target: str) -> int:
         """How many leading parameters the call passes implicitly (`self`, `cls`)."""
         params = self.functions[target]["params"]
@@ -202,11 +210,19 @@ class Solver:
         self.edges: dict[str, list[tuple[CallRecord, str, int]]] = {}  # caller -> [(call, target, shift)]
         self.all_edges = self.edges  # with the calls on cold lines too (where findings are made)
         callers: dict[str, set[str]] = {}
+        # `self.visual(x, grid_thw)` -> the submodule's `forward`: only where its arguments come
+        # from (host_fed). As a call edge it would report every sync of a `forward` (already a
+        # per-step root, reported where it is) once more at each module that holds one.
+        self.module_edges: dict[str, list[tuple[CallRecord, str, int]]] = {}
         for qualname, facts in program.functions.items():
             out = []
             for call in facts["calls"]:
                 target = program.resolve(call.target)
                 if target is None or target not in program.functions:
+                    target = program.module_call(call.target) if target is None else None
+                    if target is not None:
+                        shift = program.shift(call.target, target)
+                        self.module_edges.setdefault(qualname, []).append((call, target, shift))
                     continue
                 out.append((call, target, program.shift(call.target, target)))
                 callers.setdefault(target, set()).add(qualname)
@@ -374,8 +390,9 @@ class Solver:
         return (P.combine(*wheres), None) if wheres else (P.PY, None)
 
     # -- findings ----------------------------------------------------------------------
-    def findings(self) -> dict[str, list[FileFinding]]:
-        """The call-site findings (SYN601, SYN602) per path, with their chains."""
+    def findings(self, fed: set = frozenset()) -> dict[str, list[FileFinding]]:
+        """The call-site findings (SYN601, SYN602) per path, with their chains; a value that
+        follows a parameter of the caller in `fed` (host_fed) is host data."""
         found: dict[str, list[FileFinding]] = {}
         for qualname, facts in self.program.functions.items():
             if not facts["hot"]:
@@ -394,7 +411,8 @@ class Solver:
                         where, follows = self.argument(qualname, call, target, shift, param)
                         # a value from this function's own parameter: flagged here only if its
                         # type says tensor, or no caller in the tree can be flagged instead
-                        if (follows is None or entry or P.is_tensor_like(where)) and P.maybe_device(where):
+                        if (follows is None or entry or P.is_tensor_like(where)) and P.maybe_device(where) \
+                                and (qualname, follows) not in fed:
                             # syncing on the object's own fields is the callee syncing
                             on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
                             code, chain = ("SYN602" if on_receiver else "SYN601"), _join(here, sub)
@@ -407,19 +425,58 @@ class Solver:
                 ))
         return found
 
-    def host_fed(self) -> set[tuple[str, str]]:
+    def host_fed(self, starred: frozenset = frozenset()) -> tuple[set, set]:
         """(function, parameter) that every call in the tree passes host data or a Python value
-        for: a finding on such a parameter inside the helper is not a sync in practice."""
-        seen: dict[tuple[str, str], bool] = {}
-        for caller, edges in self.edges.items():
-            for call, target, shift in edges:
-                if call.target[0] == PROP:
-                    continue
-                for param in self.program.functions[target]["params"]:
-                    where, follows = self.argument(caller, call, target, shift, param)
-                    host = follows is None and P.known_host(where)
-                    seen[(target, param)] = seen.get((target, param), True) and host
-        return {key for key, host in seen.items() if host}
+        for: a finding on such a parameter inside the helper is not a sync in practice. Also the
+        part of it that carries host data on: a caller passing its own parameter on counts as
+        passing host data when every call into the caller passes host data for that parameter
+        (host memory, not only Python values: the items of a Python container may be tensors),
+        at any depth (`_process_image_input` -> `_vision_forward(grid_thw)` -> `self.visual(x,
+        grid_thw)` -> `VisionTower.forward(x, grid_thw)`); a cycle of calls that only pass the
+        parameter round gives nothing (the least fixpoint). `starred`: (caller, line, column) of
+        the calls with `*args` / `**kwargs`, which may pass any parameter they do not name."""
+        needs: dict[tuple[str, str], set | None] = {}  # None: some call passes device or unknown data
+        carries: set[tuple[str, str]] = set()  # some call passes host memory
+        for edges in (self.edges, self.module_edges):
+            for caller, out in edges.items():
+                for call, target, shift in out:
+                    if call.target[0] == PROP:
+                        continue
+                    star = (caller, call.line, call.column) in starred
+                    for param in self.program.functions[target]["params"]:
+                        key = (target, param)
+                        if key in needs and needs[key] is None:
+                            continue
+                        if star and not self._names(call, target, shift, param):
+                            needs[key] = None
+                            continue
+                        where, follows = self.argument(caller, call, target, shift, param)
+                        if follows is None:
+                            if not P.known_host(where):
+                                needs[key] = None
+                            else:
+                                needs.setdefault(key, set())
+                                if where == P.HOST:
+                                    carries.add(key)
+                        else:
+                            needs.setdefault(key, set()).add((caller, follows))
+        fed = {key for key, needed in needs.items() if needed is not None and not needed}
+        host = {key for key in fed if key in carries}
+        pending = {key: needed for key, needed in needs.items() if needed}
+        while pending:
+            grown = {key for key, needed in pending.items() if needed <= host}
+            if not grown:
+                break
+            host |= grown
+            for key in grown:
+                del pending[key]
+        return fed | host, host
+
+    def _names(self, call: CallRecord, target: str, shift: int, param: str) -> bool:
+        """Whether a call passes `param` by name or position (not through `*args`)."""
+        params = self.program.functions[target]["params"]
+        return any(keyword == param or (position is not None and 0 <= position and position + shift < len(params)
+                                        and params[position + shift] == param) for position, keyword, _ in call.args)
 
 
 def _module_prefix(qualname: str, program: Program) -> str:
@@ -472,6 +529,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     """(extra findings per path, host-fed parameters, rules' findings on host return values,
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
+    from .flagguards import flag_lines
     from .reachability import cold_calls_removed, guarded_lines, per_step_table
 
     program = Program(results)
@@ -479,9 +537,27 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     # calls and syncs on lines that never run on CUDA or while serving do not count, nor those
     # under a None-guard on a parameter that every caller passes
     guarded = guarded_lines(program, solver.edges, results)
+    for path, lines in flag_lines(program, solver.edges, results).items():  # flags no caller turns on
+        guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
     functions = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
         if library is not None else None
     scope = {"functions": functions, "cold": guarded}
-    return solver.findings(), solver.host_fed(), solver.host_origins(results), scope
+    starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
+                        for qualname, line, column in _starred_calls(result))
+    fed, host = solver.host_fed(starred)
+    return solver.findings(host), fed, solver.host_origins(results), scope
+
+
+def _starred_calls(result):
+    """(function, line, column) of a file's calls with `*args` / `**kwargs` (flagguards.py
+    records them), by the function the call is in."""
+    passes = getattr(result, "flag_passes", None) or {}
+    starred = {at for at, (star, _, forwards_kwargs) in passes.items() if star or forwards_kwargs}
+    if not starred:
+        return
+    for qualname, facts in result.functions.items():
+        for call in facts["calls"]:
+            if (call.line, call.column) in starred:
+                yield qualname, call.line, call.column

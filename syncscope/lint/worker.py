@@ -44,6 +44,10 @@ class RawResult:
     branch_cold: tuple = ()
     dispatch: dict = field(default_factory=dict)
     guards: dict = field(default_factory=dict)  # function -> [(start, end, parameter)]: runs only if it is None
+    # flags a caller decides (flagguards.py): function -> [(start, end, parameter, position)] that
+    # run only when the parameter (default False/None) is on; (line, column) -> what a call passes
+    flag_guards: dict = field(default_factory=dict)
+    flag_passes: dict = field(default_factory=dict)
     # attribute name -> the places this file stores into it (classinfo.attribute_places)
     attr_places: dict = field(default_factory=dict)
     internal_error: str | None = None
@@ -149,6 +153,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .branches import file_branches
 
     result.branch_cold, result.dispatch, result.guards = file_branches(tree, module, aliases, config.library())
+    from .flagguards import file_flags
+
+    result.flag_guards, result.flag_passes = file_flags(tree, module)
 
 
 def file_hints(tree, config, text: str):
