@@ -481,7 +481,10 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     guarded = guarded_lines(program, solver.edges, results)
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
-    functions = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
-        if library is not None else None
-    scope = {"functions": functions, "cold": guarded}
+    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
+        if library is not None else (None, {})
+    # the lines of per-request functions outside their loops are cold for the findings on them
+    # only: a sync there still counts for a per-step caller, so the edges above keep it
+    cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
+    scope = {"functions": functions, "cold": cold}
     return solver.findings(), solver.host_fed(), solver.host_origins(results), scope

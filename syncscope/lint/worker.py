@@ -44,6 +44,10 @@ class RawResult:
     branch_cold: tuple = ()
     dispatch: dict = field(default_factory=dict)
     guards: dict = field(default_factory=dict)  # function -> [(start, end, parameter)]: runs only if it is None
+    # per-request entry points (loops.py): function -> line ranges that run once per call (not
+    # in a loop), class -> its bases as qualified names (None: cannot be told)
+    straight: dict = field(default_factory=dict)
+    bases: dict = field(default_factory=dict)
     # attribute name -> the places this file stores into it (classinfo.attribute_places)
     attr_places: dict = field(default_factory=dict)
     internal_error: str | None = None
@@ -149,6 +153,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .branches import file_branches
 
     result.branch_cold, result.dispatch, result.guards = file_branches(tree, module, aliases, config.library())
+    from .loops import file_loops
+
+    result.straight, result.bases = file_loops(tree, module, aliases)
 
 
 def file_hints(tree, config, text: str):
