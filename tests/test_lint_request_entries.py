@@ -216,3 +216,29 @@ def test_loop_facts_of_a_function():
     assert bases["m.A"] == ("abc.ABC", "torch.nn.Module", "builtins.object")
     assert straight["m.A.f"] == ((6, 8), (13, 13), (16, 18))
     assert straight["m.A.f.inner"] == ((10, 11),)
+
+
+def test_a_namespace_package_inside_a_package_is_named_through_its_parent(tmp_path):
+    # SGLang's `sglang/multimodal_gen/runtime/` has no `__init__.py`: its modules import each
+    # other as `sglang.multimodal_gen.runtime....`, so the stage's base must resolve that way
+    from syncscope.lint.engine import lint_paths
+
+    from lint_helpers import make_config
+
+    root = tmp_path / "pkg"
+    (root / "runtime" / "stages").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "runtime" / "stages" / "__init__.py").write_text("")
+    (root / "runtime" / "stages" / "base.py").write_text(textwrap.dedent(BASE))
+    (root / "runtime" / "stages" / "text.py").write_text(textwrap.dedent("""
+        import torch
+        from pkg.runtime.stages.base import PipelineStage
+
+        class TextEncodingStage(PipelineStage):
+            def forward(self, batch, server_args):
+                embeds: torch.Tensor = batch.prompt_embeds
+                return embeds.abs().max().item()
+    """))
+    run = lint_paths([str(root)], make_config(tmp_path, include_cold=True), use_cache=False, jobs=1)
+    found = {(f.site.path, f.site.line): f.cold for f in run.findings}
+    assert "once per request" in (found.get(("pkg/runtime/stages/text.py", 8)) or ""), found

@@ -144,14 +144,14 @@ def _nested(body) -> list:
     """The function and class definitions anywhere inside a function body (not inside other
     definitions: those are walked from their own parent)."""
     found = []
-    pending = list(body)
+    pending = list(reversed(body))
     while pending:
-        stmt = pending.pop(0)
+        stmt = pending.pop()
         if isinstance(stmt, _DEFS):
             found.append(stmt)
             continue
-        for block in _blocks(stmt):  # loop bodies too
-            pending.extend(block)
+        for block in reversed(_blocks(stmt)):  # loop bodies too
+            pending.extend(reversed(block))
     return found
 
 
