@@ -54,16 +54,11 @@ def discover(paths: list[str], config) -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=None)
 def _package_of(directory: str) -> str:
-    """Dotted package name of a directory, following `__init__.py` files upwards. A directory
-    without one inside a package is a namespace package (PEP 420) that imports name through
-    its parent (SGLang's `sglang/multimodal_gen/runtime/`: `from sglang.multimodal_gen.runtime.
-    pipelines_core.stages.base import PipelineStage`); outside a package it names nothing."""
-    parent_dir = os.path.dirname(directory)
-    name = os.path.basename(directory)
+    """Dotted package name of a directory, following `__init__.py` files upwards."""
     if not os.path.isfile(os.path.join(directory, "__init__.py")):
-        parent = _package_of(parent_dir) if parent_dir != directory and name.isidentifier() else ""
-        return f"{parent}.{name}" if parent else ""
-    parent = _package_of(parent_dir) if parent_dir != directory else ""
+        return ""
+    parent = _package_of(os.path.dirname(directory))
+    name = os.path.basename(directory)
     return f"{parent}.{name}" if parent else name
 
 
