@@ -31,6 +31,8 @@ class LibraryFacts:
     env_readers: frozenset
     false_while_serving: frozenset
     hot_roots: tuple
+    module_methods: tuple
+    not_module_bases: tuple
     no_dispatch: frozenset
     host_functions: tuple
 
@@ -67,6 +69,8 @@ _KEYS = {
     ("switches", "env-readers"): "env_readers",
     ("switches", "false-while-serving"): "false_while_serving",
     ("roots", "hot"): "hot_roots",
+    ("roots", "module-methods"): "module_methods",
+    ("roots", "not-module-bases"): "not_module_bases",
     ("roots", "no-dispatch"): "no_dispatch",
     ("host", "functions"): "host_functions",
 }
@@ -93,7 +97,7 @@ def load(extra_file: str | None = None, extra_roots: tuple = ()) -> LibraryFacts
         if unknown:
             raise LibraryFactsError(f"{path}: unknown keys: {', '.join(sorted(unknown))}")
     merged["hot_roots"].extend(extra_roots)
-    ordered = ("hot_roots", "host_functions")
+    ordered = ("hot_roots", "module_methods", "not_module_bases", "host_functions")
     facts = LibraryFacts(**{k: (tuple(v) if k in ordered else frozenset(v)) for k, v in merged.items()})
     _LOADED[key] = facts
     return facts

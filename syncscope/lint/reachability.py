@@ -12,8 +12,14 @@ SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call grap
   debug switches, `except` handlers) is not followed, nor a call into code that runs once
   (`skip-functions`: `__init__`, `load_*`, warm-up and capture, memoized functions), nor into a
   function or file for another platform.
-A finding is per-step when its function is reached and its line is not cold; it then carries
-the path from its root ("why"). Everything else is cold: reported only on request.
+A `forward` is a root by its name only in a class that is, or may be, an `nn.Module`
+(modules.py). In a class that is not one (a diffusion pipeline stage) it is a per-request entry:
+what it calls outside its loops runs once per request as well (walked on, the same way), the
+lines inside the loops of all of these run every step (loops.py), and so does everything a call
+on such a line reaches. A per-request function reached from a per-step one is per-step whole.
+A finding is per-step when its function is reached and its line is not cold (nor a per-request
+function's line outside its loops); it then carries the path from its root ("why"). Everything
+else is cold: reported only on request.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections import deque
 
 from .branches import platform_path
 from .library import LibraryFacts
+from .modules import ModuleKinds
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
 MAX_DISPATCH = 200  # a name defined by more methods than this is too generic to dispatch on
@@ -80,6 +87,13 @@ class PerStep:
         self.roots = _root_pattern(library.hot_roots)
         # qualname -> (parent qualname or None, call line in the parent)
         self.reached: dict[str, tuple] = {}
+        # per-request entries (modules.py) and what they reach outside loops: same shape
+        self.kinds = ModuleKinds(program, results, library)
+        self.straight: dict[str, tuple] = {}
+        for result in results.values():
+            self.straight.update(getattr(result, "straight", None) or {})
+        self.request: dict[str, tuple] = {}
+        self._candidates: dict[str, list] = {}
 
     # -- what may be entered --------------------------------------------------------------
     def line_cold(self, path: str, line: int) -> str | None:
@@ -111,30 +125,95 @@ class PerStep:
     # -- the walk -----------------------------------------------------------------------
     def run(self) -> dict[str, tuple]:
         queue: deque[str] = deque()
+        entries = []
         for qualname in sorted(self.program.functions):
             if self.is_root(qualname) and self.enterable(qualname):
-                self.reached[qualname] = (None, 0)
-                queue.append(qualname)
+                if self.kinds.request_entry(qualname):
+                    entries.append(qualname)
+                else:
+                    self.reached[qualname] = (None, 0)
+                    queue.append(qualname)
+        self.walk(queue)
+        self.per_request(entries)
+        return self.reached
+
+    def calls_of(self, caller: str):
+        """(line, callee) of each call `caller` makes that may run: the resolved calls, and by
+        name those on receivers of unknown class."""
+        path = self.program.path_of[caller]
+        resolved = set()
+        for call, target, _shift in self.edges.get(caller, ()):
+            resolved.add((call.line, call.name))
+            if self.line_cold(path, call.line) is None:
+                yield call.line, target
+        for line, name, op in self.dispatch.get(caller, ()):
+            if (line, name) in resolved:  # the receiver's class is known: that call is followed above
+                continue
+            candidates = self.module_functions.get(name, ()) if op else self.candidates(name)
+            if not candidates or len(candidates) > MAX_DISPATCH or self.line_cold(path, line) is not None:
+                continue
+            for target in candidates:
+                yield line, target
+
+    def candidates(self, name: str) -> list[str]:
+        """The methods a call `x.<name>(...)` on a receiver of unknown class may reach, less the
+        per-step roots (reached anyway): with them, `x.forward(...)` would name every module's
+        `forward` and be too generic to follow, and an attention implementation's `forward`
+        (not a module's, so not a root) that a layer calls as `self.impl.forward(...)` would
+        never be reached."""
+        found = self._candidates.get(name)
+        if found is None:
+            found = [t for t in self.methods.get(name, ()) if not self.is_root(t) or self.kinds.request_entry(t)]
+            self._candidates[name] = found
+        return found
+
+    def walk(self, queue: deque) -> None:
         while queue:
             caller = queue.popleft()
-            path = self.program.path_of[caller]
-            resolved = set()
-            for call, target, _shift in self.edges.get(caller, ()):
-                resolved.add((call.line, call.name))
-                if target not in self.reached and self.line_cold(path, call.line) is None and self.enterable(target):
-                    self.reached[target] = (caller, call.line)
+            for line, target in self.calls_of(caller):
+                if target not in self.reached and self.enterable(target):
+                    self.reached[target] = (caller, line)
                     queue.append(target)
-            for line, name, op in self.dispatch.get(caller, ()):
-                if (line, name) in resolved:  # the receiver's class is known: that call is followed above
+
+    def per_request(self, entries: list[str]) -> None:
+        """From the per-request entry points (modules.py): what they call on lines outside
+        loops runs once per request too; what they call inside a loop (a denoising loop calling
+        the scheduler's `step`) runs every step, and so does what that reaches."""
+        queue = deque(q for q in entries if q not in self.reached)
+        for qualname in queue:
+            self.request[qualname] = (None, 0)
+        while queue:
+            caller = queue.popleft()
+            if caller in self.reached:
+                continue
+            once = self.straight.get(caller)
+            for line, target in self.calls_of(caller):
+                if target in self.reached or not self.enterable(target):
                     continue
-                candidates = (self.module_functions if op else self.methods).get(name, ())
-                if not candidates or len(candidates) > MAX_DISPATCH or self.line_cold(path, line) is not None:
-                    continue
-                for target in candidates:
-                    if target not in self.reached and self.enterable(target):
-                        self.reached[target] = (caller, line)
-                        queue.append(target)
-        return self.reached
+                if once is not None and not _inside(once, line):
+                    self.reached[target] = (caller, line)
+                    self.walk(deque([target]))
+                elif target not in self.request:
+                    self.request[target] = (caller, line)
+                    queue.append(target)
+        for qualname in [q for q in self.request if q in self.reached]:
+            del self.request[qualname]
+
+    def request_lines(self) -> dict[str, list]:
+        """{path: [(start, end, why)]}: the lines of per-request functions that run once per
+        request (outside their loops), with the entry point that reaches them."""
+        out: dict[str, list] = {}
+        for qualname in self.request:
+            once = self.straight.get(qualname)
+            if not once:
+                continue
+            entry = qualname
+            while self.request[entry][0] is not None:
+                entry = self.request[entry][0]
+            short = ".".join(entry.rsplit(".", 2)[-2:])
+            why = f"runs once per request, not per step: `{short}` is a per-request entry (its class is not an nn.Module)"
+            out.setdefault(self.program.path_of[qualname], []).extend((start, end, why) for start, end in once)
+        return out
 
     def why(self, qualname: str) -> tuple:
         """The path from the root: ((qualname, path, line of the call into the next), ...),
@@ -143,13 +222,17 @@ class PerStep:
         current, seen = qualname, set()
         while current is not None and current not in seen:
             seen.add(current)
-            parent, line = self.reached[current]
+            parent, line = self.reached[current] if current in self.reached else self.request[current]
             steps.append(current)
             current = parent
         steps.reverse()
         if len(steps) > MAX_WHY:
             steps = steps[:1] + steps[-(MAX_WHY - 1):]
         return tuple((q, self.program.path_of[q], self.program.functions[q]["line"]) for q in steps)
+
+
+def _inside(ranges, line: int) -> bool:
+    return any(start <= line <= end for start, end in ranges)
 
 
 def cold_lines(results: dict, guarded: dict) -> dict[str, ColdLines]:
@@ -190,14 +273,17 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
 
 
 def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                   cold_name=None) -> dict[str, tuple] | None:
-    """qualname -> why (the path from its root) for every per-step function; None when the
-    linted code has no per-step root at all (then only cold lines are left out)."""
+                   cold_name=None) -> tuple[dict[str, tuple] | None, dict[str, list]]:
+    """(qualname -> why (the path from its root) for every per-step or per-request function,
+    or None when the linted code has no root at all (then only cold lines are left out);
+    {path: [(start, end, why)]}: the per-request functions' lines that run once per request)."""
     walk = PerStep(program, edges, results, library, guarded, cold_name)
     walk.run()
-    if not walk.reached:
-        return None  # no per-step root in the linted code (a script, a kernel library): no scope
-    return {qualname: walk.why(qualname) for qualname in walk.reached}
+    if not walk.reached and not walk.request:
+        return None, {}  # no per-step root in the linted code (a script, a kernel library): no scope
+    table = {qualname: walk.why(qualname) for qualname in walk.reached}
+    table.update((qualname, walk.why(qualname)) for qualname in walk.request)
+    return table, walk.request_lines()
 
 
 def cold_calls_removed(program, edges: dict, results: dict, guarded: dict) -> dict:

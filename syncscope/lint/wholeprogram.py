@@ -39,9 +39,18 @@ class Program:
         self.classes: dict[str, dict] = {}
         self.modules: dict[str, dict[str, str]] = {}
         self.roots: dict[str, list[tuple[str, Root]]] = {}  # function -> [(path, root)]
+        # a file in a directory without `__init__.py` is named from below it (`interface`, as
+        # the code that puts that directory on `sys.path` imports it); inside a package the
+        # same file also imports through the package (PEP 420 namespace package:
+        # `sglang.multimodal_gen.runtime.pipelines_core...` for `pipelines_core...`): those
+        # package prefixes, tried when a name does not resolve as it is
+        self.namespaces: set[str] = set()
         for path, result in results.items():
             if result.module is not None:
                 self.modules.setdefault(result.module, result.exports)
+                prefix = _namespace_prefix(path, result.module)
+                if prefix:
+                    self.namespaces.add(prefix)
             for qualname, facts in result.functions.items():
                 if qualname not in self.functions:
                     self.functions[qualname] = facts
@@ -72,6 +81,11 @@ class Program:
         table = self.classes if want_class else self.functions
         if qualname in table:
             return qualname
+        for prefix in self.namespaces:
+            if qualname.startswith(prefix) and qualname[len(prefix):len(prefix) + 1] == ".":
+                found = self.chase(qualname[len(prefix) + 1:], want_class, hops + 1)
+                if found is not None:
+                    return found
         parts = qualname.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:cut])
@@ -517,6 +531,18 @@ def _accepted_lines(suppressions: dict) -> dict[int, list]:
     return {line: [s for s in items if getattr(s, "reason", "")] for line, items in (suppressions or {}).items()}
 
 
+def _namespace_prefix(path: str, module: str) -> str | None:
+    """`sglang.multimodal_gen.runtime` for `sglang/multimodal_gen/runtime/pipelines_core/x.py`
+    named `pipelines_core.x`: the directories above the file's module name, when there are."""
+    stem = path[:-3] if path.endswith(".py") else path
+    dotted = stem.replace("\\", "/").replace("/", ".")
+    if dotted.endswith(".__init__"):
+        dotted = dotted[:-len(".__init__")]
+    if dotted == module or not dotted.endswith("." + module):
+        return None
+    return dotted[:-len(module) - 1]
+
+
 def _is_accepted(accepted: dict, root: Root) -> bool:
     for at in {root.line, root.stmt_start, root.stmt_end}:
         for suppression in accepted.get(at, ()):
@@ -541,9 +567,12 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
         guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
-    functions = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
-        if library is not None else None
-    scope = {"functions": functions, "cold": guarded}
+    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
+        if library is not None else (None, {})
+    # the lines of per-request functions outside their loops are cold for the findings on them
+    # only: a sync there still counts for a per-step caller, so the edges above keep it
+    cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
+    scope = {"functions": functions, "cold": cold}
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
                         for qualname, line, column in _starred_calls(result))
     fed, host = solver.host_fed(starred)

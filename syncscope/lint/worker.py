@@ -48,6 +48,10 @@ class RawResult:
     # run only when the parameter (default False/None) is on; (line, column) -> what a call passes
     flag_guards: dict = field(default_factory=dict)
     flag_passes: dict = field(default_factory=dict)
+    # per-request entry points (loops.py): function -> line ranges that run once per call (not
+    # in a loop), class -> its bases as qualified names (None: cannot be told)
+    straight: dict = field(default_factory=dict)
+    bases: dict = field(default_factory=dict)
     # attribute name -> the places this file stores into it (classinfo.attribute_places)
     attr_places: dict = field(default_factory=dict)
     internal_error: str | None = None
@@ -156,6 +160,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .flagguards import file_flags
 
     result.flag_guards, result.flag_passes = file_flags(tree, module)
+    from .loops import file_loops
+
+    result.straight, result.bases = file_loops(tree, module, aliases)
 
 
 def file_hints(tree, config, text: str):

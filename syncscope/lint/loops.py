@@ -1,0 +1,164 @@
+"""Which lines of a function run once per call and which once per iteration of a loop, and what
+each class is derived from: the per-file facts that per-request entry points (reachability.py)
+need, read from the file's `ast`.
+
+A diffusion pipeline stage's `forward(batch, server_args)` runs once per request; only its
+denoising loop (`for i, t in enumerate(timesteps):`) runs every step. So for each function the
+linter keeps the lines that run once per call ("straight" lines): its span, less the bodies of
+its `for`/`while` loops and the functions and classes defined inside it (they are functions of
+their own). A `for` header runs once (its iterable is evaluated once); a `while` test runs per
+iteration, so a `while` statement is a loop from its first line. Comprehensions are not loops
+here: they iterate over a request's items, not over steps.
+
+A class's bases are kept as written, resolved through the imports where they can be
+(`nn.Module` -> `torch.nn.Module`, `Generic[T]` -> `typing.Generic`, `object` ->
+`builtins.object`) and as None where they cannot (a name from a star import, a call): an
+unknown base may be a module (modules.py decides).
+
+Everything returned is plain tuples: it is pickled into the lint cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _end(node) -> int:
+    return getattr(node, "end_lineno", None) or node.lineno
+
+
+class _Walk:
+    def __init__(self, module: str, aliases: dict, defined: set) -> None:
+        self.module = module
+        self.aliases = aliases
+        self.defined = defined
+        self.straight: dict[str, tuple] = {}
+        self.bases: dict[str, tuple] = {}
+
+    def qualify(self, local: str) -> str:
+        return f"{self.module}.{local}" if self.module else local
+
+    def definitions(self, body, classes: list[str], function: str | None) -> None:
+        """Functions and classes in a module, class or function body (same names as
+        branches.py and facts.py give them)."""
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                local = f"{function}.{stmt.name}" if function else ".".join(classes + [stmt.name])
+                self.straight[self.qualify(local)] = tuple(self.once(stmt.body, stmt.lineno))
+                self.definitions(_nested(stmt.body), classes, local)
+            elif isinstance(stmt, ast.ClassDef):
+                names = classes + [stmt.name]
+                self.bases[self.qualify(".".join(names))] = tuple(self.base(b) for b in stmt.bases)
+                self.definitions(stmt.body, names, None)
+            elif function is None:
+                # definitions under `if TYPE_CHECKING:` / `try:` at module or class level
+                for field in ("body", "orelse", "finalbody"):
+                    inner = getattr(stmt, field, None)
+                    if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                        self.definitions(inner, classes, None)
+                for handler in getattr(stmt, "handlers", ()) or ():
+                    self.definitions(handler.body, classes, None)
+
+    def once(self, body, first: int) -> list[tuple[int, int]]:
+        """The line ranges of `body` (a function's, starting at its `def` line) that run once
+        per call: everything but loop bodies and nested definitions."""
+        out: list[list[int]] = []
+
+        def add(start: int, end: int) -> None:
+            if start > end:
+                return
+            if out and start <= out[-1][1] + 1:
+                out[-1][1] = max(out[-1][1], end)
+            else:
+                out.append([start, end])
+
+        def walk(stmts) -> None:
+            for stmt in stmts:
+                if isinstance(stmt, _DEFS):
+                    continue
+                if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                    add(stmt.lineno, stmt.body[0].lineno - 1 if stmt.body[0].lineno > stmt.lineno else stmt.lineno)
+                    if stmt.orelse:
+                        walk(stmt.orelse)
+                    continue
+                if isinstance(stmt, ast.While):
+                    if stmt.orelse:
+                        walk(stmt.orelse)
+                    continue
+                blocks = _blocks(stmt)
+                if not blocks:
+                    add(stmt.lineno, _end(stmt))
+                    continue
+                add(stmt.lineno, blocks[0][0].lineno - 1 if blocks[0][0].lineno > stmt.lineno else stmt.lineno)
+                for block in blocks:
+                    walk(block)
+
+        add(first, body[0].lineno - 1 if body and body[0].lineno > first else first)
+        walk(body)
+        return [(start, end) for start, end in out]
+
+    def base(self, node) -> str | None:
+        if isinstance(node, ast.Subscript):  # `Generic[T]`, `AttentionImplBase[T]`
+            node = node.value
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append(node.id)
+        root, rest = parts[-1], ".".join(reversed(parts[:-1]))
+        if root in self.aliases:
+            target = self.aliases[root]
+        elif root in self.defined:
+            target = self.qualify(root)
+        elif root in _BUILTIN_NAMES and not rest:
+            target = f"builtins.{root}"
+        else:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+
+def _blocks(stmt) -> list[list]:
+    """The statement lists inside a compound statement (`if`, `with`, `try`, `match`)."""
+    out = []
+    for field in ("body", "orelse", "finalbody"):
+        inner = getattr(stmt, field, None)
+        if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+            out.append(inner)
+    for handler in getattr(stmt, "handlers", ()) or ():
+        if handler.body:
+            out.append(handler.body)
+    for case in getattr(stmt, "cases", ()) or ():
+        if case.body:
+            out.append(case.body)
+    out.sort(key=lambda block: block[0].lineno)
+    return out
+
+
+def _nested(body) -> list:
+    """The function and class definitions anywhere inside a function body (not inside other
+    definitions: those are walked from their own parent)."""
+    found = []
+    pending = list(reversed(body))
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, _DEFS):
+            found.append(stmt)
+            continue
+        for block in reversed(_blocks(stmt)):  # loop bodies too
+            pending.extend(reversed(block))
+    return found
+
+
+def file_loops(tree: ast.Module, module: str, aliases: dict):
+    """({function: ((start, end), ...) of the lines that run once per call},
+    {class: (base as a qualified name, or None where it cannot be told, ...)})."""
+    defined = {n.name for n in tree.body if isinstance(n, _DEFS)}
+    walk = _Walk(module, aliases, defined)
+    walk.definitions(tree.body, [], None)
+    return walk.straight, walk.bases

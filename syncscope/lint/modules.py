@@ -1,0 +1,87 @@
+"""Which classes may be `nn.Module`s: whether a `forward` is a per-step root by its name.
+
+`forward` (and `forward_*`, `_forward*`: `[roots] module-methods` of the library facts) is a
+per-step root because `nn.Module.__call__` runs it, and a model's modules run every step.
+Other classes use the same name for other things: a diffusion pipeline stage
+(`class DenoisingStage(PipelineStage)`, `class PipelineStage(StageDedupMixin, ABC)`) names its
+once-per-request entry point `forward(batch, server_args)`. A class is known not to be a module
+when every base on its in-tree chain ends in a class that is not one (`[roots]
+not-module-bases`: `abc.ABC`, `typing.Generic`, `builtins.object`, ...) or in none at all. A
+base the linter cannot follow (`torch.nn.Module`, another library's class, a star import) may
+be a module, and so is the class: its `forward` stays a root. A mixin is a module when one of
+its in-tree subclasses may be one (`class Block(ForwardMixin, nn.Module)` runs the mixin's
+`forward` as a module's).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+
+def _pattern(patterns) -> re.Pattern | None:
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+
+
+class ModuleKinds:
+    def __init__(self, program, results: dict, library) -> None:
+        self.program = program
+        self.bases: dict[str, tuple] = {}
+        for result in results.values():
+            for cls, bases in (getattr(result, "bases", None) or {}).items():
+                self.bases.setdefault(cls, bases)
+        self.plain = _pattern(library.not_module_bases)
+        self.methods = _pattern(library.module_methods)
+        self.subclasses: dict[str, list[str]] = {}
+        for cls, bases in self.bases.items():
+            for base in bases:
+                inner = program.chase(base, True) if base else None
+                if inner:
+                    self.subclasses.setdefault(inner, []).append(cls)
+        self._module: dict[str, bool] = {}
+        self._family: dict[str, bool] = {}
+
+    def may_be_module(self, cls: str) -> bool:
+        known = self._module.get(cls)
+        if known is not None:
+            return known
+        self._module[cls] = False  # a cycle of bases adds nothing
+        bases = self.bases.get(cls)
+        found = bases is None  # a class the per-file facts do not know: it may be anything
+        for base in bases or ():
+            if base is None:
+                found = True
+            else:
+                inner = self.program.chase(base, True)
+                if inner is not None:
+                    found = self.may_be_module(inner)
+                else:
+                    found = not (self.plain and self.plain.match(base))
+            if found:
+                break
+        self._module[cls] = found
+        return found
+
+    def family_may_be_module(self, cls: str) -> bool:
+        """The class or one of its in-tree subclasses (which inherit its methods) may be a module."""
+        known = self._family.get(cls)
+        if known is not None:
+            return known
+        found, pending, seen = False, [cls], set()
+        while pending and not found:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            found = self.may_be_module(current)
+            pending.extend(self.subclasses.get(current, ()))
+        self._family[cls] = found
+        return found
+
+    def request_entry(self, qualname: str) -> bool:
+        """A method named like a module's per-step entry (`forward`) in a class that is not a
+        module: it runs when its caller decides (a pipeline stage: once per request)."""
+        owner, _, short = qualname.rpartition(".")
+        if not self.methods or owner not in self.program.classes or not self.methods.match(short):
+            return False
+        return not self.family_may_be_module(owner)

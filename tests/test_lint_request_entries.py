@@ -1,0 +1,244 @@
+"""Per-request entry points (syncscope/lint/modules.py, loops.py, reachability.py): a `forward`
+is a per-step root by its name only in a class that is, or may be, an `nn.Module`. A class whose
+in-tree bases end in classes that are not modules (a diffusion pipeline stage:
+`class PipelineStage(ABC)`) runs its `forward(batch, server_args)` once per request: only the
+lines inside its loops, and what calls on those lines reach, run every step. Small packages:
+the stage in one module, its base in another."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from syncscope.lint.loops import file_loops
+
+from test_lint_scope import lint_package
+
+
+def where(run) -> list[tuple[str, int, str]]:
+    return sorted((f.site.path, f.site.line, f.code) for f in run.findings)
+
+
+BASE = """
+    from abc import ABC, abstractmethod
+
+    class StageMixin:
+        def log(self, msg):
+            print(msg)
+
+    class PipelineStage(StageMixin, ABC):
+        def __call__(self, batch, server_args):
+            return self.forward(batch, server_args)
+
+        @abstractmethod
+        def forward(self, batch, server_args):
+            raise NotImplementedError
+"""
+
+# a scheduler and a DiT: the denoising loop's per-step work
+MODELS = """
+    import torch
+
+    class Scheduler:
+        def step(self, noise: torch.Tensor, t: torch.Tensor, latents: torch.Tensor):
+            sigma = float(t)
+            return latents - sigma * noise
+
+    class DiT(torch.nn.Module):
+        def forward(self, latents: torch.Tensor, t: torch.Tensor):
+            if latents.isnan().any().item():
+                return latents
+            return latents * 2
+"""
+
+STAGES = """
+    import torch
+    from pkg.base import PipelineStage
+    from pkg.models import DiT, Scheduler
+
+    def split_sizes(grid: torch.Tensor):
+        return (grid.prod(-1) // 4).tolist()
+
+    class TextEncodingStage(PipelineStage):
+        def forward(self, batch, server_args):
+            embeds: torch.Tensor = batch.prompt_embeds
+            lengths = split_sizes(embeds)
+            batch.max_len = embeds.abs().max().item()
+            return batch
+
+    class DenoisingStage(PipelineStage):
+        def __init__(self):
+            self.transformer = DiT()
+            self.scheduler = Scheduler()
+
+        def forward(self, batch, server_args):
+            noise: torch.Tensor = batch.noise
+            scale = noise.abs().max().item()
+            return self._loop(batch, batch.timesteps)
+
+        def _loop(self, batch, timesteps: torch.Tensor):
+            latents: torch.Tensor = batch.latents
+            first = latents.sum().item()
+            for i, t in enumerate(timesteps):
+                noise = self.transformer.forward(latents, t)
+                latents = self.scheduler.step(noise, t, latents)
+                if latents.abs().max().item() > 1e4:
+                    break
+            return latents
+"""
+
+
+def _run(tmp_path, **overrides):
+    return lint_package(tmp_path, {"base.py": BASE, "models.py": MODELS, "stages.py": STAGES}, **overrides)
+
+
+def test_a_stage_that_is_not_a_module_runs_once_per_request_but_its_loop_per_step(tmp_path):
+    run = _run(tmp_path)
+    found = where(run)
+    # VALID (left out): the text-encoding stage's syncs, and the denoising stage's lines outside
+    # its loop (the stage is an ABC, not an nn.Module)
+    assert not [f for f in found if f[0] == "pkg/stages.py" and f[1] in (7, 12, 13, 23, 28)], found
+    # INVALID (still reported): inside the denoising loop; the DiT's forward (a module's, a root);
+    # the scheduler's `step` (a root by name)
+    assert any(f[:2] == ("pkg/stages.py", 32) for f in found), found
+    assert any(f[:2] == ("pkg/models.py", 11) for f in found), found
+    assert any(f[:2] == ("pkg/models.py", 6) for f in found), found
+    loop = [f for f in run.findings if f.site.path == "pkg/stages.py" and f.site.line == 32][0]
+    assert [step[0].rsplit(".", 2)[-2:] for step in loop.per_step] == [["DenoisingStage", "forward"], ["DenoisingStage", "_loop"]]
+
+
+def test_the_once_per_request_lines_are_cold_with_why(tmp_path):
+    run = _run(tmp_path, include_cold=True)
+    reasons = {f.site.line: f.cold for f in run.findings if f.site.path == "pkg/stages.py"}
+    for line in (12, 13, 23, 28):
+        assert reasons.get(line) and "once per request" in reasons[line], (line, reasons)
+    assert "TextEncodingStage.forward" in reasons[12]
+    assert reasons.get(32) is None  # the loop: per step
+    # the helper only the text-encoding stage calls: once per request as well
+    assert reasons.get(7) and "once per request" in reasons[7], reasons
+
+
+MODULE_STAGE = """
+    import torch
+
+    class Block(torch.nn.Module):
+        def forward(self, x: torch.Tensor):
+            return x.sum().item()
+
+    class ForwardMixin:
+        def forward(self, x: torch.Tensor):
+            return int(x.max())
+
+    class Layer(ForwardMixin, torch.nn.Module):
+        pass
+"""
+
+
+def test_a_module_forward_and_a_mixin_of_a_module_stay_roots(tmp_path):
+    run = lint_package(tmp_path, {"blocks.py": MODULE_STAGE})
+    lines = {f.site.line for f in run.findings if f.site.path == "pkg/blocks.py"}
+    assert {6, 10} <= lines, where(run)
+
+
+UNKNOWN_BASE = """
+    import torch
+    from somewhere_else import *
+    from otherlib import Runner
+
+    class Stage(SomeBase):
+        def forward(self, x: torch.Tensor):
+            return x.sum().item()
+
+    class Engine(Runner):
+        def forward(self, x: torch.Tensor):
+            return int(x.max())
+"""
+
+
+def test_a_class_with_a_base_the_linter_cannot_follow_stays_a_root(tmp_path):
+    run = lint_package(tmp_path, {"unknown.py": UNKNOWN_BASE})
+    lines = {f.site.line for f in run.findings if f.site.path == "pkg/unknown.py"}
+    assert {8, 12} <= lines, where(run)
+
+
+ATTENTION = """
+    import torch
+    from abc import ABC
+    from typing import Generic, TypeVar
+
+    T = TypeVar("T")
+
+    class AttentionImpl(ABC, Generic[T]):
+        def forward(self, q: torch.Tensor):
+            raise NotImplementedError
+
+    class FlashImpl(AttentionImpl[int]):
+        def forward(self, q: torch.Tensor):
+            return q.sum().item()
+
+    class Attention(torch.nn.Module):
+        def __init__(self, impl):
+            self.impl = impl
+
+        def forward(self, q: torch.Tensor):
+            return self.impl.forward(q)
+"""
+
+
+def test_a_plain_class_forward_that_a_module_calls_stays_per_step(tmp_path):
+    # INVALID: an attention implementation is not a module, but a module's forward calls it
+    # on a receiver of unknown class: it runs every step
+    run = lint_package(tmp_path, {"attn.py": ATTENTION})
+    assert any(f[:2] == ("pkg/attn.py", 14) for f in where(run)), where(run)
+
+
+def test_loop_facts_of_a_function():
+    source = textwrap.dedent("""
+        from abc import ABC
+        import torch.nn as nn
+
+        class A(ABC, nn.Module, object):
+            def f(self, xs):
+                a = 1
+                for x in xs:
+                    b = x
+                    def inner():
+                        return 2
+                else:
+                    c = 3
+                while a:
+                    a -= 1
+                with open("f") as h:
+                    d = 4
+                return a
+    """)
+    straight, bases = file_loops(ast.parse(source), "m", {"ABC": "abc.ABC", "nn": "torch.nn"})
+    assert bases["m.A"] == ("abc.ABC", "torch.nn.Module", "builtins.object")
+    assert straight["m.A.f"] == ((6, 8), (13, 13), (16, 18))
+    assert straight["m.A.f.inner"] == ((10, 11),)
+
+
+def test_a_namespace_package_inside_a_package_is_named_through_its_parent(tmp_path):
+    # SGLang's `sglang/multimodal_gen/runtime/` has no `__init__.py`: its modules import each
+    # other as `sglang.multimodal_gen.runtime....`, so the stage's base must resolve that way
+    from syncscope.lint.engine import lint_paths
+
+    from lint_helpers import make_config
+
+    root = tmp_path / "pkg"
+    (root / "runtime" / "stages").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "runtime" / "stages" / "__init__.py").write_text("")
+    (root / "runtime" / "stages" / "base.py").write_text(textwrap.dedent(BASE))
+    (root / "runtime" / "stages" / "text.py").write_text(textwrap.dedent("""
+        import torch
+        from pkg.runtime.stages.base import PipelineStage
+
+        class TextEncodingStage(PipelineStage):
+            def forward(self, batch, server_args):
+                embeds: torch.Tensor = batch.prompt_embeds
+                return embeds.abs().max().item()
+    """))
+    run = lint_paths([str(root)], make_config(tmp_path, include_cold=True), use_cache=False, jobs=1)
+    found = {(f.site.path, f.site.line): f.cold for f in run.findings}
+    assert "once per request" in (found.get(("pkg/runtime/stages/text.py", 8)) or ""), found
