@@ -22,7 +22,7 @@ import pickle
 import tempfile
 from dataclasses import replace
 
-CACHE_FORMAT = 12  # bump when RawResult or a record it holds (records.py) changes shape
+CACHE_FORMAT = 13  # bump when RawResult or a record it holds (records.py) changes shape
 FACT_FIELDS = ("exports", "functions", "classes", "roots", "dispatch", "guards")  # what only the whole-program pass reads
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
 
