@@ -133,3 +133,49 @@ def test_a_number_passed_in_set_up_code_only_is_not_a_per_step_store(tmp_path):
     run = lint_package(tmp_path, {"slots.py": SLOTS,
                                   "results.py": _processor("req, idx, batch.new_slot[0]", setup_args="req, 0, -1")})
     assert ("pkg/slots.py", 10, "SYN404") not in where(run)
+
+
+# vLLM 0.30.0 `mamba_mixer2`: the layer's forward calls a registered custom op, whose function
+# looks the layer up and calls its method through a *local* named `self`.
+MIXER = """
+    import torch
+
+    class MambaMixer2(torch.nn.Module):
+        def forward(self, x: torch.Tensor, out: torch.Tensor):
+            torch.ops.vllm.mamba_mixer2(x, out, "layer.0")
+
+        def conv_ssm_forward(self, x: torch.Tensor, out: torch.Tensor):
+            firsts = x.tolist()
+            return firsts
+
+    def mamba_mixer2(x: torch.Tensor, out: torch.Tensor, layer_name: str) -> None:
+        self = get_forward_context().no_compile_layers[layer_name]
+        self.conv_ssm_forward(x, out)
+"""
+
+
+def test_a_method_called_through_a_local_named_self_is_reached(tmp_path):
+    run = lint_package(tmp_path, {"mixer.py": MIXER})
+    assert ("pkg/mixer.py", 9, "SYN202") in where(run)
+
+
+def test_a_closure_of_a_method_still_resolves_self_through_the_class(tmp_path):
+    # `self` of the enclosing method: not a receiver of unknown class, so no dispatch by name
+    # to the other class's `conv_ssm_forward`
+    run = lint_package(tmp_path, {"mixer.py": """
+        import torch
+
+        class Other:
+            def conv_ssm_forward(self, x: torch.Tensor):
+                return x.tolist()
+
+        class Layer(torch.nn.Module):
+            def forward(self, x: torch.Tensor):
+                def inner():
+                    return self.conv_ssm_forward(x)
+                return inner()
+
+            def conv_ssm_forward(self, x: torch.Tensor):
+                return x
+    """})
+    assert ("pkg/mixer.py", 5, "SYN202") not in where(run)
