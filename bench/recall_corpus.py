@@ -13,6 +13,8 @@ script rebuilds the mechanical part and measures the linter on it:
     python bench/recall_corpus.py verify TREES
     # lint each parent tree whole, default options, as a user would; recall per form
     python bench/recall_corpus.py measure TREES [--syncscope 'python -m syncscope'] [--show-missed] [--cache-dir D]
+    # the same recall, and for each miss whether it was found in code the default report calls cold
+    python bench/recall_corpus.py measure TREES --show-missed --include-cold
 
 TREES holds one folder per release, `sglang-0.5.22/sglang/...`, `vllm-0.32.0/vllm/...`. The
 linter's cache is written inside each release folder (`.syncscope_cache`), so point TREES at a
@@ -142,13 +144,17 @@ def statement_span(source: str, line: int) -> tuple[int, int]:
     return best
 
 
-def lint_tree(tree: Path, engine: str, syncscope: list[str], cache_dir: str | None) -> list[dict]:
-    extra = []
+def lint_tree(tree: Path, engine: str, syncscope: list[str], cache_dir: str | None,
+              include_cold: bool = False) -> list[dict]:
+    # --include-cold only adds the findings the default report leaves out, each marked
+    # `"category": "cold"` with why: one run then gives both the default recall and the reason
+    # each miss has (cold, or not found at all)
+    extra = ["--include-cold"] if include_cold else []
     if cache_dir:  # one cache for all trees: consecutive releases share most files
         config = Path(cache_dir) / "cache-only.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(f'[tool.syncscope.lint]\ncache-dir = "{Path(cache_dir).resolve()}"\n')
-        extra = ["--config", str(config)]
+        extra += ["--config", str(config)]
     result = subprocess.run([*syncscope, "lint", engine, "--output-format", "json", "--exit-zero", "--no-progress", *extra],
                             cwd=tree, capture_output=True, text=True)
     if result.returncode != 0:
@@ -166,9 +172,16 @@ def cmd_measure(args) -> int:
     missed = []
     for (engine, parent), entries in sorted(by_tree.items()):
         tree = trees / f"{engine}-{parent}"
-        findings = lint_tree(tree, engine, syncscope, args.cache_dir)
-        at = defaultdict(set)
+        findings = lint_tree(tree, engine, syncscope, args.cache_dir, args.include_cold)
+        at, cold_at = defaultdict(set), defaultdict(set)
         for finding in findings:
+            if finding.get("category") == "cold":  # not in the default report: a miss, with its reason
+                cold_at[(finding["path"], finding["line"])].add(f"{finding['code']} [cold: {finding.get('cold')}]")
+                if finding.get("root"):
+                    path, _, line = finding["root"].rpartition(":")
+                    cold_at[(path, int(line))].add(f"{finding['code']} via {finding['path']}:{finding['line']} "
+                                                   f"[cold: {finding.get('cold')}]")
+                continue
             at[(finding["path"], finding["line"])].add(finding["code"])
             if finding.get("root"):  # a chain's root is where the sync is written
                 path, _, line = finding["root"].rpartition(":")
@@ -182,7 +195,8 @@ def cmd_measure(args) -> int:
                 found_by_form[entry["form"]] += 1
                 rules.update(codes)
             else:
-                missed.append(entry)
+                cold = set().union(*(cold_at.get((entry["file"], n), set()) for n in range(first, last + 1)))
+                missed.append((entry, cold))
         print(f"linted {engine} {parent}: {len(findings)} findings", file=sys.stderr)
     print("| form | found |\n| --- | --- |")
     for form in sorted(total_by_form):
@@ -192,8 +206,10 @@ def cmd_measure(args) -> int:
     print(f"| all | {all_found} / {len(corpus)} ({100 * all_found / len(corpus):.0f}%) |")
     print("rules that found them: " + ", ".join(f"{code} {n}" for code, n in sorted(rules.items())))
     if args.show_missed:
-        for entry in missed:
+        for entry, cold in missed:
             print(f"MISSED [{entry['form']}] {entry['engine']}-{entry['parent']}/{entry['file']}:{entry['line']}: {entry['text']}")
+            if args.include_cold:
+                print("    " + ("; ".join(sorted(cold)) if cold else "not found (no finding, cold or not)"))
     return 0
 
 
@@ -212,6 +228,10 @@ def main(argv=None) -> int:
     measure.add_argument("trees")
     measure.add_argument("--syncscope", default=f"{shlex.quote(sys.executable)} -m syncscope")
     measure.add_argument("--show-missed", action="store_true")
+    measure.add_argument("--include-cold", action="store_true",
+                         help="lint with --include-cold and say why each miss is missed (found but cold, "
+                         "with the reason, or not found); the recall counts only per-step findings, "
+                         "as the default report does")
     measure.add_argument("--engine", choices=("vllm", "sglang"), help="only this engine's trees")
     measure.add_argument("--cache-dir", help="one linter cache for every tree (results are the same; "
                          "consecutive releases then reuse each other's per-file results)")

@@ -278,7 +278,7 @@ class _Walk:
             if name in self.lib.no_dispatch or name.startswith("__"):
                 continue
             receiver = sub.func.value
-            if (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")) or \
+            if (isinstance(receiver, ast.Name) and receiver.id in ("self", "cls") and self._bound(receiver.id, function)) or \
                     (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super"):
                 continue  # `self.m()`: the whole-program pass resolves it through the class
             root = receiver
@@ -289,6 +289,17 @@ class _Walk:
             if isinstance(root, ast.Name) and root.id in self.aliases and not op:
                 continue  # a module function: the whole-program pass resolves it by its import
             self.dispatch.setdefault(self.qualify(function), []).append((sub.lineno, name, op))
+
+
+    def _bound(self, name: str, function: str) -> bool:
+        """`self` is a parameter of this function or of one it is nested in (a method's); in a
+        module function it is a local of unknown class: vLLM's custom ops run
+        `self = forward_context.no_compile_layers[layer_name]; self.conv_ssm_forward(...)`."""
+        while function:
+            if name in self.params.get(function, ()):
+                return True
+            function = function.rpartition(".")[0]
+        return False
 
 
 def _patterns(patterns) -> re.Pattern | None:

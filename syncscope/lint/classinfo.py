@@ -235,37 +235,58 @@ def _one_dimensional(node) -> bool:
 
 def _constructor_fields(function, places: dict[str, set[int]]) -> None:
     """`self.State(conv=conv_state, temporal=temporal_state)`: a keyword of a class's constructor
-    fills the field of that name, with what the local name was assigned in this function."""
-    local: dict[str, set[int]] = {}
-    calls = []
+    fills the field of that name, with what the local name was assigned in this function; so
+    does `req.kv.track_buffer = buf` with `buf = torch.full((n,), -1, device=d)` above it."""
+    local: dict[str, set] | None = None
     for stmt in _statements(function.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         value = getattr(stmt, "value", None)
+        if isinstance(stmt, ast.Assign) and isinstance(value, ast.Name):
+            for target in stmt.targets:
+                if isinstance(target, ast.Attribute):
+                    local = local_places(function) if local is None else local
+                    add_place(places.setdefault(target.attr, set()), value, local)
+                    if not places[target.attr]:
+                        del places[target.attr]
+        if not isinstance(value, ast.Call):
+            continue
+        name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+        if not name[:1].isupper():
+            continue  # a class, by Python's naming convention
+        for keyword in value.keywords:
+            if keyword.arg is None:
+                continue
+            local = local_places(function) if local is None else local
+            found: set = set()
+            add_place(found, keyword.value, local)
+            if found:
+                places.setdefault(keyword.arg, set()).update(found)
+
+
+def local_places(function) -> dict[str, set]:
+    """Local name -> the places it is assigned in this function, with the 1-D marker of its
+    device tensors (`add_place`)."""
+    local: dict[str, set] = {}
+    for stmt in _statements(function.body):
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
-                    where = _literal_or_value(stmt.value)
-                    if where is not None:  # as for `self.x = helper()`: no evidence either way
-                        local.setdefault(target.id, set()).add(where)
-        if isinstance(value, ast.Call):
-            calls.append(value)
-    for call in calls:
-        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
-        if not name[:1].isupper():
-            continue  # a class, by Python's naming convention
-        for keyword in call.keywords:
-            if keyword.arg is None:
-                continue
-            value = keyword.value
-            if isinstance(value, ast.Name):
-                wheres = local.get(value.id)
-                if wheres:
-                    places.setdefault(keyword.arg, set()).update(wheres)
-            else:
-                where = _literal_or_value(value)
-                if where is not None:
-                    places.setdefault(keyword.arg, set()).add(where)
+                    add_place(local.setdefault(target.id, set()), stmt.value)
+    return local
+
+
+def add_place(into: set, value, local: dict | None = None) -> None:
+    """Add the place one assigned value shows (a local name: what it was assigned), and for a
+    device tensor whether it is 1-D (VECTOR) or not."""
+    if isinstance(value, ast.Name):
+        into.update(local.get(value.id, ()) if local is not None else ())
+        return
+    where = _literal_or_value(value)
+    if where is not None:
+        into.add(where)
+        if where == P.DEVICE:
+            into.add(VECTOR if _one_dimensional(value) else "nd")
 
 
 def _literal_or_value(node: ast.AST) -> int | None:

@@ -17,6 +17,7 @@ import libcst as cst
 
 from . import provenance as P
 from .imports import dotted
+from .records import FieldRef
 from .rules.base import Fix, Rule
 
 # Tensor methods whose result is a boolean mask (see `FunctionContext.is_bool`).
@@ -48,11 +49,15 @@ class RawFinding:
     # the name of the call in this function whose result the flagged value is computed from
     # (`lens = helper(cu); lens.tolist()`): the run decides with the callee's return summary
     origin: str | None = None
-    # an attribute name the flagged value was read from, when the finding holds only if the
-    # linted tree keeps that attribute on the device (engine.py decides once every file is read);
-    # with needs_vector, only if every device tensor it is given is 1-D
-    needs_device: str | None = None
+    # the attribute the flagged value was read from (its name, and its owner's class when
+    # known), when the finding holds only if the linted tree keeps that attribute on the device
+    # (engine.py decides once every file is read); with needs_vector, only if every device
+    # tensor it is given is 1-D
+    needs_device: FieldRef | None = None
     needs_vector: bool = False
+    # (qualified function, parameter, its index, a method) when the stored value is that
+    # parameter: the finding holds only if a call in the tree passes a Python number for it
+    python_arg: tuple | None = None
 
 
 @dataclass
@@ -83,7 +88,7 @@ class FunctionContext:
     origins: dict[str, str] = field(default_factory=dict)
     # name -> the attribute an unknown value was read from (`buf = req.kv.track_buffer[i]` ->
     # "track_buffer"): see `device_field`
-    attr_sources: dict[str, str] = field(default_factory=dict)
+    attr_sources: dict[str, FieldRef] = field(default_factory=dict)
     aliases: dict[str, str] | None = None
     stmt: int = 0
     # inside `if self.x is None: self.x = ...` or a memoized function keyed by a tensor: runs
@@ -208,7 +213,7 @@ class FunctionContext:
             return None if qualified.startswith(("torch.", "numpy.", "math.")) else func.value
         return None
 
-    def device_field(self, node: cst.BaseExpression | None) -> str | None:
+    def device_field(self, node: cst.BaseExpression | None) -> FieldRef | None:
         """The attribute a value of unknown place was read from (`self.pool.write_pos[idx]`,
         `buf` bound from `req.kv.track_buffer`), if any: a rule that needs a device tensor may
         report it on the condition that the linted tree keeps that attribute only on the device
@@ -217,7 +222,8 @@ class FunctionContext:
 
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None,
-               no_fix: str | None = None, needs_device: str | None = None, needs_vector: bool = False) -> None:
+               no_fix: str | None = None, needs_device: FieldRef | None = None, needs_vector: bool = False,
+               python_arg: str | None = None) -> None:
         if self.passive or self.cold_depth:
             return
         # every finding of a rule that can fix says what its fix changes, or why there is none
@@ -241,8 +247,11 @@ class FunctionContext:
                 field_read = (owner_class, subject.attr.value)
         source = self.param_of(subject)
         param = (_qualify(self.analyzer.module_name, self.qualname), source) if source is not None else None
+        if python_arg is not None:  # python_args.PythonArgs.fed decides
+            python_arg = (_qualify(self.analyzer.module_name, self.qualname), python_arg,
+                          self.params.index(python_arg), bool(self.classes) and self.params[:1] == ["self"])
         found = RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level, field_read, param,
-                           origin, needs_device, needs_vector)
+                           origin, needs_device, needs_vector, python_arg)
         (self.analyzer.latent if latent else self.analyzer.findings).append(found)
 
 
@@ -254,24 +263,43 @@ def _qualify(module: str, qualname: str) -> str:
 _NOT_TENSOR_ATTRS = frozenset("shape dtype device ndim layout is_cuda config data_ptr numel".split())
 
 
-def attribute_source(node, ctx: FunctionContext) -> str | None:
-    """The attribute name an expression reads (`obj.a.b` -> "b", `getattr(obj, "b", None)` ->
-    "b"), or the one a local name was bound from; None for module attributes (`torch.int32`)."""
+def attribute_source(node, ctx: FunctionContext) -> FieldRef | None:
+    """The attribute an expression reads (`obj.a.b` -> "b", `getattr(obj, "b", None)` -> "b"),
+    or the one a local name was bound from; None for module attributes (`torch.int32`). With
+    the owner's class when the object's class is known (`_owner`)."""
     if isinstance(node, cst.Name):
         return ctx.attr_sources.get(node.value)
     if isinstance(node, cst.Attribute):
         root = node
+        hops = []
         while isinstance(root, cst.Attribute):
+            hops.append(root.attr.value)
             root = root.value
         if isinstance(root, cst.Name) and root.value in ctx.alias_table() and root.value not in ctx.env:
             return None
         attr = node.attr.value
-        return None if attr in _NOT_TENSOR_ATTRS else attr
+        if attr in _NOT_TENSOR_ATTRS:
+            return None
+        return FieldRef(attr, _owner(root, hops[:0:-1], ctx))
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr" \
             and len(node.args) >= 2 and isinstance(node.args[1].value, cst.SimpleString):
         name = node.args[1].value.evaluated_value
-        return name if isinstance(name, str) and name.isidentifier() else None
+        return FieldRef(name) if isinstance(name, str) and name.isidentifier() else None
     return None
+
+
+def _owner(root, hops: list[str], ctx: FunctionContext) -> tuple | None:
+    """(class, attribute, ...) of the object an attribute is read from: `self` in a method is
+    the method's class, a name annotated with a class is that class (short names, as the tree's
+    class facts are keyed: owner_fields.py); `self.mamba_cache.temporal` -> ("MambaPool",
+    "mamba_cache"). None when the root's class is not known."""
+    if not isinstance(root, cst.Name) or root.value in ctx.reassigned:
+        return None
+    if root.value == "self" and ctx.classes and ctx.params[:1] == ["self"]:
+        cls = ctx.classes[-1]
+    else:
+        cls = ctx.types.get(root.value)
+    return (cls.rsplit(".", 1)[-1], *hops) if cls else None
 
 
 def _root_value(node):

@@ -18,6 +18,8 @@ from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
 from .classinfo import VECTOR
 from .provenance import DEVICE, known_host
+from .owner_fields import OwnerFields
+from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
@@ -136,6 +138,8 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         cache.save()
     host_fields = _host_fields(results)
     device_attrs, vector_attrs = device_attributes(results)
+    owners = OwnerFields(results)
+    python_args = PythonArgs(results, per_step["functions"] if per_step else None)
     sites: list[tuple[Site, FileFinding]] = []
     for rel in sorted(results):
         if report_only is not None and rel not in report_only:
@@ -144,7 +148,8 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         pending = [f for f in raw.findings
                    if not (f.field and "%s.%s" % f.field in host_fields)
                    and f.param not in host_params and (rel, f) not in host_origins
-                   and _device_condition_holds(f.device_condition, device_attrs, vector_attrs)]
+                   and _device_condition_holds(f.device_condition, device_attrs, vector_attrs, owners)
+                   and (f.python_arg is None or python_args.fed(f.python_arg))]
         pending += extra.get(rel, ())
         suppressions = raw.suppressions
         if not pending and not suppressions:
@@ -329,11 +334,13 @@ def device_attributes(results: dict) -> tuple[set, set]:
     return device, vector
 
 
-def _device_condition_holds(condition, device_attrs: set, vector_attrs: set) -> bool:
+def _device_condition_holds(condition, device_attrs: set, vector_attrs: set, owners: OwnerFields) -> bool:
+    """By the attribute's name anywhere in the tree, or else by its owner's class (a field of
+    that name in another class holds something else: owner_fields.py)."""
     if condition is None:
         return True
-    name, needs_vector = condition
-    return name in (vector_attrs if needs_vector else device_attrs)
+    name, needs_vector, owner = condition
+    return name in (vector_attrs if needs_vector else device_attrs) or owners.holds(name, needs_vector, owner)
 
 
 def _is_diagnostic(code: str) -> bool:

@@ -15,8 +15,10 @@ _TRIGGERS = [
     r"\.to\(", r"synchroni[sz]e", r"new_tensor", r"repeat_interleave", r"nonzero", r"copy_\(",
 ]
 # Inside such a file, a function is parsed only if its text mentions one of these (a number
-# stored at an index: SYN404, SYN406).
-_FUNCTION_TRIGGERS = _TRIGGERS + [r"mask", r"gpu", r"\]\s*=\s*-?(\d|True\b|False\b|float\()"]
+# stored at an index: SYN404, SYN406; a name stored at an index, which may be a parameter that
+# callers pass a number for: `buf[idx] = value`, 3% more functions of SGLang).
+_FUNCTION_TRIGGERS = _TRIGGERS + [r"mask", r"gpu", r"\]\s*=\s*-?(\d|True\b|False\b|float\()",
+                                  r"(?m:\]\s*=\s*[A-Za-z_]\w*\s*$)"]
 
 
 def _trigger_words(config, base: list[str]) -> str:

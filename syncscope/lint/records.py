@@ -20,6 +20,16 @@ class ChainStep(NamedTuple):
     note: str  # "calls `f`", or the root's code and short message
 
 
+class FieldRef(NamedTuple):
+    """The attribute a value of unknown place was read from: its name, and the class of the
+    object it was read from with the attribute hops in between, when the walk can tell
+    (`self.mamba_cache.temporal` in a method of `MambaPool` -> ("MambaPool", "mamba_cache")).
+    The run decides from every file whether that is a device tensor (owner_fields.py)."""
+
+    name: str
+    owner: tuple | None = None
+
+
 class FileFinding(NamedTuple):
     """A finding placed on a file's lines (worker.py, wholeprogram.py), on its way to becoming
     an engine `Finding` once selection and suppressions are applied."""
@@ -47,9 +57,14 @@ class FileFinding(NamedTuple):
     # first; or why it does not (reachability.py; engine.py's Scope fills both)
     per_step: tuple = ()
     cold: str | None = None
-    # (attribute, 1-D only): it holds only if the linted tree keeps that attribute on the device
-    # (and only 1-D tensors in it, when the second item is True); engine.py decides
-    device_condition: tuple[str, bool] | None = None
+    # (attribute, 1-D only, owner): it holds only if the linted tree keeps that attribute on the
+    # device (and only 1-D tensors in it, when the second item is True), by its name anywhere in
+    # the tree or in the owner's class (`FieldRef.owner`); engine.py decides
+    device_condition: tuple[str, bool, tuple | None] | None = None
+    # (qualified function, parameter, its index, a method) when the stored value is that
+    # parameter: it holds only if a per-step call in the tree passes a Python number for it
+    # (python_args.py)
+    python_arg: tuple | None = None
 
 
 def diagnostic(code: str, message: str, line: int = 1, column: int = 1, *, level: str = "error",

@@ -54,6 +54,10 @@ class RawResult:
     bases: dict = field(default_factory=dict)
     # attribute name -> the places this file stores into it (classinfo.attribute_places)
     attr_places: dict = field(default_factory=dict)
+    # the same per owner class, and the classes of fields (owner_fields.owner_facts)
+    owner_fields: dict = field(default_factory=dict)
+    # callee name -> the number literals this file's calls pass it (python_args.literal_calls)
+    literal_calls: dict = field(default_factory=dict)
     internal_error: str | None = None
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
@@ -153,6 +157,12 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .classinfo import attribute_places
 
     result.attr_places = attribute_places(tree)
+    from .owner_fields import owner_facts
+
+    result.owner_fields = owner_facts(tree)
+    from .python_args import literal_calls
+
+    result.literal_calls = literal_calls(tree, module, is_cold)
     result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
 
@@ -451,15 +461,16 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
     """Place the analyzer's findings and call sites on lines and add them to `result`."""
     for raw in analyzer.findings:
         line, column, start, end = place(raw, spans, lines, analyzer.module)
-        condition = (raw.needs_device, raw.needs_vector) if raw.needs_device is not None else None
+        needs = raw.needs_device
+        condition = (needs.name, raw.needs_vector, needs.owner) if needs is not None else None
         result.findings.append(FileFinding(raw.code, line, column, start, end, raw.function, raw.message,
                                            raw.fix.applicability if raw.fix else None, raw.level,
                                            field=raw.field, param=raw.param, origin=raw.origin,
-                                           device_condition=condition))
-        if condition is None:  # a conditional finding is no root for callers
+                                           device_condition=condition, python_arg=raw.python_arg))
+        if condition is None and raw.python_arg is None:  # a conditional finding is no root for callers
             _add_root(result, raw, analyzer.module_name, line, start, end)
     for raw in analyzer.latent:
-        if raw.needs_device is not None:
+        if raw.needs_device is not None or raw.python_arg is not None:
             continue
         line, _, start, end = place(raw, spans, lines, analyzer.module)
         _add_root(result, raw, analyzer.module_name, line, start, end)

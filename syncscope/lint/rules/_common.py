@@ -69,6 +69,21 @@ def first_input(call, *names: str):
     return None
 
 
+def python_arg(ctx, node: cst.BaseExpression, where: int) -> str | None:
+    """The parameter a stored value is, when only the callers can tell whether it is a Python
+    number (`def set_slot(self, req, idx, value): buf[idx] = value`, called with `-1`): a rule
+    reports it on the condition that some call in the tree passes a Python value for it
+    (`report(..., python_arg=...)`, decided by wholeprogram.py)."""
+    if where != P.UNKNOWN or not isinstance(node, cst.Name):
+        return None
+    return node.value if node.value in ctx.params and node.value not in ctx.reassigned else None
+
+
+def from_callers(arg: str | None) -> str:
+    """The end of a store's message when the number is a parameter (`python_arg`)."""
+    return f" (`{arg}` is a Python number: a per-step call in the tree passes one)" if arg else ""
+
+
 def is_python_number(node: cst.BaseExpression, where: int) -> bool:
     """A Python number or bool as a stored value (`0`, `-1`, `1e9`, `True`, `float("-inf")`, a
     name holding one): what torch wraps in a 0-d host tensor and copies."""

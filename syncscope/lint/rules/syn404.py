@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import provenance as P
-from ._common import is_index_selection, is_python_number, show
+from ._common import from_callers as _from_callers, is_index_selection, is_python_number, python_arg, show
 from .base import Rule
 
 
@@ -23,6 +23,10 @@ class ScalarStoreAtIndex(Rule):
         # a 2-D device buffer: `buf[i] = 0` fills a row, no copy from the host
         "import torch\nclass Pool:\n    def __init__(self, n, device):\n        self.rows = torch.zeros((n, 4), device=device)\n"
         "class Alloc:\n    def clear(self, pool, req):\n        pool.rows[req.row] = 0\n",
+        # the stored parameter: every call passes a device element, no Python number
+        "import torch\nclass Pool:\n    def track(self, req, n, device):\n        buf = torch.full((n,), -1, device=device)\n"
+        "        req.kv.buf = buf\n    def set_slot(self, req, idx: int, value):\n        req.kv.buf[idx] = value\n"
+        "def step(pool, req, new):\n    pool.set_slot(req, 0, new[0])\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor):\n    x[0] = 0\n",
@@ -30,10 +34,17 @@ class ScalarStoreAtIndex(Rule):
         # SGLang 0.5.19 `alloc`: a 1-D device buffer of another class, indexed by a pool slot
         "import torch\nclass Pool:\n    def __init__(self, n, device):\n        self.cache_base = torch.zeros((n + 1,), dtype=torch.int32, device=device)\n"
         "class Alloc:\n    def alloc(self, pool, req):\n        pool.cache_base[req.kv.pool_idx] = 0\n",
+        # SGLang 0.5.22 `set_mamba_ping_pong_slot`: the stored value is a parameter, a caller passes -1
+        "import torch\nclass Pool:\n    def track(self, req, n, device):\n        buf = torch.full((n,), -1, device=device)\n"
+        "        req.kv.buf = buf\n    def set_slot(self, req, idx: int, value):\n        req.kv.buf[idx] = value\n"
+        "def step(pool, req):\n    pool.set_slot(req, 0, -1)\n",
     ]
 
     def on_subscript_store(self, ctx, target, base_where, value, value_where):
-        if value is None or not is_python_number(value, value_where):
+        if value is None:
+            return
+        arg = None if is_python_number(value, value_where) else python_arg(ctx, value, value_where)
+        if arg is None and not is_python_number(value, value_where):
             return
         indices = ctx.analyzer.index_where(target, ctx)
         if P.is_tensor_like(base_where):
@@ -56,6 +67,6 @@ class ScalarStoreAtIndex(Rule):
         ctx.report(
             self, target,
             f"`{show(target, ctx)} = {show(value, ctx)}` stores a Python number into a device tensor "
-            "with a blocking copy (fill a slice, or write from a device tensor)",
-            needs_device=needs, needs_vector=needs is not None,
+            "with a blocking copy (fill a slice, or write from a device tensor)" + _from_callers(arg),
+            needs_device=needs, needs_vector=needs is not None, python_arg=arg,
         )

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from .. import provenance as P
-from ._common import is_index_selection, is_python_number, show
+from ._common import from_callers as _from_callers, is_index_selection, is_python_number, python_arg, show
 from .base import Rule
 
 
@@ -34,6 +34,11 @@ class ScalarStoreThroughIndex(Rule):
         "import numpy as np, torch\nclass Pool:\n    def __init__(self, n, device):\n        self.write_pos = torch.zeros(n, device=device)\n"
         "class Mirror:\n    def __init__(self, n):\n        self.write_pos = np.zeros(n)\n"
         "def reset(owner, indices):\n    owner.write_pos[indices] = 0\n",
+        # the owner's class keeps the field on the host (another class's field of that name is
+        # on the device)
+        "import torch\nclass Ring:\n    def __init__(self, n, device):\n        self.pos = torch.zeros(n, device=device)\n"
+        "class Mirror:\n    def __init__(self, n):\n        self.pos = torch.zeros(n)\n"
+        "    def reset(self, indices):\n        self.pos[indices] = 0\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor, idx: torch.Tensor):\n    x[idx] = 0\n",
@@ -46,10 +51,18 @@ class ScalarStoreThroughIndex(Rule):
         "import torch\nclass Pool:\n    def __init__(self, n, device):\n        self.write_pos = torch.zeros(n, device=device)\n"
         "class Alloc:\n    def alloc(self, pool, reqs):\n        fresh_indices = [r.row for r in reqs]\n"
         "        pool.write_pos[fresh_indices] = 0\n",
+        # SGLang 0.5.22 `MambaPool.clear_slots`: a device field of the owner's class, although a
+        # config class has a field of the same name that is a shape
+        "import torch\nclass Shape:\n    temporal: tuple[int, int]\nclass Pool:\n    class State:\n        temporal: torch.Tensor\n"
+        "    def __init__(self, n, device):\n        t = torch.zeros((2, n), device=device)\n        self.cache = self.State(temporal=t)\n"
+        "    def clear_slots(self, indices):\n        self.cache.temporal[:, indices] = 0\n",
     ]
 
     def on_subscript_store(self, ctx, target, base_where, value, value_where):
-        if value is None or not is_python_number(value, value_where):
+        if value is None:
+            return
+        arg = None if is_python_number(value, value_where) else python_arg(ctx, value, value_where)
+        if arg is None and not is_python_number(value, value_where):
             return
         # a device tensor, or an attribute that the tree keeps only on the device (decided
         # once every file is read: `needs_device`)
@@ -66,6 +79,6 @@ class ScalarStoreThroughIndex(Rule):
             self, target,
             f"`{show(target, ctx)} = {show(value, ctx)}` stores a Python number through the index "
             f"`{show(selecting[0], ctx)}`: `index_put_` copies it to the device with a blocking copy "
-            "(use `index_fill_` / `masked_fill_`, or store a device tensor)",
-            subject=target.value, needs_device=needs,
+            "(use `index_fill_` / `masked_fill_`, or store a device tensor)" + _from_callers(arg),
+            subject=target.value, needs_device=needs, python_arg=arg,
         )
