@@ -82,7 +82,7 @@ def execute(
     # report name of its own, and multiprocessing children write reports of their own.
     children = multiprocess.ChildConfig(
         base_report, resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward,
-        monitor=session.child_options() if session else None, main_module=target if module else None,
+        child_trap=session.child_options().child_trap if session else None, main_module=target if module else None,
     )
 
     outcome = None

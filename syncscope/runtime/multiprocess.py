@@ -40,7 +40,10 @@ class ChildConfig:
     allow: tuple = ()  # AllowRule values
     scope: tuple[str, ...] = ()
     module_forward: bool = False
-    monitor: object = None  # syncscope.monitoring.session.MonitorOptions under `--monitor`
+    # How a child traps: None for `syncscope.trap`; under `--monitor`, the monitor's child trap
+    # (monitoring/session.py's `MonitorOptions.child_trap`, a bound method that pickles with
+    # its options), so that this module needs nothing of the layer above it.
+    child_trap: Callable | None = None
     main_module: str | None = None  # the `-m` target: a scope on it waits for its classes (it is `__mp_main__` here)
 
 
@@ -151,12 +154,7 @@ def _run_child(process, original: Callable, args, kwargs):
         # Those are the parent's to report; keeping them here would count them twice.
         del inherited.recorder.events[:]
         return _run_recorded(process, original, args, kwargs, config, inherited.recorder)
-    if config.monitor is not None:
-        from syncscope.monitoring.session import start_child
-
-        trap_factory = start_child(config.monitor).trap
-    else:
-        trap_factory = trap_module.trap
+    trap_factory = config.child_trap or trap_module.trap
     from syncscope.runtime import regions
 
     with trap_factory(
