@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from syncscope.report import status
+from syncscope.runtime.keeper import at_os_exit, die_of_signal
 
 PLACEHOLDERS = ("{host}", "{pid}", "{rank}")
 
@@ -124,7 +125,7 @@ class _ChildReport:
             self.writing = False
             self.written = True
         if self.terminate_after:
-            _die_of_sigterm()
+            die_of_signal(signal.SIGTERM)
 
     def on_sigterm(self, signum, frame) -> None:
         # Pool.terminate() ends idle workers with SIGTERM, often just as they finish on their
@@ -136,12 +137,7 @@ class _ChildReport:
         try:
             self.write(status.killed_by(signal.SIGTERM))
         finally:
-            _die_of_sigterm()
-
-
-def _die_of_sigterm() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+            die_of_signal(signal.SIGTERM)
 
 
 def _run_child(process, original: Callable, args, kwargs):
@@ -188,8 +184,6 @@ def _run_recorded(process, original, args, kwargs, config, recorder):
     # would raise in the middle of writing the report.
     signal.signal(signal.SIGTERM, report.on_sigterm)
     # A target that leaves through os._exit (runtime/keeper.py) writes its report on the way.
-    from syncscope.runtime.keeper import at_os_exit
-
     undo_exit_hook = at_os_exit(lambda code: report.write(status.os_exit(code)))
     exit_code = None
     try:
