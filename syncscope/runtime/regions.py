@@ -120,9 +120,10 @@ class region:
     def __init__(self, name: str, *, policy: Policy | str | None = None) -> None:
         self.name = name
         self.policy = Policy(policy) if policy is not None else None
-        # What __exit__ undoes: a bare Token for the monitor's unsampled region, else one
-        # entry's tuple, or a list of those while this object is entered more than once (nested).
-        self._saved: contextvars.Token | tuple | list | None = None
+        # What __exit__ undoes: None while not entered, a bare Token for the monitor's unsampled
+        # region, else one entry's tuple, whose last item is what this object held before it (an
+        # object entered again inside itself stacks its entries that way).
+        self._saved: contextvars.Token | tuple | None = None
 
     def __enter__(self) -> None:
         trap = _trap  # the one reference to the trap in force, read once
@@ -154,14 +155,7 @@ class region:
             observer = trap.step_observer
             if observer is not None:
                 observer.step_entered()
-        state = (token, policy_token, gate, entered, observer)
-        saved = self._saved
-        if saved is None:
-            self._saved = state
-        elif type(saved) is list:
-            saved.append(state)
-        else:
-            self._saved = [saved, state]
+        self._saved = (token, policy_token, gate, entered, observer, self._saved)
         return None
 
     def __exit__(self, exc_type, exc, traceback) -> bool:
@@ -170,13 +164,7 @@ class region:
             self._saved = None
             _regions.reset(saved)
             return False
-        if type(saved) is list:
-            token, policy_token, gate, entered, observer = saved.pop()
-            if len(saved) == 1:  # a list only holds two entries or more
-                self._saved = saved[0]
-        else:
-            token, policy_token, gate, entered, observer = saved
-            self._saved = None
+        token, policy_token, gate, entered, observer, self._saved = saved
         if entered is not None:
             gate.exit(entered)
         if policy_token is not None:
@@ -199,8 +187,7 @@ def run_in_region(func: Callable, name: str, policy: Policy | None = None) -> Ca
 
     @functools.wraps(func)
     def in_region(*args, **kwargs):
-        trap = _trap
-        gate = trap.sampler
+        gate = _trap.sampler
         if gate is None or policy is not None or _regions.get():
             with region(name, policy=policy):
                 return func(*args, **kwargs)
@@ -212,7 +199,7 @@ def run_in_region(func: Callable, name: str, policy: Policy | None = None) -> Ca
             finally:
                 _regions.reset(token)
         entered = region(name)
-        entered._enter((), trap, index)  # counted above: the gate decides on this index
+        entered._enter((), _trap, index)  # counted above: the gate decides on this index
         try:
             return func(*args, **kwargs)
         finally:
