@@ -126,13 +126,15 @@ class region:
         self._saved: contextvars.Token | tuple | None = None
 
     def __enter__(self) -> None:
-        trap = _trap  # the one reference to the trap in force, read once
-        if not trap.declared:  # a read, not a store, on every later entry
-            trap.declared = True
+        # `_trap`: the one reference to the trap in force. Read where needed rather than kept in
+        # a local: a module global costs no more than a local's store and load, and the
+        # unsampled path below reads it twice only.
+        if not _trap.declared:  # a read, not a store, on every later entry
+            _trap.declared = True
         outer = _regions.get()
-        gate = trap.sampler
+        gate = _trap.sampler
         if outer or gate is None:
-            return self._enter(outer, trap, None)
+            return self._enter(outer, _trap, None)
         # The outermost region of a step under a monitor. Most are not sampled: they take one
         # counter step, one comparison and one context-variable write (so that regions nested
         # in it know they are nested), and nothing else. Every Python step here costs several
@@ -142,7 +144,7 @@ class region:
         if index < gate.next_sampled and self._saved is None and self.policy is None:
             self._saved = _regions.set((self.name,))
             return None
-        return self._enter(outer, trap, index)
+        return self._enter(outer, _trap, index)
 
     def _enter(self, outer: tuple, trap: TrapState, index: int | None) -> None:
         token = _regions.set(outer + (self.name,))
