@@ -89,7 +89,7 @@ def overhead(args) -> dict:
     # the detector in all along (put in before the timed steps, taken out after them); `cycled`
     # samples every step and arms and disarms around each one, as a run of one region would.
     gates = {
-        "monitor": regions.sampler if cuda else Gate(args.sample, run_length=args.sample_run, seed=0, on_regions=on_regions),
+        "monitor": regions.trap_state().sampler if cuda else Gate(args.sample, run_length=args.sample_run, seed=0, on_regions=on_regions),
         "disarmed": Gate(1e-12, seed=0, on_regions=on_regions),
         # The same, with the step wrapped as `--scope` wraps a function (regions.run_in_region).
         "disarmed_scoped": Gate(1e-12, seed=0, on_regions=on_regions),
@@ -97,7 +97,7 @@ def overhead(args) -> dict:
     scoped_step = regions.run_in_region(ro.step, "step")
     gates["installed"] = Gate(1.0, seed=0, arm_detector=arm, disarm_detector=disarm, on_regions=on_regions)
     gates["cycled"] = Gate(1.0, seed=0, on_regions=on_regions)
-    regions.sampler = None
+    regions.trap_state().sampler = None
 
     def sync():
         if cuda:
@@ -108,7 +108,7 @@ def overhead(args) -> dict:
         if name == "installed":
             arm()  # the gate's own arm at the first region is then a no-op
         sync()
-        regions.sampler = gate
+        regions.trap_state().sampler = gate
         t0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(steps):
             if name == "cycled":
@@ -126,7 +126,7 @@ def overhead(args) -> dict:
         c1 = time.thread_time()
         sync()
         elapsed = time.perf_counter() - t0
-        regions.sampler = None
+        regions.trap_state().sampler = None
         if name in ("installed", "monitor"):
             # Outside the timed steps: the next arm must not run with the detector in (the
             # monitor's run may go on past its round; its next region puts the detector back).
@@ -159,7 +159,7 @@ def overhead(args) -> dict:
                 cpu[name].append(c)
             if time.monotonic() - started > args.max_seconds:
                 break
-    regions.sampler = gates["monitor"]
+    regions.trap_state().sampler = gates["monitor"]
     counts = gates["monitor"].counts
     loop_regions, loop_sampled = counts.regions, counts.sampled
     detector = monitor.trap.detector if monitor else None
@@ -172,14 +172,15 @@ def overhead(args) -> dict:
         arm_disarm_us = (time.perf_counter() - began) / 200 * 1e6
         arm_disarm_wait = _wait_behind_queue(lambda: (arm(), disarm()))
     region_ns = _region_cost_ns(regions)  # the real monitor's region entry, per step, in isolation
-    sampler, regions.sampler = regions.sampler, None
+    state = regions.trap_state()
+    sampler, state.sampler = state.sampler, None
     region_alone_ns = _region_cost_ns(regions)  # the same region without the monitor's gate
-    regions.sampler = sampler
+    regions.trap_state().sampler = sampler
     if monitor:
         events = len(monitor.trap.events)
         monitor.stop()
     else:
-        regions.sampler = None
+        regions.trap_state().sampler = None
         events = 0
 
     def paired(a, b):

@@ -67,8 +67,10 @@ def main() -> None:
         regions.region("step")
         step()
 
+    state = regions.trap_state()  # the idle trap state: the one region entry reads
+
     def attribute_then_step():
-        regions.scoping.declared = True
+        state.declared = True
         step()
 
     arms = {"plain": plain, "plain again": plain, "region": region_then_step, "gate": gate_then_step,
@@ -76,14 +78,14 @@ def main() -> None:
             "attribute store": attribute_then_step}
     isolated = {"plain again": "pass", "region": "with region('step'): pass", "gate": "gate.enter()",
                 "context variable": "stack.reset(stack.set(('step',)))", "region object": "region('step')",
-                "attribute store": "scoping.declared = True"}
+                "attribute store": "state.declared = True"}
 
     def timed(name):
         started = time.thread_time_ns()
         arms[name]()
         return time.thread_time_ns() - started
 
-    regions.sampler = gate
+    state.sampler = gate
     if args.no_gc:
         gc.disable()
     names, times = list(arms), {name: [] for name in arms}
@@ -97,7 +99,7 @@ def main() -> None:
                 times[name].append(timed(name))
     import timeit
 
-    scope = {"gate": gate, "stack": stack, "region": regions.region, "scoping": regions.scoping}
+    scope = {"gate": gate, "stack": stack, "region": regions.region, "state": state}
     plain = statistics.median(times["plain"])
     print(f"{len(times['plain'])} rounds, plain step {plain / 1e3:.0f} us (thread CPU), gc {'off' if args.no_gc else 'on'}")
     for name in arms:
@@ -106,7 +108,7 @@ def main() -> None:
         ratio = statistics.median(t / p for t, p in zip(times[name], times["plain"]))
         alone = min(timeit.repeat(isolated[name], globals=scope, number=100_000, repeat=5)) / 100_000 * 1e9
         print(f"  {name:17s} next to the step {100 * (ratio - 1):+.3f}% = {(ratio - 1) * plain:7.0f} ns; alone {alone:5.0f} ns")
-    regions.sampler = None
+    state.sampler = None
 
 
 if __name__ == "__main__":

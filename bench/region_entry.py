@@ -73,7 +73,7 @@ def _init_and_context(regions):
 
 def _compared_region(path: str, regions):
     """The `region` class of another checkout's regions.py, defined in this checkout's module so
-    that its methods read the live module state (context variables, the monitor's `sampler`)."""
+    that its methods read the live module state (context variables, the trap state's `sampler`)."""
     source = open(path).read()
     start, end = source.index("class region:"), source.index("    def __call__(self, func")
     exec(source[start:end].replace("class region:", "class _compared_region:"), vars(regions))
@@ -150,7 +150,7 @@ def main() -> None:
             sync()
             return time.perf_counter() - started
 
-        regions.sampler = Gate(1e-12, seed=0)  # a monitor that (almost) never samples
+        regions.trap_state().sampler = Gate(1e-12, seed=0)  # a monitor that (almost) never samples
         try:
             for _ in range(20):
                 for arm in arms.values():
@@ -162,7 +162,7 @@ def main() -> None:
                 for name in names:
                     times[name].append(timed(arms[name]))
         finally:
-            regions.sampler = None
+            regions.trap_state().sampler = None
 
     plain_s = statistics.median(times["plain"])
     result = {"device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__,

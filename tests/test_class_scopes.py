@@ -144,7 +144,7 @@ def test_bad_deferred_specs_are_one_error_line(tmp_path, spec, message):
 
 def test_class_definitions_are_hooked_only_while_a_scope_waits_and_undo_restores_the_method():
     original_build_class = builtins.__build_class__
-    declared = regions.scoping.declared
+    declared = regions.scope_declared()
     matcher = class_scopes.deferred_target("__main__:Later.run", None)
     undo = class_scopes.scope_when_defined("__main__:Later.run", matcher, regions.scope_attribute)
     try:
@@ -158,6 +158,6 @@ def test_class_definitions_are_hooked_only_while_a_scope_waits_and_undo_restores
         assert other["Later"].__dict__["run"].__name__ == "run" and not hasattr(other["Later"].run, "__wrapped__")
     finally:
         undo()
-        regions.scoping.declared = declared
+        regions.trap_state().declared = declared
     assert builtins.__build_class__ is original_build_class
     assert later().run() is None  # unwrapped again: no region

@@ -38,17 +38,15 @@ def _free_port() -> int:
 @pytest.fixture
 def gate_in_regions():
     """Installs a gate as region()'s sampler for the test."""
-    installed = []
+    replaced = []
 
     def install(gate):
-        regions.sampler = gate
-        installed.append(gate)
+        replaced.append(regions.enter_trap_state(regions.TrapState(sampler=gate)))
         return gate
 
-    declared = regions.scoping.declared
     yield install
-    regions.sampler = None
-    regions.scoping.declared = declared
+    if replaced:  # the state before the first gate, with its declared flag as it was
+        regions.restore_trap_state(replaced[0])
 
 
 def test_each_outermost_region_is_drawn_once_and_nested_regions_inherit(gate_in_regions):

@@ -37,12 +37,7 @@ LAYERS: list[set[str]] = [
 
 # Package-level import edges allowed against the layers, as (importer module, imported module),
 # each with what removes it. Remove an entry once it is gone.
-UPWARD_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
-    # A child process of `syncscope run --monitor` starts its monitor session from the child
-    # bootstrap. Removed when the trap rework (issue 26) lets the command hand the child its
-    # monitor starter (e.g. by dotted name in ChildConfig) instead of runtime importing monitoring.
-    ("syncscope.runtime.multiprocess", "syncscope.monitoring.session"): "issue 26 (runtime/ is being reworked there)",
-}
+UPWARD_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _package(module: str) -> str:

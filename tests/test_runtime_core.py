@@ -16,10 +16,10 @@ from syncscope.runtime.recorder import AllowRule, Recorder
 
 @pytest.fixture(autouse=True)
 def fresh_scoping():
-    before = regions.scoping.declared
-    regions.scoping.declared = False
+    before = regions.enter_trap_state(regions.TrapState())
+    regions.trap_state().declared = False
     yield
-    regions.scoping.declared = before
+    regions.restore_trap_state(before)
 
 
 def sync_here(recorder, kind=SyncKind.ITEM):

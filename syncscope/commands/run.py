@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import List, Optional
 
 import typer
@@ -17,87 +18,104 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def execute(
-    target: str,
-    args: list[str],
-    *,
-    module: bool,
-    device: str,
-    policy: str,
-    report_path: str,
-    scope: list[str],
-    module_forward: bool,
-    allow: list[str],
-    show_table: bool,
-    bubbles: bool = False,
-    bubble_steps: int = 20,
-    bubble_warmup: int = 3,
-    bubble_seconds: float = 10.0,
-    monitor=None,
-) -> None:
+@dataclass(frozen=True)
+class BubbleOptions:
+    """`--bubbles` (issue 11, runtime/bubble_window.py): the profiled window of the run."""
+
+    steps: int = 20  # top-level regions profiled, after `warmup`
+    warmup: int = 3
+    seconds: float = 10.0  # the window's length in a program without regions
+
+    def trap_args(self) -> dict:
+        return dict(bubbles=True, bubble_steps=self.steps, bubble_warmup=self.warmup, bubble_seconds=self.seconds)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `syncscope run` was asked: the program, the trap's settings and the report's."""
+
+    target: str
+    args: tuple[str, ...] = ()
+    module: bool = False  # -m: `target` is a module
+    device: str = "auto"
+    policy: str = "record"
+    report_path: str = DEFAULT_REPORT
+    scope: tuple[str, ...] = ()
+    module_forward: bool = False
+    allow: tuple[str, ...] = ()  # --allow values, next to the config file's rules
+    show_table: bool = True
+    bubbles: BubbleOptions | None = None
+    monitor: object = None  # monitoring/session.py's MonitorOptions under --monitor
+
+    def command(self, root: str) -> dict:
+        """The report's record of the command (report/host.py's `run_metadata` arguments)."""
+        return dict(target=self.target, args=list(self.args), module=self.module, root=root)
+
+
+def execute(options: RunOptions) -> None:
     import os
     import sys
 
     from syncscope.render import console
-    from syncscope.report import status as run_status
     from syncscope.runtime import config, multiprocess, regions, runner, scope_check
     from syncscope.runtime.policy import Policy
     from syncscope.runtime.trap import DeviceUnavailable, resolve_device, trap
 
+    o = options
     root = os.getcwd()
-    base_report = os.path.abspath(report_path)
+    base_report = os.path.abspath(o.report_path)
     report_path = multiprocess.process_report_path(base_report)
     # Until the program starts, every error is a run that never started: its report says so
     # (over any older report, which a gate would otherwise read as this run's; issue 28).
-    not_started = _NotStarted(report_path, target=target, args=args, module=module, root=root)
-    if policy not in {p.value for p in Policy}:
-        not_started.fail(f"--policy {policy!r}: choose record, warn or error")
+    not_started = _NotStarted(report_path, **o.command(root))
+    if o.policy not in {p.value for p in Policy}:
+        not_started.fail(f"--policy {o.policy!r}: choose record, warn or error")
     try:
-        allow_rules = config.load_allow_rules(root) + tuple(config.parse_allow_option(a) for a in allow)
-        resolved = resolve_device(device)
+        allow_rules = config.load_allow_rules(root) + tuple(config.parse_allow_option(a) for a in o.allow)
+        resolved = resolve_device(o.device)
     except (config.ConfigError, DeviceUnavailable, ValueError) as exc:
         not_started.fail(str(exc))
     not_started.device = resolved
-    if bubbles:  # issue 11: GPU idle time per sync site (runtime/bubble_window.py)
+    if o.bubbles is not None:  # issue 11: GPU idle time per sync site (runtime/bubble_window.py)
         from syncscope.runtime.bubble_window import BubblesUnavailable, check_available
 
-        if bubble_steps < 1 or bubble_warmup < 0 or bubble_seconds <= 0:
+        if o.bubbles.steps < 1 or o.bubbles.warmup < 0 or o.bubbles.seconds <= 0:
             not_started.fail("--bubble-steps must be >= 1, --bubble-warmup >= 0 and --bubble-seconds > 0")
         try:
             check_available(resolved)
         except BubblesUnavailable as exc:
             not_started.fail(str(exc))
-    if monitor is not None and bubbles:
+    if o.monitor is not None and o.bubbles is not None:
         not_started.fail("--monitor and --bubbles cannot be combined (the bubble window profiles every step)")
     # Monitor mode (issue 12, syncscope/monitoring): checked and serving before the program starts.
     session = None
-    if monitor is not None:
+    if o.monitor is not None:
         from syncscope.monitoring import session as monitor_session
 
         try:
-            session = monitor_session.start(monitor)
+            session = monitor_session.start(o.monitor)
         except monitor_session.MonitorError as exc:
             not_started.fail(str(exc))
+    main_module = o.target if o.module else None
     # Child processes and torchrun ranks (issue 6, syncscope/runtime/multiprocess.py): each rank gets a
     # report name of its own, and multiprocessing children write reports of their own.
     children = multiprocess.ChildConfig(
-        base_report, resolved, policy, root, tuple(allow_rules), tuple(scope), module_forward,
-        monitor=session.child_options() if session else None, main_module=target if module else None,
+        base_report, resolved, o.policy, root, tuple(allow_rules), o.scope, o.module_forward,
+        child_trap=session.child_options().child_trap if session else None, main_module=main_module,
     )
 
     outcome = None
-    bubble_options = dict(bubbles=bubbles, bubble_steps=bubble_steps, bubble_warmup=bubble_warmup, bubble_seconds=bubble_seconds)
     with (
-        session.trap(resolved, policy, allow=allow_rules, root=root)
+        session.trap(resolved, o.policy, allow=allow_rules, root=root)
         if session
-        else trap(resolved, policy, allow=allow_rules, root=root, **bubble_options)
+        else trap(resolved, o.policy, allow=allow_rules, root=root, **(o.bubbles.trap_args() if o.bubbles else {}))
     ) as t:
         try:
             # Inside the trap: finding a `-m` module imports its parent packages, and a scope's
             # module is imported here, as the program would import them.
-            runner.check_target(target, module)
-            scope_check.check_scopes(scope, target=target, module=module)
-            undo = regions.apply_scopes(scope, module_forward, main_module=target if module else None)
+            runner.check_target(o.target, o.module)
+            scope_check.check_scopes(o.scope, target=o.target, module=o.module)
+            undo = regions.apply_scopes(o.scope, o.module_forward, main_module=main_module)
         except runner.TargetNotFound as exc:
             not_started.fail(str(exc), session=session)
         except (ImportError, AttributeError, ValueError) as exc:
@@ -106,24 +124,23 @@ def execute(
         stop_following = multiprocess.follow_children(children)
         # The report is kept on disk while the program runs and written on every way out
         # (runtime/keeper.py, docs/reliability.md).
-        keeper = _start_keeper(t, resolved, report_path, show_table, session, target=target, args=args, module=module, root=root)
+        run_report = _RunReport(t, resolved, report_path, o.show_table, session, **o.command(root))
+        keeper = run_report.start_keeper()
         try:
-            outcome = runner.run_target(target, args, module=module, on_sigterm_now=keeper.fatal_signal)
+            outcome = runner.run_target(o.target, list(o.args), module=o.module, on_sigterm_now=keeper.fatal_signal)
         finally:
-            keeper.keeper.stop()
+            keeper.stop()
             stop_following()
             for fn in reversed(undo):
                 fn()
-            # Written even when the program raised, exited or was interrupted.
-            final = run_status.from_outcome(outcome) if outcome is not None else run_status.ended("exception", 1, "syncscope could not follow the program to its end")
+            # Written even when the program raised, exited or was interrupted. No sync of this run
+            # is known to be in scope when a scope matched nothing: the run failed (issue 28).
             unmatched = _unmatched_scopes()
-            if unmatched:  # no sync of this run is known to be in scope: the run failed (issue 28)
-                final = run_status.scope_failed(final, unmatched[0])
-            keeper.keeper.finish(final)
-            report = keeper.report
+            keeper.finish_outcome(outcome, scope_error=unmatched[0] if unmatched else None)
+            report = run_report.report
     if session is not None:
         session.finish()  # waits for the scrape that takes the last counts
-    if show_table:
+    if o.show_table:
         console.render(report)
     else:
         _report_line(report)
@@ -224,56 +241,40 @@ class _RunReport:
         if final is None:
             meta.update(running().to_meta())  # a flush while it runs
         else:
-            window = getattr(self.t, "bubble_window", None)
-            if window is not None:
-                window.finish()
+            if self.t.bubble_window is not None:
+                self.t.bubble_window.finish()
             self.t.recorder.settle_scope()
             meta.update(final.to_meta())
         if self.session is not None:
             meta.update(self.session.report_meta())
         meta["report_path"] = self.report_path
         # the bubble window is only complete at the end
-        bubbles = getattr(self.t, "bubbles", None) if final is not None else None
+        bubbles = self.t.bubbles if final is not None else None
         report = write_report(self.report_path, self.t.events, meta, bubbles=bubbles, errors=hook_errors.snapshot())
         if final is not None:
             self.report = report
 
-    def _final_and_table(self, final) -> None:
+    def show(self) -> None:
+        """After the final write on a way out the caller never sees (a fatal signal, os._exit):
+        the table (or the one report line), on stderr, flushed now."""
         import sys
 
         from syncscope.render import console
 
-        self.keeper.finish(final)
         if self.show_table and self.report is not None:
             console.render(self.report)
         elif self.report is not None:
             _report_line(self.report)
         sys.stderr.flush()  # not stdout: plain python's os._exit or signal death drops its buffer
 
-    def fatal_signal(self, signum: int) -> None:
-        """SIGTERM/SIGHUP/SIGQUIT: the final report (and table), then die of the signal."""
-        from syncscope.report.status import killed_by
-        from syncscope.runtime.keeper import die_of_signal
+    def start_keeper(self):
+        import syncscope.report.write  # noqa: F401  (imported here, not first in the keeper's flush thread)
+        from syncscope.runtime.keeper import ReportKeeper
 
-        self._final_and_table(killed_by(signum))
-        die_of_signal(signum)
-
-    def os_exit(self, code: int) -> None:
-        """`os._exit(code)` in the program: the final report (and table); the exit follows."""
-        from syncscope.report.status import os_exit
-
-        self._final_and_table(os_exit(code))
-
-
-def _start_keeper(t, device: str, report_path: str, show_table: bool, session=None, **command) -> _RunReport:
-    import syncscope.report.write  # noqa: F401  (imported here, not first in the keeper's flush thread)
-    from syncscope.runtime.keeper import ReportKeeper
-
-    run_report = _RunReport(t, device, report_path, show_table, session, **command)
-    run_report.keeper = ReportKeeper(run_report.write, lambda: len(t.events))
-    t.recorder.on_event = run_report.keeper.on_event
-    run_report.keeper.start(on_fatal=run_report.fatal_signal, on_os_exit=run_report.os_exit)
-    return run_report
+        self.keeper = ReportKeeper(self.write, lambda: len(self.t.events), on_final=self.show)
+        self.t.recorder.on_event = self.keeper.on_event
+        self.keeper.start()
+        return self.keeper
 
 
 def register(app: typer.Typer) -> None:
@@ -313,25 +314,22 @@ def register(app: typer.Typer) -> None:
 
             _NotStarted(os.path.abspath(report), target="", args=[], module=module, root=os.getcwd()).fail(
                 "nothing to run: syncscope run [OPTIONS] script.py [ARGS]... or -m module [ARGS]...")
-        execute(
+        execute(RunOptions(
             target,
-            list(ctx.args),
+            tuple(ctx.args),
             module=module,
             device=device,
             policy=policy,
             report_path=report,
-            scope=list(scope),
+            scope=tuple(scope),
             module_forward=module_forward,
-            allow=list(allow),
+            allow=tuple(allow),
             show_table=table,
-            bubbles=bubbles,
-            bubble_steps=bubble_steps,
-            bubble_warmup=bubble_warmup,
-            bubble_seconds=bubble_seconds,
+            bubbles=BubbleOptions(bubble_steps, bubble_warmup, bubble_seconds) if bubbles else None,
             monitor=_monitor_options(sample, sample_by, sample_run, slice_period, metrics_port, metrics_dir, top_sites, metrics_exit_wait, metrics_addr)
             if monitor
             else None,
-        )
+        ))
 
     @app.command("report")
     def report_command(

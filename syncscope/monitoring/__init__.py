@@ -38,7 +38,7 @@ class Monitor:
         if self.report_path:
             children = multiprocess.ChildConfig(
                 self.report_path, self.device, "record", root, (), tuple(scope), module_forward,
-                monitor=self.session.child_options(),
+                child_trap=self.session.child_options().child_trap,
             )
             self._stop_following = multiprocess.follow_children(children)
         self.stopped = False

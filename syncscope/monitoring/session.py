@@ -52,6 +52,12 @@ class MonitorOptions:
         # No seed: workers drawing the same sequence would sample the same steps.
         return MonitorOptions(**{**asdict(self), "port": None, "directory": directory, "seed": None})
 
+    def child_trap(self, device: str, policy, **trap_args):
+        """The sampled trap of a child process the monitor follows (`ChildConfig.child_trap`,
+        called in the child with `trap()`'s arguments): a session of its own that writes to the
+        parent's directory and serves nothing."""
+        return start_child(self).trap(device, policy, **trap_args)
+
 
 def check_options(options: MonitorOptions) -> None:
     if not (0.0 < options.sample <= 1.0):

@@ -12,14 +12,15 @@ import os
 from typing import Iterator
 
 from syncscope.monitoring.sampling import Gate, SampledRecorder
-from syncscope.runtime import regions
-from syncscope.runtime import trap as trap_module
 from syncscope.runtime.policy import Policy
+from syncscope.runtime.trap import Trap, active, make_detector
 
 
 class _SwitchedDetector:
     """Installs a fresh detector when the first sampled region starts and takes it out when the
-    last one ends (real GPU only: its shims and torch's debug mode then cost nothing)."""
+    last one ends (real GPU only: its shims and torch's debug mode then cost nothing). To the
+    trap it is the detector: installing it puts nothing in (the gate arms it), taking it out
+    disarms it."""
 
     def __init__(self, device: str, recorder):
         self.device = device
@@ -31,10 +32,16 @@ class _SwitchedDetector:
         # watch's, are made anew).
         self._detector = None
 
+    def install(self, recorder) -> None:
+        """The trap starts: nothing goes in until the gate arms a sampled region."""
+
+    def uninstall(self) -> None:
+        self.disarm()
+
     def arm(self) -> None:
         if self.current is None:
             if self._detector is None:
-                self._detector = trap_module.make_detector(self.device)
+                self._detector = make_detector(self.device)
             self._detector.install(self.recorder)
             self.current = self._detector
             self.arms += 1
@@ -46,8 +53,11 @@ class _SwitchedDetector:
 
 
 @contextlib.contextmanager
-def sampled_trap(session, device: str, policy, *, allow=(), scope=(), module_forward=False, root=None) -> Iterator:
-    if trap_module.active() is not None or regions.sampler is not None:
+def sampled_trap(session, device: str, policy, *, allow=(), scope=(), module_forward=False, root=None) -> Iterator[Trap]:
+    """The trap in monitor mode: a `Trap` with a sampling gate, a sampled recorder and, on a real
+    GPU, a detector the gate switches in and out. The simulated device runs the program, so its
+    detector stays in for the whole run."""
+    if active() is not None:
         raise RuntimeError("a syncscope trap or monitor is already active in this process")
     options = session.options
     recorder = SampledRecorder(policy=Policy(policy), allow_rules=tuple(allow), root=root or os.getcwd(), device=device)
@@ -67,30 +77,7 @@ def sampled_trap(session, device: str, policy, *, allow=(), scope=(), module_for
     recorder.gate, recorder.metrics = gate, metrics
     recorder.report_meta = session.report_meta  # a child's report is marked sampled too
     session.gate = gate
-    resident = None
-    if switched is None:  # the simulated device runs the program: it stays in for the whole run
-        resident = trap_module.make_detector(device)
-        resident.install(recorder)
-    declared_before = regions.scoping.declared
-    undo_scopes = []
-    try:
-        undo_scopes = regions.apply_scopes(scope, module_forward)
-        if options.mode != "time":  # auto too: its first region turns it to region sampling
-            regions.sampler = gate
-        gate.start()
-        active = trap_module.Trap(recorder, device, resident or switched)
-        trap_module._active = active
-        yield active
-    finally:
-        trap_module._active = None
-        regions.sampler = None
-        gate.stop()
-        if switched is not None:
-            switched.disarm()
-        recorder.settle_scope()
-        for undo in reversed(undo_scopes):
-            undo()
-        if resident is not None:
-            resident.uninstall()
-        regions.scoping.declared = declared_before
-
+    detector = switched or make_detector(device)
+    # No warning-site hook: the sampled trap has never installed one, and this keeps it as it was.
+    with Trap(recorder, device, detector, gate=gate, scope=scope, module_forward=module_forward, warning_sites=False) as t:
+        yield t

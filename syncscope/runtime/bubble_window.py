@@ -137,15 +137,8 @@ class BubbleWindow:
         self._lock = threading.RLock()
         self._finished = False
 
-    # -- hooks ---------------------------------------------------------------------------------
-    def install(self) -> None:
-        self.recorder.on_sync = self.on_sync
-        regions.set_step_observer(self)
-
-    def uninstall(self) -> None:
-        regions.set_step_observer(None)
-        self.recorder.on_sync = None
-
+    # -- hooks: the trap (runtime/trap.py) makes the window its step observer and the recorder's
+    # `on_sync` while it runs, and calls `finish` when it ends ----------------------------------
     def _now(self) -> int:
         return time.perf_counter_ns() - self.recorder.started_ns
 
@@ -190,7 +183,7 @@ class BubbleWindow:
                     self._state = "closing"
             if self._state == "closing":
                 self._close()  # right after a sync of the program's: the device has drained
-            elif self._state == "waiting" and self.mode is None and not regions.scoping.declared:
+            elif self._state == "waiting" and self.mode is None and not regions.scope_declared():
                 self.mode = "program"
                 self._open()
 

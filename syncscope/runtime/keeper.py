@@ -79,13 +79,18 @@ class ReportKeeper:
     """The report of one process: rewritten while the program runs, final on every way out.
 
     `write(end)` builds and writes the report (`end` None for an intermediate flush, else the
-    run's `RunEnd`, report/status.py: the one place the final statuses come from); it is only
-    ever called with the lock held.
-    `count` returns how many events have been recorded so far (cheap: a list length)."""
+    run's `RunEnd`); it is only ever called with the lock held. The keeper says which end each way
+    out is (report/status.py names them): a fatal signal (`fatal_signal`), `os._exit` (hooked by
+    `start`), or the program coming back to the caller (`finish_outcome`).
+    `count` returns how many events have been recorded so far (cheap: a list length).
+    `on_final()`, when given, runs after the final write on the ways out the caller never sees
+    (a fatal signal, `os._exit`): `syncscope run` shows its table there."""
 
-    def __init__(self, write: Callable[[RunEnd | None], None], count: Callable[[], int], *, interval: float = 2.0):
+    def __init__(self, write: Callable[[RunEnd | None], None], count: Callable[[], int], *, interval: float = 2.0,
+                 on_final: Callable[[], None] | None = None):
         self._write = write
         self._count = count
+        self._on_final = on_final
         self.interval = interval
         self.pid = os.getpid()
         self._lock = threading.RLock()  # re-entrant: a signal handler may interrupt a flush
@@ -99,14 +104,11 @@ class ReportKeeper:
         self._undo: list[Callable[[], None]] = []
 
     # -- starting and stopping -----------------------------------------------------------------
-    def start(self, on_fatal: Callable[[int], None] | None = None, on_os_exit: Callable[[int], None] | None = None) -> None:
-        """Start the periodic flush, hook `os._exit` and the fatal signals. `on_fatal(signum)`
-        ends the run for a fatal signal (default: `finish` then die of it); `on_os_exit(code)`
-        runs before the real `os._exit` (default: `finish`)."""
-        self._undo.append(at_os_exit(on_os_exit or (lambda code: self.finish(status.os_exit(code)))))
-        handler = on_fatal or self._default_fatal
+    def start(self) -> None:
+        """Start the periodic flush, hook `os._exit` and the fatal signals."""
+        self._undo.append(at_os_exit(self._os_exit))
         for signum in FATAL_SIGNALS:
-            self._take_signal(signum, handler)
+            self._take_signal(signum, self.fatal_signal)
         # A raw thread, not a `threading.Thread`: invisible to the program's
         # `threading.enumerate()` / `active_count()`, and no join at interpreter exit.
         _thread.start_new_thread(self._loop, ())
@@ -127,9 +129,34 @@ class ReportKeeper:
 
         self._undo.append(undo)
 
-    def _default_fatal(self, signum: int) -> None:
-        self.finish(status.killed_by(signum))
+    # -- the ways out ---------------------------------------------------------------------------
+    def fatal_signal(self, signum: int) -> None:
+        """SIGTERM/SIGHUP/SIGQUIT (also the runner's SIGTERM): the final report, then die of the
+        signal, as plain python dies without running the program's `finally` blocks."""
+        self._final(status.killed_by(signum))
         die_of_signal(signum)
+
+    def _os_exit(self, code: int) -> None:
+        """`os._exit(code)` in the program: the final report; the real exit follows."""
+        self._final(status.os_exit(code))
+
+    def _final(self, end: RunEnd) -> None:
+        self.finish(end)
+        if self._on_final is not None:
+            self._on_final()
+
+    def finish_outcome(self, outcome, *, scope_error: str | None = None) -> RunEnd:
+        """The program came back to the caller (`runner.Outcome`: a normal end, `sys.exit`, an
+        exception, Ctrl-C; None when syncscope lost it on the way): its final report. A `--scope`
+        that matched nothing (`scope_error`) fails the run, whatever the program did."""
+        if outcome is not None:
+            end = status.from_outcome(outcome)
+        else:
+            end = status.ended("exception", 1, "syncscope could not follow the program to its end")
+        if scope_error is not None:
+            end = status.scope_failed(end, scope_error)
+        self.finish(end)
+        return end
 
     def stop(self) -> None:
         """Stop flushing and give back `os._exit` and the signals (the final write is `finish`)."""

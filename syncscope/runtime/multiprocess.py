@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from syncscope.report import status
+from syncscope.runtime.keeper import at_os_exit, die_of_signal
 
 PLACEHOLDERS = ("{host}", "{pid}", "{rank}")
 
@@ -40,7 +41,10 @@ class ChildConfig:
     allow: tuple = ()  # AllowRule values
     scope: tuple[str, ...] = ()
     module_forward: bool = False
-    monitor: object = None  # syncscope.monitoring.session.MonitorOptions under `--monitor`
+    # How a child traps: None for `syncscope.trap`; under `--monitor`, the monitor's child trap
+    # (monitoring/session.py's `MonitorOptions.child_trap`, a bound method that pickles with
+    # its options), so that this module needs nothing of the layer above it.
+    child_trap: Callable | None = None
     main_module: str | None = None  # the `-m` target: a scope on it waits for its classes (it is `__mp_main__` here)
 
 
@@ -121,7 +125,7 @@ class _ChildReport:
             self.writing = False
             self.written = True
         if self.terminate_after:
-            _die_of_sigterm()
+            die_of_signal(signal.SIGTERM)
 
     def on_sigterm(self, signum, frame) -> None:
         # Pool.terminate() ends idle workers with SIGTERM, often just as they finish on their
@@ -133,12 +137,7 @@ class _ChildReport:
         try:
             self.write(status.killed_by(signal.SIGTERM))
         finally:
-            _die_of_sigterm()
-
-
-def _die_of_sigterm() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+            die_of_signal(signal.SIGTERM)
 
 
 def _run_child(process, original: Callable, args, kwargs):
@@ -151,12 +150,7 @@ def _run_child(process, original: Callable, args, kwargs):
         # Those are the parent's to report; keeping them here would count them twice.
         del inherited.recorder.events[:]
         return _run_recorded(process, original, args, kwargs, config, inherited.recorder)
-    if config.monitor is not None:
-        from syncscope.monitoring.session import start_child
-
-        trap_factory = start_child(config.monitor).trap
-    else:
-        trap_factory = trap_module.trap
+    trap_factory = config.child_trap or trap_module.trap
     from syncscope.runtime import regions
 
     with trap_factory(
@@ -190,8 +184,6 @@ def _run_recorded(process, original, args, kwargs, config, recorder):
     # would raise in the middle of writing the report.
     signal.signal(signal.SIGTERM, report.on_sigterm)
     # A target that leaves through os._exit (runtime/keeper.py) writes its report on the way.
-    from syncscope.runtime.keeper import at_os_exit
-
     undo_exit_hook = at_os_exit(lambda code: report.write(status.os_exit(code)))
     exit_code = None
     try:

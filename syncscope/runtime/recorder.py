@@ -204,7 +204,7 @@ class Recorder:
         """Once the run is over, apply its final scoping to every event: a scope declared part
         way through (the first `region()` entered) means the region-less events before it were
         outside the regions that matter, not inside them."""
-        if not regions.scoping.declared:
+        if not regions.scope_declared():
             return
         self.events[:] = [
             replace(e, in_scope=False) if e.in_scope and e.region is None else e for e in self.events

@@ -26,28 +26,62 @@ _suspended: contextvars.ContextVar[bool] = contextvars.ContextVar("syncscope_sus
 _Token = contextvars.Token
 
 
-class _Scoping:
-    """Whether any scope was declared (a region entered, `--scope`, `--module-forward`).
-    Until one is, the whole program is in scope."""
+class TrapState:
+    """What region entry and the recorder read of the trap in force, reached through one
+    reference (the module global `_trap`): whether a scope was declared (a region entered,
+    `--scope`, `--module-forward`; until one is, the whole program is in scope), the monitor's
+    sampler and the bubble window's step observer.
 
-    declared = False
+    The trap in force is one (`runtime/trap.py`'s `Trap` owns its recorder, detector and scopes
+    too); with no trap active an idle one stands in, so that a region entered before a trap
+    still declares a scope, as it always did. A sampler and a step observer are never both set
+    (`Trap` refuses it: the bubble window profiles every step, the monitor only some), so an
+    unsampled entry need not look for the observer. Slots: region entry reads these on every
+    step."""
+
+    __slots__ = ("declared", "sampler", "step_observer")
+
+    def __init__(self, *, declared: bool = False, sampler=None, step_observer=None) -> None:
+        self.declared = declared
+        # Monitor mode (syncscope/monitoring/sampling.py's `Gate`): decides at each outermost
+        # region entry whether the trap is armed for that region. None outside monitor mode.
+        self.sampler = sampler
+        # Told when a thread enters or leaves a top-level region (one step): the bubble window
+        # (runtime/bubble_window.py) counts steps with it. None almost always, so a region costs
+        # nothing more.
+        self.step_observer = step_observer
 
 
-scoping = _Scoping()
-
-# Told when a thread enters or leaves a top-level region (one step): the bubble window
-# (runtime/bubble_window.py) counts steps with it. None almost always, so a region costs nothing more.
-_step_observer = None
+_trap = TrapState()
 
 
-def set_step_observer(observer) -> None:
-    global _step_observer
-    _step_observer = observer
+def trap_state() -> TrapState:
+    """The trap state in force (the idle one when no trap is active)."""
+    return _trap
 
 
-# Monitor mode (syncscope/monitoring/sampling.py): decides at each outermost region entry whether
-# the trap is armed for that region. None outside monitor mode.
-sampler = None
+def enter_trap_state(state: TrapState) -> TrapState:
+    """Put `state` in force and return the one it replaces, for `restore_trap_state`. It takes
+    over the replaced state's declared scope: a scope declared before the trap counts inside it,
+    and one declared inside it is forgotten when the replaced state comes back."""
+    global _trap
+    previous = _trap
+    state.declared = previous.declared
+    _trap = state
+    return previous
+
+
+def restore_trap_state(previous: TrapState) -> None:
+    global _trap
+    _trap = previous
+
+
+def scope_declared() -> bool:
+    return _trap.declared
+
+
+def declare_scope() -> None:
+    _trap.declared = True
 
 
 def current_region() -> str | None:
@@ -56,7 +90,7 @@ def current_region() -> str | None:
 
 
 def in_scope() -> bool:
-    return bool(_regions.get()) or not scoping.declared
+    return bool(_regions.get()) or not _trap.declared
 
 
 def allow_reason() -> str | None:
@@ -86,46 +120,44 @@ class region:
     def __init__(self, name: str, *, policy: Policy | str | None = None) -> None:
         self.name = name
         self.policy = Policy(policy) if policy is not None else None
-        # What __exit__ undoes: a bare Token for the monitor's unsampled region, else one
-        # entry's tuple, or a list of those while this object is entered more than once (nested).
-        self._saved: contextvars.Token | tuple | list | None = None
+        # What __exit__ undoes: None while not entered, a bare Token for the monitor's unsampled
+        # region, else one entry's tuple, whose last item is what this object held before it (an
+        # object entered again inside itself stacks its entries that way).
+        self._saved: contextvars.Token | tuple | None = None
 
     def __enter__(self) -> None:
-        if not scoping.declared:  # a read, not a store, on every later entry
-            scoping.declared = True
+        # `_trap`: the one reference to the trap in force. Read where needed rather than kept in
+        # a local: the unsampled path below reads it twice, fewer bytecodes than a local's
+        # store and loads.
+        if not _trap.declared:  # a read, not a store, on every later entry
+            _trap.declared = True
         outer = _regions.get()
-        gate = sampler
+        gate = _trap.sampler
         if outer or gate is None:
-            return self._enter(outer, None)
+            return self._enter(outer, _trap, None)
         # The outermost region of a step under a monitor. Most are not sampled: they take one
         # counter step, one comparison and one context-variable write (so that regions nested
         # in it know they are nested), and nothing else. Every Python step here costs several
-        # times its isolated time next to a launch-bound step (bench/next_to_step.py).
+        # times its isolated time next to a launch-bound step (bench/next_to_step.py). A monitor
+        # has no step observer (`Trap` refuses both), so there is none to look for here.
         index = next(gate.entries)
-        if index < gate.next_sampled and self._saved is None and self.policy is None and _step_observer is None:
+        if index < gate.next_sampled and self._saved is None and self.policy is None:
             self._saved = _regions.set((self.name,))
             return None
-        return self._enter(outer, index)
+        return self._enter(outer, _trap, index)
 
-    def _enter(self, outer: tuple, index: int | None) -> None:
+    def _enter(self, outer: tuple, trap: TrapState, index: int | None) -> None:
         token = _regions.set(outer + (self.name,))
         policy_token = _policy_override.set(self.policy) if self.policy is not None else None
         gate = entered = observer = None
         if not outer:  # the outermost region holds the sampling decision and the step
             if index is not None:  # counted by __enter__
-                gate = sampler
+                gate = trap.sampler
                 entered = gate.enter_counted(index)
-            observer = _step_observer
+            observer = trap.step_observer
             if observer is not None:
                 observer.step_entered()
-        state = (token, policy_token, gate, entered, observer)
-        saved = self._saved
-        if saved is None:
-            self._saved = state
-        elif type(saved) is list:
-            saved.append(state)
-        else:
-            self._saved = [saved, state]
+        self._saved = (token, policy_token, gate, entered, observer, self._saved)
         return None
 
     def __exit__(self, exc_type, exc, traceback) -> bool:
@@ -134,13 +166,7 @@ class region:
             self._saved = None
             _regions.reset(saved)
             return False
-        if type(saved) is list:
-            token, policy_token, gate, entered, observer = saved.pop()
-            if len(saved) == 1:  # a list only holds two entries or more
-                self._saved = saved[0]
-        else:
-            token, policy_token, gate, entered, observer = saved
-            self._saved = None
+        token, policy_token, gate, entered, observer, self._saved = saved
         if entered is not None:
             gate.exit(entered)
         if policy_token is not None:
@@ -163,19 +189,19 @@ def run_in_region(func: Callable, name: str, policy: Policy | None = None) -> Ca
 
     @functools.wraps(func)
     def in_region(*args, **kwargs):
-        gate = sampler
+        gate = _trap.sampler
         if gate is None or policy is not None or _regions.get():
             with region(name, policy=policy):
                 return func(*args, **kwargs)
         index = next(gate.entries)
-        if index < gate.next_sampled and _step_observer is None:
+        if index < gate.next_sampled:  # unsampled (a monitor has no step observer)
             token = _regions.set(stack)
             try:
                 return func(*args, **kwargs)
             finally:
                 _regions.reset(token)
         entered = region(name)
-        entered._enter((), index)  # counted above: the gate decides on this index
+        entered._enter((), _trap, index)  # counted above: the gate decides on this index
         try:
             return func(*args, **kwargs)
         finally:
@@ -221,7 +247,7 @@ def scope_callable(spec: str) -> Callable[[], None]:
     Returns a function that undoes the wrapping."""
     owner, name, _ = _resolve(spec)
     undo = scope_attribute(owner, name, spec)
-    scoping.declared = True
+    declare_scope()
     return undo
 
 
@@ -254,7 +280,7 @@ def scope_module_forwards() -> Callable[[], None]:
             return original_call(self, *args, **kwargs)
 
     torch.nn.Module.__call__ = call_in_region
-    scoping.declared = True
+    declare_scope()
 
     def undo() -> None:
         torch.nn.Module.__call__ = original_call
@@ -277,7 +303,7 @@ def apply_scopes(specs, module_forward: bool, main_module: str | None = None) ->
                 undo.append(scope_callable(spec))
             else:
                 undo.append(class_scopes.scope_when_defined(spec, deferred, scope_attribute))
-                scoping.declared = True
+                declare_scope()
         if module_forward:
             undo.append(scope_module_forwards())
     except BaseException:

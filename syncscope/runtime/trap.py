@@ -76,14 +76,85 @@ def make_detector(device: str, *, time_every_sync: bool = False) -> Detector:
     return SimulatedCudaDetector()
 
 
-class Trap:
-    """What `syncscope.trap()` yields: the recorder's events while and after the trap runs."""
+class Trap(regions.TrapState):
+    """One active trap, and what `syncscope.trap()` yields: it owns the recorder, the detector,
+    the scopes it applied and, as the trap state that region entry reads (`regions.TrapState`,
+    one reference), the monitor's sampling gate or the bubble window's step observer.
 
-    def __init__(self, recorder: Recorder, device: str, detector: Detector):
+    `trap()` (below), the monitor's sampled trap (monitoring/trap.py: a gate, a detector the gate
+    switches, no warning-site hook) and the bubble window (`trap(bubbles=True)`) are
+    configurations of it. `start()` puts the parts in, `stop()` takes them out in the reverse
+    order; one trap is active per process (the detectors patch process-wide torch entry points)."""
+
+    def __init__(self, recorder: Recorder, device: str, detector: Detector, *, gate=None, bubble_window=None,
+                 scope: Iterable[str] = (), module_forward: bool = False, warning_sites: bool = True):
+        super().__init__()
+        if gate is not None and bubble_window is not None:
+            # Region entry relies on it: an unsampled step does not look for a step observer.
+            raise ValueError("a trap samples (monitor) or profiles a bubble window, not both")
         self.recorder = recorder
         self.device = device
         self.detector = detector  # the pytest plugin re-arms it after pytest's catch_warnings
-        self.bubble_window = None  # set by trap(bubbles=True)
+        self.gate = gate  # monitor mode: monitoring/sampling.py's Gate
+        self.bubble_window = bubble_window  # trap(bubbles=True): runtime/bubble_window.py
+        self._scope = (tuple(scope), module_forward)
+        self._warning_sites = warning_sites
+        self.running = False
+        self._teardown: contextlib.ExitStack | None = None
+
+    def start(self) -> "Trap":
+        """Put every part in, in order; what is in is taken out again if a later part fails."""
+        parts = contextlib.ExitStack()
+        try:
+            parts.callback(regions.restore_trap_state, regions.enter_trap_state(self))
+            self.detector.install(self.recorder)
+            parts.callback(self.detector.uninstall)
+            if self._warning_sites:  # warnings raised inside the detector's handlers name the program's line
+                warning_sites.install()
+                parts.callback(warning_sites.uninstall)
+            scope, module_forward = self._scope
+            for undo in regions.apply_scopes(scope, module_forward):
+                parts.callback(undo)
+            # Once the run is over, its events take the trap's final scoping (before the scopes
+            # and the declared flag go).
+            parts.callback(self.recorder.settle_scope)
+            if self.bubble_window is not None:
+                parts.callback(self._end_window)
+                self.recorder.on_sync = self.bubble_window.on_sync
+                self.step_observer = self.bubble_window
+            if self.gate is not None:
+                parts.callback(self._end_sampling)
+                if self.gate.mode != "time":  # auto too: its first region turns it to region sampling
+                    self.sampler = self.gate
+                self.gate.start()
+        except BaseException:
+            parts.close()
+            raise
+        self._teardown = parts
+        self.running = True
+        return self
+
+    def _end_window(self) -> None:
+        self.bubble_window.finish()
+        self.step_observer = None
+        self.recorder.on_sync = None
+
+    def _end_sampling(self) -> None:
+        self.sampler = None  # first: no region may arm the detector once the gate stops
+        self.gate.stop()
+
+    def stop(self) -> None:
+        """Take the parts out (once); the events stay."""
+        self.running = False  # no longer `active()`: a trap opened from here on is its own
+        parts, self._teardown = self._teardown, None
+        if parts is not None:
+            parts.close()
+
+    def __enter__(self) -> "Trap":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
     @property
     def events(self) -> list[HostSyncEvent]:
@@ -102,15 +173,13 @@ class Trap:
     def bubbles(self):
         """With `trap(bubbles=True)`: the profiled window's `WindowResult` once the trap has
         ended (gaps, causes, totals), else None."""
-        window = getattr(self, "bubble_window", None)
-        return window.result if window is not None else None
-
-
-_active: Trap | None = None
+        return self.bubble_window.result if self.bubble_window is not None else None
 
 
 def active() -> Trap | None:
-    return _active
+    """The trap running in this process (a forked child's copy of its parent's too), if any."""
+    state = regions.trap_state()
+    return state if isinstance(state, Trap) and state.running else None
 
 
 @contextlib.contextmanager
@@ -134,45 +203,27 @@ def trap(
     gaps to the syncs that caused them (docs/bubbles.md): `bubble_steps` top-level regions after
     `bubble_warmup` ones, or, in a program without regions, from its first sync for at most
     `bubble_seconds`. The result is `Trap.bubbles` once the block has ended."""
-    global _active
-    if _active is not None:
+    outer = active()
+    if outer is not None:
         if bubbles:
             raise RuntimeError("bubbles=True needs the outermost trap (a trap is already active)")
         with regions.region("trap", policy=policy) if policy != Policy.RECORD else contextlib.nullcontext():
-            yield _active
+            yield outer
         return
     resolved = resolve_device(device)
-    window = None
     if bubbles:
-        from syncscope.runtime.bubble_window import BubbleWindow, check_available
+        from syncscope.runtime.bubble_window import check_available
 
         check_available(resolved)
     detector = make_detector(resolved, time_every_sync=bubbles)
     recorder = Recorder(policy=Policy(policy), allow_rules=tuple(allow), root=root or os.getcwd(), device=resolved)
+    window = None
     if bubbles:
+        from syncscope.runtime.bubble_window import BubbleWindow
+
         window = BubbleWindow(recorder, steps=bubble_steps, warmup=bubble_warmup, seconds=bubble_seconds)
-    undo_scopes = []
-    declared_before = regions.scoping.declared
-    detector.install(recorder)
-    warning_sites.install()  # warnings raised inside the detector's handlers name the program's line
-    try:
-        if window is not None:
-            window.install()
-        undo_scopes = regions.apply_scopes(scope, module_forward)
-        _active = Trap(recorder, resolved, detector)
-        _active.bubble_window = window
-        yield _active
-    finally:
-        _active = None
-        if window is not None:
-            window.finish()
-            window.uninstall()
-        recorder.settle_scope()
-        for undo in reversed(undo_scopes):
-            undo()
-        warning_sites.uninstall()
-        detector.uninstall()
-        regions.scoping.declared = declared_before
+    with Trap(recorder, resolved, detector, bubble_window=window, scope=scope, module_forward=module_forward) as t:
+        yield t
 
 
 @contextlib.contextmanager
