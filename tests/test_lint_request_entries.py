@@ -242,3 +242,25 @@ def test_a_namespace_package_inside_a_package_is_named_through_its_parent(tmp_pa
     run = lint_paths([str(root)], make_config(tmp_path, include_cold=True), use_cache=False, jobs=1)
     found = {(f.site.path, f.site.line): f.cold for f in run.findings}
     assert "once per request" in (found.get(("pkg/runtime/stages/text.py", 8)) or ""), found
+
+
+BARE = """
+    import torch
+    from abc import ABC
+
+    class Sampler:
+        def forward(self, lens: torch.Tensor):
+            return lens.sum().item()
+
+    class Stage(ABC):
+        def forward(self, lens: torch.Tensor):
+            return lens.sum().item()
+"""
+
+
+def test_a_class_without_bases_is_no_evidence_of_a_stage(tmp_path):
+    # INVALID (reported): a bare class's forward may be a per-step runner (SGLang's ModelRunner)
+    # VALID (cold): a class whose base says it is not a module (ABC) runs it once per request
+    run = lint_package(tmp_path, {"bare.py": BARE})
+    lines = {f.site.line for f in run.findings if f.site.path == "pkg/bare.py"}
+    assert 7 in lines and 11 not in lines, where(run)

@@ -6,7 +6,9 @@ Other classes use the same name for other things: a diffusion pipeline stage
 (`class DenoisingStage(PipelineStage)`, `class PipelineStage(StageDedupMixin, ABC)`) names its
 once-per-request entry point `forward(batch, server_args)`. A class is known not to be a module
 when every base on its in-tree chain ends in a class that is not one (`[roots]
-not-module-bases`: `abc.ABC`, `typing.Generic`, `builtins.object`, ...) or in none at all. A
+not-module-bases`: `abc.ABC`, `typing.Generic`, `builtins.object`, ...) or in none at all, and
+at least one of them says so: a bare `class Runner:` is no evidence (SGLang's `ModelRunner`, a
+user's `class Sampler:` run every step), while `class PipelineStage(Mixin, ABC)` is. A
 base the linter cannot follow (`torch.nn.Module`, another library's class, a star import) may
 be a module, and so is the class: its `forward` stays a root. A mixin is a module when one of
 its in-tree subclasses may be one (`class Block(ForwardMixin, nn.Module)` runs the mixin's
@@ -17,6 +19,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
+
+
+# What a class's bases say (ordered: the highest found on any base wins)
+_BARE, _PLAIN, _MODULE = 0, 1, 2
 
 
 def _pattern(patterns) -> re.Pattern | None:
@@ -38,29 +44,36 @@ class ModuleKinds:
                 inner = program.chase(base, True) if base else None
                 if inner:
                     self.subclasses.setdefault(inner, []).append(cls)
-        self._module: dict[str, bool] = {}
+        self._module: dict[str, int] = {}
         self._family: dict[str, bool] = {}
 
     def may_be_module(self, cls: str) -> bool:
+        return self._kind(cls) != _PLAIN
+
+    def _kind(self, cls: str) -> int:
+        """_MODULE (may be one), _PLAIN (a base on its chain says it is not one) or _BARE (no
+        base at all on its chain: no evidence either way, so it is treated as a module)."""
         known = self._module.get(cls)
         if known is not None:
             return known
-        self._module[cls] = False  # a cycle of bases adds nothing
+        self._module[cls] = _BARE  # a cycle of bases adds nothing
         bases = self.bases.get(cls)
-        found = bases is None  # a class the per-file facts do not know: it may be anything
+        kind = _MODULE if bases is None else _BARE  # a class the facts do not know may be anything
         for base in bases or ():
             if base is None:
-                found = True
+                kind = _MODULE
             else:
                 inner = self.program.chase(base, True)
                 if inner is not None:
-                    found = self.may_be_module(inner)
+                    kind = max(kind, self._kind(inner))
+                elif self.plain and self.plain.match(base):
+                    kind = max(kind, _PLAIN)
                 else:
-                    found = not (self.plain and self.plain.match(base))
-            if found:
+                    kind = _MODULE
+            if kind == _MODULE:
                 break
-        self._module[cls] = found
-        return found
+        self._module[cls] = kind
+        return kind
 
     def family_may_be_module(self, cls: str) -> bool:
         """The class or one of its in-tree subclasses (which inherit its methods) may be a module."""
