@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 import builtins
 
+from .facts import dotted
+
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
@@ -104,14 +106,10 @@ class _Walk:
     def base(self, node) -> str | None:
         if isinstance(node, ast.Subscript):  # `Generic[T]`, `AttentionImplBase[T]`
             node = node.value
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
+        name = dotted(node)
+        if name is None:
             return None
-        parts.append(node.id)
-        root, rest = parts[-1], ".".join(reversed(parts[:-1]))
+        root, _, rest = name.partition(".")
         if root in self.aliases:
             target = self.aliases[root]
         elif root in self.defined:
