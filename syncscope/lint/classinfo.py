@@ -24,21 +24,12 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
                 if where is not None:
                     evidence.setdefault((node.name, item.target.id), set()).add(where)
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for sub in _statements(item.body):
-                    if isinstance(sub, ast.Assign):
-                        targets, value, annotation = sub.targets, sub.value, None
-                    elif isinstance(sub, ast.AnnAssign):
-                        targets, value, annotation = [sub.target], sub.value, sub.annotation
-                    else:
-                        continue
-                    for target in targets:
-                        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                                and target.value.id == "self"):
-                            where = _from_annotation(annotation) if annotation is not None else None
-                            if where is None and value is not None:
-                                where = _from_value(value)
-                            if where is not None:
-                                evidence.setdefault((node.name, target.attr), set()).add(where)
+                for attr, value, annotation in self_assignments(item):
+                    where = _from_annotation(annotation) if annotation is not None else None
+                    if where is None and value is not None:
+                        where = _from_value(value)
+                    if where is not None:
+                        evidence.setdefault((node.name, attr), set()).add(where)
     hints = {}
     for key, wheres in evidence.items():
         if P.DEVICE in wheres or P.TENSOR in wheres:
@@ -48,6 +39,22 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
         elif wheres == {P.PY}:
             hints[key] = P.PY
     return hints
+
+
+def self_assignments(function):
+    """(attribute, value, annotation) for every `self.attr = value` and `self.attr: T = value` in
+    a method, nested blocks and closures included; `value` is None for a bare annotation. The
+    one walk that both the class hints here and owner_fields read."""
+    for stmt in _statements(function.body):
+        if isinstance(stmt, ast.Assign):
+            targets, value, annotation = stmt.targets, stmt.value, None
+        elif isinstance(stmt, ast.AnnAssign):
+            targets, value, annotation = [stmt.target], stmt.value, stmt.annotation
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                yield target.attr, value, annotation
 
 
 def _statements(body: list, into_classes: bool = False):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 
 from . import provenance as P
-from .classinfo import VECTOR, _from_annotation, _statements, add_place, local_places
+from .classinfo import VECTOR, _from_annotation, _statements, add_place, local_places, self_assignments
 
 UNTYPED = "?"  # a field also given something that is no instance of a class of the tree
 _NOT_CLASSES = frozenset("Tensor Optional Union List Dict Tuple Set Any Callable Type Sequence Mapping".split())
@@ -70,27 +70,17 @@ def _method(cls: str, function, places: dict, types: dict) -> None:
     first = function.args.posonlyargs + function.args.args
     if not first or first[0].arg != "self":
         return
-    for stmt in _statements(function.body):
-        if isinstance(stmt, ast.Assign):
-            targets, value, annotation = stmt.targets, stmt.value, None
-        elif isinstance(stmt, ast.AnnAssign):
-            targets, value, annotation = [stmt.target], stmt.value, stmt.annotation
-        else:
-            continue
-        for target in targets:
-            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                    and target.value.id == "self"):
-                continue
-            key = f"{cls}.{target.attr}"
-            if annotation is not None:
-                _add_type(types, key, annotation, value)
-            elif value is not None:
-                _add_type(types, key, None, value)
-            found: set = set()
-            if value is not None:
-                add_place(found, value, local)
-            if found:
-                places.setdefault(key, set()).update(found)
+    for attr, value, annotation in self_assignments(function):
+        key = f"{cls}.{attr}"
+        if annotation is not None:
+            _add_type(types, key, annotation, value)
+        elif value is not None:
+            _add_type(types, key, None, value)
+        found: set = set()
+        if value is not None:
+            add_place(found, value, local)
+        if found:
+            places.setdefault(key, set()).update(found)
 
 
 def _add_type(types: dict, key: str, annotation, value) -> None:
