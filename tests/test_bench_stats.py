@@ -79,3 +79,59 @@ def test_the_runtime_benchs_equalizing_touch_leaves_torch_as_it_was():
     after = [dict(vars(owner)) for owner in owners]
     assert [sorted(b) for b in before] == [sorted(a) for a in after]
     assert all(b[k] is a[k] for b, a in zip(before, after) for k in b)
+
+
+def _load_bench(name):
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(bench))
+    return module
+
+
+def test_the_warm_shim_benchs_groups_split_the_quiet_detectors_attributes_and_leave_torch_as_it_was():
+    # bench/warm_shim_cost.py bisects what the installed quiet detector costs a warm step: each
+    # arm must wrap exactly its group (made by the quiet detector itself), run the step through
+    # its shims, and leave nothing behind for the next arm.
+    torch = pytest.importorskip("torch")
+    warm = _load_bench("warm_shim_cost")
+    from syncscope.runtime import cuda, quiet_cuda
+
+    groups = warm.groups()
+    quiet = {s.api for s in groups["quiet"]}
+    assert quiet == {s.api for s in cuda._shim_specs()} - quiet_cuda.UNWRAPPED
+    assert {s.api for s in groups["tensor_called"]} == {"Tensor.to"}
+    assert {s.api for s in groups["quiet_uncalled"]} == quiet - {"Tensor.to"}
+    parts = ("tensor_called", "tensor_other", "torch_funcs", "cuda_funcs")
+    assert sorted(a for p in parts for a in (s.api for s in groups[p])) == sorted(quiet)  # a partition
+    assert {s.api for s in groups["tensor_dunders"]} <= {s.api for s in groups["tensor_other"]}
+
+    owners = {id(s.owner): s.owner for s in cuda._shim_specs()}.values()
+    before = [dict(vars(owner)) for owner in owners]
+    detector = quiet_cuda.QuietCudaDetector()
+    model = warm.build("cpu", layers=1, d=8)
+    x, positions, ids = torch.randn(1, 4, 8), torch.arange(4), torch.arange(1)
+    seen = []
+    original_to, saved_step = torch.Tensor.to, warm.step
+
+    def spy_step(*args):
+        seen.append(torch.Tensor.to is not original_to)  # the arm's shim is in while the step runs
+        return saved_step(*args)
+
+    warm.step = spy_step
+    try:
+        with torch.inference_mode():
+            for name in ("tensor_called", "quiet_uncalled", "inert_attr"):
+                cost = warm.run_arm(name, groups.get(name, []), detector, model, x, positions, ids, 1, 1)
+                assert cost >= 0
+    finally:
+        warm.step = saved_step
+    assert seen == [True, True, False, False, False, False]
+    after = [dict(vars(owner)) for owner in owners]
+    assert [sorted(b) for b in before] == [sorted(a) for a in after]
+    assert all(b[k] is a[k] for b, a in zip(before, after) for k in b)
+    assert "_syncscope_inert" not in vars(torch.Tensor)
