@@ -22,8 +22,12 @@ Arms (the shims are the quiet detector's, made by its own `_make_shim`):
   torch_funcs     the torch and torch.nn.functional functions (never called by the step)
   cuda_funcs      torch.cuda / Stream / Event / accelerator synchronize (never called)
   inert_attr      one unrelated Python function set on torch.Tensor
+  trap            the whole trap as `syncscope.trap()` puts it in (Trap + QuietCudaDetector: shims,
+                  warning route, c10d and capture watches, the site timer where Python has one);
+                  torch's debug mode, which a CPU build lacks, stubbed out
+  trap_no_shims   the same with no shim at all: the trap's machinery alone
 
-    python bench/warm_shim_cost.py [--rounds 40] [--warmup-steps 300] [--steps 100]
+    python bench/warm_shim_cost.py [--rounds 40] [--warmup-steps 300] [--steps 100] [--workload probe]
 """
 
 import argparse
@@ -77,9 +81,36 @@ def _inert(self, *args):
     return None
 
 
+def probe_step(model, x, positions, ids, device):
+    """`--workload probe`: tensor attribute and method reads only (type_change_probe.py's body,
+    50 times), the code a class change slows most, without the step's arithmetic around it."""
+    for _ in range(50):
+        x.shape, x.dtype, x.dim(), x.is_cuda, ids.t(), x.device, x.size(0), x.view(-1), ids.to("cpu")
+
+
+class _NoShims(QuietCudaDetector):
+    def _wrapped(self, specs):
+        return []
+
+
+def _stub_debug_mode() -> None:
+    """A CPU build has no sync-debug mode (setting it raises): the whole-trap arms stand it in
+    with a no-op, so that they measure everything else a trap puts in."""
+    mode = [0]
+    torch.cuda.get_sync_debug_mode = lambda: mode[0]
+    torch.cuda.set_sync_debug_mode = lambda value: mode.__setitem__(0, value)
+
+
 def run_arm(name, specs, detector, model, x, positions, ids, warmup, steps) -> float:
     touch_like_an_install()
-    if name == "inert_attr":
+    trap = None
+    if name in ("trap", "trap_no_shims"):  # the real Trap: shims, warning route, c10d and capture watches
+        from syncscope.runtime.trap import Trap
+
+        trap = Trap(Recorder(device="cuda"), "cuda", QuietCudaDetector() if name == "trap" else _NoShims())
+        trap.__enter__()
+        saved = []
+    elif name == "inert_attr":
         torch.Tensor._syncscope_inert = _inert
         saved = None
     else:
@@ -92,7 +123,9 @@ def run_arm(name, specs, detector, model, x, positions, ids, warmup, steps) -> f
             step(model, x, positions, ids, "cpu")
         return (time.thread_time() - c0) / steps
     finally:
-        if saved is None:
+        if trap is not None:
+            trap.__exit__(None, None, None)
+        elif saved is None:
             del torch.Tensor._syncscope_inert
         else:
             uninstall(saved)
@@ -105,6 +138,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--arms", default="quiet,tensor_called,tensor_other,tensor_dunders,torch_funcs,cuda_funcs,inert_attr")
+    parser.add_argument("--workload", choices=("step", "probe"), default="step",
+                        help="probe: tensor attribute and method reads only (a blocking `to` that no shim predicts)")
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -112,6 +147,11 @@ def main() -> None:
     detector = QuietCudaDetector()
     detector._recorder = Recorder(device="cuda")
     by_group = groups()
+    global step
+    if {"trap", "trap_no_shims"} & set(args.arms.split(",")):
+        _stub_debug_mode()
+    if args.workload == "probe":
+        step = probe_step
     arms = ["plain"] + args.arms.split(",")
     times = {name: [] for name in arms}
     with torch.inference_mode():
@@ -126,11 +166,11 @@ def main() -> None:
             for name in names:
                 times[name].append(run_arm(name, by_group.get(name, []), detector, model, x, positions, ids,
                                            args.warmup_steps, args.steps))
-    result = {"python": sys.version.split()[0], "torch": torch.__version__, "rounds": args.rounds,
+    result = {"python": sys.version.split()[0], "workload": args.workload, "torch": torch.__version__, "rounds": args.rounds,
               "warmup_steps": args.warmup_steps, "steps": args.steps,
               "plain_step_us": statistics.median(times["plain"]) * 1e6, "vs_plain": {}}
     print(f"python {result['python']}, torch {result['torch']}, plain step {result['plain_step_us']:.1f} us CPU, "
-          f"{args.rounds} rounds, {args.warmup_steps} warm-up + {args.steps} timed steps a block")
+          f"{args.workload}, {args.rounds} rounds, {args.warmup_steps} warm-up + {args.steps} timed steps a block")
     for name in arms[1:]:
         e = median_ratio_interval(times["plain"], times[name])
         result["vs_plain"][name] = e.to_json()
