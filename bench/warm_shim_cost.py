@@ -147,6 +147,7 @@ def main() -> None:
     detector = QuietCudaDetector()
     detector._recorder = Recorder(device="cuda")
     by_group = groups()
+    by_group["trap"], by_group["trap_no_shims"] = by_group["quiet"], []  # what each puts in (for the printout)
     global step
     if {"trap", "trap_no_shims"} & set(args.arms.split(",")):
         _stub_debug_mode()
