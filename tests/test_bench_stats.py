@@ -135,3 +135,32 @@ def test_the_warm_shim_benchs_groups_split_the_quiet_detectors_attributes_and_le
     assert [sorted(b) for b in before] == [sorted(a) for a in after]
     assert all(b[k] is a[k] for b, a in zip(before, after) for k in b)
     assert "_syncscope_inert" not in vars(torch.Tensor)
+
+
+def test_the_runtime_benchs_bisection_arms_put_in_only_their_shims(monkeypatch):
+    # bench/runtime_overhead.py's trap_no_shims / trap_only_copies / trap_no_copies (run on the
+    # GPU) are the whole trap with a subset of the quiet detector's shims; a CPU build has no
+    # sync-debug mode, so it is stood in for here.
+    torch = pytest.importorskip("torch")
+    runtime_overhead = _load_bench("runtime_overhead")
+    from syncscope.runtime import cuda, quiet_cuda
+
+    mode = [0]
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: mode[0])
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda value: mode.__setitem__(0, value))
+    quiet = {s.api for s in cuda._shim_specs()} - quiet_cuda.UNWRAPPED
+    copies = {"Tensor.to", "Tensor.cuda", "Tensor.copy_"}
+    specs = {s.api: s for s in cuda._shim_specs()}
+    before = {id(s.owner): dict(vars(s.owner)) for s in specs.values()}
+
+    def wrapped_now():
+        return {api for api, s in specs.items()
+                if s.name in vars(s.owner) and vars(s.owner)[s.name] is not before[id(s.owner)].get(s.name)}
+
+    for keep, expected in ((lambda api: False, set()), (runtime_overhead._slim_copy, copies),
+                           (lambda api: not runtime_overhead._slim_copy(api), quiet - copies)):
+        with runtime_overhead._quiet_trap_wrapping(keep)():
+            assert wrapped_now() == expected
+            assert mode[0] == "warn"  # the rest of the trap is in
+        assert wrapped_now() == set() and mode[0] == 0
+    assert all(dict(vars(s.owner)) == before[id(s.owner)] for s in specs.values())
