@@ -278,10 +278,13 @@ def touch_like_an_install() -> None:
     differences are what a trap costs once it is in (a `syncscope run` installs once)."""
     from syncscope.runtime import cuda
 
-    for spec in cuda._shim_specs():
-        had_own = spec.name in vars(spec.owner)
-        own = vars(spec.owner).get(spec.name)
-        setattr(spec.owner, spec.name, getattr(spec.owner, spec.name))
+    specs = cuda._shim_specs()
+    # As an install does (cuda.CudaDetector.install): every attribute read first, then set in a row.
+    planned = [(spec, spec.name in vars(spec.owner), vars(spec.owner).get(spec.name), getattr(spec.owner, spec.name))
+               for spec in specs]
+    for spec, _had_own, _own, current in planned:
+        setattr(spec.owner, spec.name, current)
+    for spec, had_own, own, _current in reversed(planned):
         if had_own:
             setattr(spec.owner, spec.name, own)
         else:
