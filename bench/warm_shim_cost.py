@@ -65,10 +65,12 @@ def groups() -> dict:
 
 
 def install(specs, detector) -> list:
-    saved = []
-    for spec in specs:
+    saved, shims = [], []
+    for spec in specs:  # every original read before any shim is set, as the detector's install does
         saved.append((spec.owner, spec.name, vars(spec.owner).get(spec.name), spec.name in vars(spec.owner)))
-        setattr(spec.owner, spec.name, detector._shim_for(spec, getattr(spec.owner, spec.name)))
+        shims.append(detector._shim_for(spec, getattr(spec.owner, spec.name)))
+    for spec, shim in zip(specs, shims):
+        setattr(spec.owner, spec.name, shim)
     return saved
 
 
