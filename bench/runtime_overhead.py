@@ -112,6 +112,30 @@ def trap_arm():
         yield t
 
 
+def _quiet_trap_wrapping(keep):
+    """The quiet trap with only the shims `keep(api)` accepts: the bisection arms of a warm trap's
+    cost (docs/runtime.md, "Installed and warm"). Everything else of the trap (debug mode, the
+    warning route, the site timer, the c10d and capture watches) is installed as usual."""
+    from syncscope.runtime.quiet_cuda import QuietCudaDetector
+    from syncscope.runtime.recorder import Recorder
+    from syncscope.runtime.trap import Trap
+
+    class Partial(QuietCudaDetector):
+        def _wrapped(self, specs):
+            return [spec for spec in super()._wrapped(specs) if keep(spec.api)]
+
+    @contextlib.contextmanager
+    def arm():
+        with Trap(Recorder(device="cuda"), "cuda", Partial()) as t:
+            yield t
+
+    return arm
+
+
+def _slim_copy(api: str) -> bool:
+    return api in ("Tensor.to", "Tensor.cuda", "Tensor.copy_")
+
+
 @contextlib.contextmanager
 def keeper_running(t):
     """What `syncscope run` starts around the program (commands/run.py): a ReportKeeper."""
@@ -264,10 +288,13 @@ def touch_like_an_install() -> None:
     differences are what a trap costs once it is in (a `syncscope run` installs once)."""
     from syncscope.runtime import cuda
 
-    for spec in cuda._shim_specs():
-        had_own = spec.name in vars(spec.owner)
-        own = vars(spec.owner).get(spec.name)
-        setattr(spec.owner, spec.name, getattr(spec.owner, spec.name))
+    specs = cuda._shim_specs()
+    # As an install does (cuda.CudaDetector.install): every attribute read first, then set in a row.
+    planned = [(spec, spec.name in vars(spec.owner), vars(spec.owner).get(spec.name), getattr(spec.owner, spec.name))
+               for spec in specs]
+    for spec, _had_own, _own, current in planned:
+        setattr(spec.owner, spec.name, current)
+    for spec, had_own, own, _current in reversed(planned):
         if had_own:
             setattr(spec.owner, spec.name, own)
         else:
@@ -394,7 +421,12 @@ def main():
                                    {"all_shims": all_shims_arm, "quiet": trap_arm}, per_call=args.per_call)
         every = {"plain": contextlib.nullcontext, "debug_mode_only": debug_mode_arm, "trap": trap_arm,
                  "trap_all_shims": all_shims_arm, "trap_cold": trap_arm, "type_touched_cold": type_touched_arm,
-                 "trap+keeper": keeper_arm, "profiler": profiler_arm(False), "profiler_stacks": profiler_arm(True)}
+                 "trap+keeper": keeper_arm, "profiler": profiler_arm(False), "profiler_stacks": profiler_arm(True),
+                 # Bisection of a warm trap's cost: no shim at all (the machinery alone), the slim
+                 # copy wrappers alone (the one the step calls), every shim but those.
+                 "trap_no_shims": _quiet_trap_wrapping(lambda api: False),
+                 "trap_only_copies": _quiet_trap_wrapping(_slim_copy),
+                 "trap_no_copies": _quiet_trap_wrapping(lambda api: not _slim_copy(api))}
         wanted = set(args.arms.split(",")) | {"plain", "debug_mode_only", "trap"}
         arms = {name: arm for name, arm in every.items() if name in wanted}
         occasional = {"profiler", "profiler_stacks", "trap+keeper"} & set(arms)
@@ -417,7 +449,8 @@ def main():
                 order.shuffle(names)
                 for name in names:
                     with arms[name]() as t:
-                        if args.equalize and name in ("plain", "debug_mode_only", "profiler", "profiler_stacks"):
+                        if args.equalize and name in ("plain", "debug_mode_only", "profiler", "profiler_stacks", "trap_no_shims",
+                                                            "trap_only_copies", "trap_no_copies"):
                             touch_like_an_install()
                         if args.warmup_steps and not name.endswith("_cold"):
                             time_steps(model, x, positions, pinned_ids, device, args.warmup_steps)

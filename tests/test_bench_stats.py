@@ -79,3 +79,88 @@ def test_the_runtime_benchs_equalizing_touch_leaves_torch_as_it_was():
     after = [dict(vars(owner)) for owner in owners]
     assert [sorted(b) for b in before] == [sorted(a) for a in after]
     assert all(b[k] is a[k] for b, a in zip(before, after) for k in b)
+
+
+def _load_bench(name):
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(bench))
+    return module
+
+
+def test_the_warm_shim_benchs_groups_split_the_quiet_detectors_attributes_and_leave_torch_as_it_was():
+    # bench/warm_shim_cost.py bisects what the installed quiet detector costs a warm step: each
+    # arm must wrap exactly its group (made by the quiet detector itself), run the step through
+    # its shims, and leave nothing behind for the next arm.
+    torch = pytest.importorskip("torch")
+    warm = _load_bench("warm_shim_cost")
+    from syncscope.runtime import cuda, quiet_cuda
+
+    groups = warm.groups()
+    quiet = {s.api for s in groups["quiet"]}
+    assert quiet == {s.api for s in cuda._shim_specs()} - quiet_cuda.UNWRAPPED
+    assert {s.api for s in groups["tensor_called"]} == {"Tensor.to"}
+    assert {s.api for s in groups["quiet_uncalled"]} == quiet - {"Tensor.to"}
+    parts = ("tensor_called", "tensor_other", "torch_funcs", "cuda_funcs")
+    assert sorted(a for p in parts for a in (s.api for s in groups[p])) == sorted(quiet)  # a partition
+    assert {s.api for s in groups["tensor_dunders"]} <= {s.api for s in groups["tensor_other"]}
+
+    owners = {id(s.owner): s.owner for s in cuda._shim_specs()}.values()
+    before = [dict(vars(owner)) for owner in owners]
+    detector = quiet_cuda.QuietCudaDetector()
+    model = warm.build("cpu", layers=1, d=8)
+    x, positions, ids = torch.randn(1, 4, 8), torch.arange(4), torch.arange(1)
+    seen = []
+    original_to, saved_step = torch.Tensor.to, warm.step
+
+    def spy_step(*args):
+        seen.append(torch.Tensor.to is not original_to)  # the arm's shim is in while the step runs
+        return saved_step(*args)
+
+    warm.step = spy_step
+    try:
+        with torch.inference_mode():
+            for name in ("tensor_called", "quiet_uncalled", "inert_attr"):
+                cost = warm.run_arm(name, groups.get(name, []), detector, model, x, positions, ids, 1, 1)
+                assert cost >= 0
+    finally:
+        warm.step = saved_step
+    assert seen == [True, True, False, False, False, False]
+    after = [dict(vars(owner)) for owner in owners]
+    assert [sorted(b) for b in before] == [sorted(a) for a in after]
+    assert all(b[k] is a[k] for b, a in zip(before, after) for k in b)
+    assert "_syncscope_inert" not in vars(torch.Tensor)
+
+
+def test_the_runtime_benchs_bisection_arms_put_in_only_their_shims(monkeypatch):
+    # bench/runtime_overhead.py's trap_no_shims / trap_only_copies / trap_no_copies (run on the
+    # GPU) are the whole trap with a subset of the quiet detector's shims; a CPU build has no
+    # sync-debug mode, so it is stood in for here.
+    torch = pytest.importorskip("torch")
+    runtime_overhead = _load_bench("runtime_overhead")
+    from syncscope.runtime import cuda, quiet_cuda
+
+    mode = [0]
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: mode[0])
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda value: mode.__setitem__(0, value))
+    quiet = {s.api for s in cuda._shim_specs()} - quiet_cuda.UNWRAPPED
+    copies = {"Tensor.to", "Tensor.cuda", "Tensor.copy_"}
+    specs = {s.api: s for s in cuda._shim_specs()}
+    before = {id(s.owner): dict(vars(s.owner)) for s in specs.values()}
+
+    def wrapped_now():
+        return {api for api, s in specs.items()
+                if s.name in vars(s.owner) and vars(s.owner)[s.name] is not before[id(s.owner)].get(s.name)}
+
+    for keep, expected in ((lambda api: False, set()), (runtime_overhead._slim_copy, copies),
+                           (lambda api: not runtime_overhead._slim_copy(api), quiet - copies)):
+        with runtime_overhead._quiet_trap_wrapping(keep)():
+            assert wrapped_now() == expected
+            assert mode[0] == "warn"  # the rest of the trap is in
+        assert wrapped_now() == set() and mode[0] == 0
+    assert all(dict(vars(s.owner)) == before[id(s.owner)] for s in specs.values())

@@ -239,12 +239,21 @@ class CudaDetector:
         lazy_allowed_ids = {id(entry) for entry in lazy_allowed} if lazy_allowed is not None else None
         probe = torch.empty(())
         was_sequence = sequence_slot.is_sequence(probe)
+        # Every original is read before any shim is set, and the shims then go in one after
+        # another: a read of a class attribute between two changes gives the class a new version
+        # tag, and from Python 3.13 a class that has used 1000 of them never gets one again (its
+        # instances' attribute and method reads run uncached for good, ~1.9x slower in a stand-in).
+        # Read-then-set per attribute spent ~20 of torch.Tensor's tags per install, so monitor
+        # mode, which installs around every sampled region, ran out after ~48 cycles; this way an
+        # install and its uninstall spend two (docs/runtime.md, "Installed and warm").
+        planned = []
         for spec in self._wrapped(self._specs):
             # Restore exactly what was there: the owner's own attribute, or none (inherited).
             own = vars(spec.owner).get(spec.name)
-            self._originals.append((spec.owner, spec.name, own, spec.name in vars(spec.owner)))
             original = getattr(spec.owner, spec.name)
-            shim = self._shim_for(spec, original)
+            planned.append((spec, own, spec.name in vars(spec.owner), original, self._shim_for(spec, original)))
+        for spec, own, had_own, original, shim in planned:
+            self._originals.append((spec.owner, spec.name, own, had_own))
             setattr(spec.owner, spec.name, shim)
             _allow_on_lazy_parameters(original, shim, self._lazy_allowed, lazy_allowed, lazy_allowed_ids)
         # A Python __getitem__ on torch.Tensor makes every tensor a sequence to C code, which
