@@ -555,6 +555,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     """(extra findings per path, host-fed parameters, rules' findings on host return values,
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
+    from .errorpaths import error_lines
     from .flagguards import flag_lines
     from .reachability import cold_calls_removed, guarded_lines, per_step_table
 
@@ -564,6 +565,8 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     # under a None-guard on a parameter that every caller passes
     guarded = guarded_lines(program, solver.edges, results)
     for path, lines in flag_lines(program, solver.edges, results).items():  # flags no caller turns on
+        guarded[path] = guarded.get(path, []) + lines
+    for path, lines in error_lines(program, solver.edges, results).items():  # ends in a call that raises
         guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
