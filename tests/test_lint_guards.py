@@ -161,3 +161,42 @@ def test_a_copy_under_another_memory_predicate_stays_per_step(tmp_path):
     files = {"model.py": MODEL, "ops.py": ops, "platform.py": "def is_shared_memory_ready(d=None): return True\n"}
     run = lint_package(tmp_path, files)
     assert lines(run) == [7]
+
+
+# -- 5. constant arguments that rule out the callee's syncing branch -------------------------
+PLANNER = """
+    import torch
+
+    def plan(lens: torch.Tensor, num_kv_splits: int = -1, attn=None, num_tokens=None):
+        if num_kv_splits < 1 and lens.numel() > 0:
+            cost = torch.zeros(2, device="cuda")
+            totals = cost.tolist()
+            num_kv_splits = len(totals)
+        if attn is not None or num_tokens is not None:
+            torch.cuda.synchronize()
+        return num_kv_splits
+"""
+
+
+def test_a_call_whose_constant_arguments_rule_out_the_syncing_branch_is_not_flagged(tmp_path):
+    model = """
+        import torch
+        from pkg.planner import plan
+
+        class Model(torch.nn.Module):
+            def forward(self, x: torch.Tensor):
+                return plan(x, num_kv_splits=1)
+
+        class Other(torch.nn.Module):
+            def forward(self, x: torch.Tensor):
+                return plan(x, 0)
+
+        class Third(torch.nn.Module):
+            def forward(self, x: torch.Tensor, attn):
+                return plan(x, 4, attn)
+    """
+    run = lint_package(tmp_path, {"model.py": model, "planner.py": PLANNER})
+    # `num_kv_splits=1` with the other two left at None: neither branch runs for that call;
+    # `0` takes the first; an `attn` of unknown value may take the second
+    assert lines(run, "pkg/model.py") == [11, 15]
+

@@ -25,7 +25,8 @@ from dataclasses import replace
 CACHE_FORMAT = 16  # bump when RawResult or a record it holds (records.py) changes shape
 # what only the whole-program pass reads
 FACT_FIELDS = ("exports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes",
-               "straight", "bases", "error_paths")
+               "straight", "bases", "error_paths",
+               "const_guards", "const_literals")
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
 
 

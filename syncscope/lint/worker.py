@@ -51,6 +51,10 @@ class RawResult:
     # run only when the parameter (default False/None) is on; (line, column) -> what a call passes
     flag_guards: dict = field(default_factory=dict)
     flag_passes: dict = field(default_factory=dict)
+    # constant arguments (constargs.py): function -> (parameters, [(start, end, test)]) of `if`
+    # blocks tested on parameters; (line, column) -> the literals a call passes
+    const_guards: dict = field(default_factory=dict)
+    const_literals: dict = field(default_factory=dict)
     # per-request entry points (loops.py): function -> line ranges that run once per call (not
     # in a loop), class -> its bases as qualified names (None: cannot be told)
     straight: dict = field(default_factory=dict)
@@ -173,6 +177,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .flagguards import file_flags
 
     result.flag_guards, result.flag_passes = file_flags(tree, module)
+    from .constargs import file_const_guards
+
+    result.const_guards, result.const_literals = file_const_guards(tree, module)
     from .loops import file_loops
 
     result.straight, result.bases = file_loops(tree, module, aliases)
