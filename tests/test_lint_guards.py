@@ -199,4 +199,5 @@ def test_a_call_whose_constant_arguments_rule_out_the_syncing_branch_is_not_flag
     # `num_kv_splits=1` with the other two left at None: neither branch runs for that call;
     # `0` takes the first; an `attn` of unknown value may take the second
     assert lines(run, "pkg/model.py") == [11, 15]
+    assert "constant arguments rule out the branch of `plan`" in cold_reasons(tmp_path, "pkg/model.py")[7]
 

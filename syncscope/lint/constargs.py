@@ -227,5 +227,6 @@ class ConstArgs:
         for index in key:
             start, end, test = items[index]
             if evaluate(test, env) is False:
-                return f"the call's constant arguments rule out the branch at line {start}"
+                short = target.rsplit(".", 1)[-1]
+                return f"the call's constant arguments rule out the branch of `{short}` that syncs (line {start})"
         return None

@@ -442,7 +442,7 @@ class Solver:
             for call, target, shift in self.all_edges.get(qualname, ()):
                 callee = self.summaries[target]
                 here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
-                code, chain = None, None
+                code, chain, cold = None, None, None
                 synced = self.call_sync(path, call, target, shift)
                 if synced is not None:
                     code, chain = "SYN602", _join(here, synced)
@@ -458,11 +458,17 @@ class Solver:
                             on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
                             code, chain = ("SYN602" if on_receiver else "SYN601"), _join(here, sub)
                             break
+                if code is None and callee.gsync:
+                    # every guarded sync of the callee is ruled out by this call's constants:
+                    # reported as cold (with `--include-cold`), saying which branch
+                    key, sub = min(callee.gsync.items(), key=lambda item: len(item[1]))
+                    code, chain = "SYN602", _join(here, sub)
+                    cold = self.const.ruled_out(path, call, target, shift, key)
                 if code is None:
                     continue
                 found.setdefault(path, []).append(FileFinding(
                     code, call.line, call.column, call.stmt_start, call.stmt_end, function or "<module>",
-                    _message(code, call, chain), None, "error", chain,
+                    _message(code, call, chain), None, "error", chain, cold=cold,
                 ))
         return found
 
