@@ -201,3 +201,33 @@ def test_a_call_whose_constant_arguments_rule_out_the_syncing_branch_is_not_flag
     assert lines(run, "pkg/model.py") == [11, 15]
     assert "constant arguments rule out the branch of `plan`" in cold_reasons(tmp_path, "pkg/model.py")[7]
 
+
+
+def test_a_call_to_an_abstract_stub_or_an_overridden_raiser_is_not_an_error_path(tmp_path):
+    ops = """
+        import torch
+
+        class Grammar:
+            def accept_token(self, token: int) -> None:
+                raise NotImplementedError()
+
+            def reject(self, token: int) -> None:
+                raise RuntimeError(token)
+
+        class Real(Grammar):
+            def accept_token(self, token: int) -> None:
+                self.last = token
+
+            def reject(self, token: int) -> None:
+                self.bad = token
+
+        def helper(x: torch.Tensor, grammar: Grammar):
+            if x.dim() > 1:
+                grammar.accept_token(int(x[0]))
+            if x.dim() > 2:
+                grammar.reject(int(x[1]))
+            return x
+    """
+    model = MODEL.replace("helper(x)", "helper(x, None)")
+    run = lint_package(tmp_path, {"model.py": model, "ops.py": ops})
+    assert lines(run) == [20, 22]

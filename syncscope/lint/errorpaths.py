@@ -6,7 +6,8 @@ runs only when the step is about to fail. Three shapes, all cold:
 * a block (an `if` body or `else`) whose every path ends in `raise` and that cannot leave
   otherwise (no `return` / `break` / `continue` in it);
 * a function all of whose paths raise (`_raise_stale_slot_assertion(self, ...)`: builds a
-  message and raises); its syncs then do not count for its callers either;
+  message and raises); its syncs then do not count for its callers either. Not an abstract
+  stub (`raise NotImplementedError`, `@abstractmethod`): a call to it runs an override;
 * a block that ends in a call to such a function (`if bad: self._raise_stale(...)`), decided
   over the whole program once calls are resolved (`error_lines`), since the function may live
   in another file.
@@ -64,8 +65,20 @@ def error_block(body) -> bool:
 
 def always_raises(function) -> bool:
     """Every path of the function raises: its body is an error block (not a generator, whose
-    body runs only when iterated, nor one that returns anywhere)."""
-    return error_block(function.body)
+    body runs only when iterated, nor one that returns anywhere). An abstract stub (`raise
+    NotImplementedError`, `@abstractmethod`) is not one: a call resolved to it runs an override."""
+    if not error_block(function.body):
+        return False
+    for decorator in function.decorator_list:
+        name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
+        if "abstract" in name:
+            return False
+    for node in _own_nodes(function.body):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if (exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")) == "NotImplementedError":
+                return False
+    return True
 
 
 def tail_call_line(body) -> int | None:
@@ -86,6 +99,20 @@ def error_lines(program, edges: dict, results: dict) -> dict[str, list]:
         raising.update((getattr(result, "error_paths", None) or ((), {}))[0])
     if not raising:
         return {}
+    # a method resolved by the receiver's declared class may run a subclass's override: it
+    # counts only when every method of that name in the tree always raises
+    methods: dict[str, list] = {}
+    for qualname in program.functions:
+        owner, _, short = qualname.rpartition(".")
+        if owner in program.classes:
+            methods.setdefault(short, []).append(qualname)
+
+    def raises(target: str) -> bool:
+        owner, _, short = target.rpartition(".")
+        if target not in raising:
+            return False
+        return owner not in program.classes or all(m in raising for m in methods.get(short, ()))
+
     found: dict[str, list] = {}
     for result in results.values():
         for qualname, tails in (getattr(result, "error_paths", None) or ((), {}))[1].items():
@@ -94,7 +121,7 @@ def error_lines(program, edges: dict, results: dict) -> dict[str, list]:
                 continue
             for start, end, line in tails:
                 targets = {target for call, target, _ in out if call.line == line}
-                if targets and targets <= raising:
+                if targets and all(raises(t) for t in targets):
                     short = sorted(targets)[0].rsplit(".", 1)[-1]
                     found.setdefault(program.path_of[qualname], []).append(
                         (start, end, f"error path: the block ends in a call to `{short}`, every path of which raises"))
