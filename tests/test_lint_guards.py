@@ -231,3 +231,22 @@ def test_a_call_to_an_abstract_stub_or_an_overridden_raiser_is_not_an_error_path
     model = MODEL.replace("helper(x)", "helper(x, None)")
     run = lint_package(tmp_path, {"model.py": model, "ops.py": ops})
     assert lines(run) == [20, 22]
+
+
+def test_a_caller_further_up_of_a_ruled_out_call_is_cold_too(tmp_path):
+    model = """
+        import torch
+        from pkg.planner import plan
+
+        def plan_one_split(x: torch.Tensor):
+            return plan(x, num_kv_splits=1)
+
+        class Model(torch.nn.Module):
+            def forward(self, x: torch.Tensor):
+                return plan_one_split(x)
+    """
+    run = lint_package(tmp_path, {"model.py": model, "planner.py": PLANNER})
+    assert lines(run, "pkg/model.py") == []
+    reasons = cold_reasons(tmp_path, "pkg/model.py")
+    assert "constant arguments rule out the branch of `plan`" in reasons[6]
+    assert "constant arguments rule out the branch of `plan`" in reasons[10]

@@ -228,5 +228,5 @@ class ConstArgs:
             start, end, test = items[index]
             if evaluate(test, env) is False:
                 short = target.rsplit(".", 1)[-1]
-                return f"the call's constant arguments rule out the branch of `{short}` that syncs (line {start})"
+                return f"constant arguments rule out the branch of `{short}` that syncs (line {start})"
         return None

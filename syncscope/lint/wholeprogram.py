@@ -14,6 +14,8 @@ A function's summary says:
 * `gsync[k]`: it syncs whatever it is given, but only inside the `if` blocks `k` tested on its
   parameters (constargs.py): a call whose literal arguments make one of those tests false
   does not sync (`plan(..., num_kv_splits=1)` into `if num_kv_splits < 1: cost.tolist()`);
+* `ruled`: it does not sync, but would if not for a call's constants further down (the chain
+  and why): its callers' call sites are reported cold, with that reason, not dropped;
 * `ret`: where its result lives (host, device, Python), or "where parameter p lives".
 Summaries are computed to a fixpoint over the call graph (worklist; recursion and cycles
 converge because a summary only ever gains facts, and a chain is kept only when it is shorter).
@@ -204,18 +206,20 @@ class Program:
 
 
 class Summary:
-    __slots__ = ("sync", "gsync", "cond", "ret", "elements")
+    __slots__ = ("sync", "gsync", "ruled", "cond", "ret", "elements")
 
     def __init__(self) -> None:
         self.sync: tuple | None = None  # chain: (ChainStep, ..., root step)
         self.gsync: dict[tuple, tuple] = {}  # guard indices (constargs.py) -> chain
+        self.ruled: tuple | None = None  # (chain, why): a sync only constants ruled out
         self.cond: dict[str, tuple] = {}
         self.ret: tuple = (P.PY, None)  # (where, parameter it follows or None)
         self.elements: tuple | None = None  # `return a, b`: (where, parameter) of each element
 
     def key(self) -> tuple:
         return (self.sync is not None, len(self.sync or ()), tuple(sorted((p, len(c)) for p, c in self.cond.items())),
-                tuple(sorted((k, len(c)) for k, c in self.gsync.items())), self.ret, self.elements)
+                tuple(sorted((k, len(c)) for k, c in self.gsync.items())), self.ruled is not None,
+                len(self.ruled[0]) if self.ruled else 0, self.ret, self.elements)
 
     def add_sync(self, key: tuple, chain: tuple) -> None:
         """An unconditional sync, or (`key`: the guards the line lies under) a guarded one."""
@@ -299,6 +303,10 @@ class Solver:
             synced = self.call_sync(path, call, target, shift)
             if synced is not None:
                 summary.add_sync(self._under(qualname, call.line), _join(here, synced))
+            else:
+                ruled = self.call_ruled(path, call, target, shift)
+                if ruled is not None and (summary.ruled is None or len(ruled[0]) + 1 < len(summary.ruled[0])):
+                    summary.ruled = (_join(here, ruled[0]), ruled[1])
             for param, sub in callee.cond.items():
                 where, follows = self.argument(qualname, call, target, shift, param)
                 if follows is not None and not P.is_tensor_like(where):
@@ -327,6 +335,15 @@ class Solver:
             if self.const.ruled_out(path, call, target, shift, key) is None and _better(best, chain):
                 best = chain
         return best
+
+    def call_ruled(self, path: str, call: CallRecord, target: str, shift: int) -> tuple | None:
+        """(chain, why) when the callee would sync for this call but for constant arguments
+        (this call's, or a call's further down); None otherwise. Only asked when it does not."""
+        callee = self.summaries[target]
+        if callee.gsync:
+            key, chain = min(callee.gsync.items(), key=lambda item: len(item[1]))
+            return chain, self.const.ruled_out(path, call, target, shift, key)
+        return callee.ruled
 
     def argument(self, caller: str, call: CallRecord, target: str, shift: int, param: str) -> tuple:
         """(where, caller parameter it follows) of the value a call passes for `param`."""
@@ -458,12 +475,12 @@ class Solver:
                             on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
                             code, chain = ("SYN602" if on_receiver else "SYN601"), _join(here, sub)
                             break
-                if code is None and callee.gsync:
-                    # every guarded sync of the callee is ruled out by this call's constants:
-                    # reported as cold (with `--include-cold`), saying which branch
-                    key, sub = min(callee.gsync.items(), key=lambda item: len(item[1]))
-                    code, chain = "SYN602", _join(here, sub)
-                    cold = self.const.ruled_out(path, call, target, shift, key)
+                if code is None and self.const is not None:
+                    # every sync of the callee is ruled out by constant arguments (this call's or
+                    # one's further down): reported as cold (`--include-cold`), saying which branch
+                    ruled = self.call_ruled(path, call, target, shift)
+                    if ruled is not None:
+                        code, chain, cold = "SYN602", _join(here, ruled[0]), ruled[1]
                 if code is None:
                     continue
                 found.setdefault(path, []).append(FileFinding(
