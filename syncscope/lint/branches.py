@@ -9,10 +9,19 @@ assuming a CUDA GPU, serving, no debugging (library.py lists the words):
 * `if envs.VLLM_DEBUG_DUMP:`, `if self.debug_mode:`, `if get_bool_env_var("SGLANG_X_DEBUG"):`,
   `if logger.isEnabledFor(...)`, `if self.training:`, `if torch.cuda.is_current_stream_capturing():`
   are false;
+* `if not is_pin_memory_available(dev):` (library.py `true-on-cuda`) is false: pinned memory is
+  there on a CUDA GPU, its pageable fallback does not run;
 * `not`, `and`, `or` combine them (`if _is_cuda or _is_hip:` is true); anything else is unknown.
 A false `assert`, or a true test whose body returns or raises, makes the rest of its block cold;
 an `except` handler is an error path (cold); a function or class named for another platform
 (`forward_npu`, `AscendAttentionBackend`) is cold as a whole.
+
+Error paths and dead code (errorpaths.py has the predicates and the whole-program part):
+* an `if`/`elif`/`else` block that ends in `raise` (and cannot leave early) runs only on the way
+  to an exception: cold; so is a function all of whose paths raise, and (decided over the whole
+  program) a block that ends in a call to such a function. Not inside a `try` body: a raise the
+  same function catches may be control flow;
+* the statements after an unconditional `raise` / `return` / `continue` / `break` never run.
 
 Everything returned is plain tuples: it is pickled into the lint cache.
 """
@@ -22,6 +31,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .errorpaths import always_raises, error_block, tail_call_line
 from .library import LibraryFacts, words
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -84,6 +94,9 @@ class Conditions:
         for entry in self.lib.false_while_serving:
             if name == entry or name.endswith("." + entry):
                 return False, f"`{name}` is false while serving"
+        for entry in self.lib.true_on_cuda:
+            if name == entry or name.endswith("." + entry):
+                return True, f"`{name}` is true on CUDA"
         last = name.rsplit(".", 1)[-1]
         if self.lib.has_word(name, self.lib.debug_words):
             return False, f"debug switch `{name}`"
@@ -169,6 +182,11 @@ class _Walk:
         self.guards: dict[str, list[tuple[int, int, str]]] = {}
         self.params: dict[str, frozenset] = {}
         self.host_functions = _patterns(library.host_functions)
+        # error paths (errorpaths.py): functions all of whose paths raise, and per function the
+        # blocks that end in a call the whole-program pass may find to be one of them
+        self.raising: list[str] = []
+        self.tails: dict[str, list[tuple[int, int, int]]] = {}
+        self.in_try = 0  # depth of `try` bodies around the block walked, in this function
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -183,6 +201,8 @@ class _Walk:
         for index, stmt in enumerate(body):
             # the statements after this one: (first, last), or None (no slice: bodies can be long)
             rest = (body[index + 1], last) if index + 1 < len(body) else None
+            if isinstance(stmt, _TERMINAL) and rest:
+                self.mark(rest[0], rest[1], f"unreachable: after an unconditional `{_keyword(stmt)}`")
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local = f"{function}.{stmt.name}" if function else ".".join(classes + [stmt.name])
                 args = stmt.args
@@ -191,9 +211,14 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
                 elif self.host_functions and self.host_functions.match(self.qualify(local)):
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
+                elif always_raises(stmt):
+                    self.raising.append(self.qualify(local))
+                    self.mark(stmt, stmt, f"error path: every path of `{stmt.name}` raises")
                 for decorator in stmt.decorator_list:
                     self.calls(decorator, function)
+                outer, self.in_try = self.in_try, 0
                 self.block(stmt.body, classes, local)
+                self.in_try = outer
                 continue
             if isinstance(stmt, ast.ClassDef):
                 if platform_name(stmt.name, self.lib):
@@ -214,6 +239,8 @@ class _Walk:
                         self.mark(stmt.orelse[0], stmt.orelse[-1], why)
                     if isinstance(stmt, ast.If) and _terminates(stmt.body) and rest:
                         self.mark(rest[0], rest[1], why)
+                if isinstance(stmt, ast.If):
+                    self.error_paths(stmt, function)
                 self.block(stmt.body, classes, function)
                 self.block(stmt.orelse, classes, function)
                 continue
@@ -222,7 +249,9 @@ class _Walk:
                 if value is False and rest:
                     self.mark(rest[0], rest[1], why)
             if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+                self.in_try += 1
                 self.block(stmt.body, classes, function)
+                self.in_try -= 1
                 for handler in stmt.handlers:
                     if handler.body:
                         self.mark(handler.body[0], handler.body[-1], "error handler (`except`)")
@@ -242,6 +271,23 @@ class _Walk:
                     self.calls(child, function)
                 elif isinstance(child, ast.withitem):
                     self.calls(child.context_expr, function)
+
+    def error_paths(self, stmt: ast.If, function: str | None) -> None:
+        """The `if` body / `else` that only lead to an exception: cold now (a `raise`), or once
+        the whole program knows the call it ends in always raises (errorpaths.error_lines)."""
+        if self.in_try:
+            return
+        for branch in (stmt.body, stmt.orelse):
+            # an `elif` is an `If` of its own in `orelse`: walked (and judged) by itself
+            if not branch or (branch is stmt.orelse and len(branch) == 1 and isinstance(branch[0], ast.If)):
+                continue
+            if error_block(branch):
+                self.mark(branch[0], branch[-1], "error path: the block ends in `raise`")
+            elif function is not None:
+                line = tail_call_line(branch)
+                if line is not None:
+                    end = getattr(branch[-1], "end_lineno", None) or branch[-1].lineno
+                    self.tails.setdefault(self.qualify(function), []).append((branch[0].lineno, end, line))
 
     def guard(self, stmt: ast.If, function: str) -> None:
         """`if chunk_indices is None: chunk_indices = prepare(...)` on a parameter: the body
@@ -312,9 +358,14 @@ def _terminates(body) -> bool:
     return bool(body) and isinstance(body[-1], _TERMINAL)
 
 
+def _keyword(stmt) -> str:
+    return {ast.Return: "return", ast.Raise: "raise", ast.Continue: "continue", ast.Break: "break"}[type(stmt)]
+
+
 def file_branches(tree: ast.Module, module: str, aliases: dict, library: LibraryFacts):
     """(cold line ranges [(start, end, why)], {function: [(line, method name, custom op)]},
-    {function: [(start, end, parameter)]} of None-guards on parameters)."""
+    {function: [(start, end, parameter)]} of None-guards on parameters, (functions all of whose
+    paths raise, {function: [(start, end, line of the call the block ends in)]}))."""
     walk = _Walk(module, aliases, library)
     walk.block(tree.body, [], None)
-    return tuple(sorted(walk.cold)), walk.dispatch, walk.guards
+    return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)

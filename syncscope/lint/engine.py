@@ -282,6 +282,8 @@ class Scope:
                 continue
             why = f"file for another platform than CUDA (`{other}`)" if other else \
                 (lines.why(p.line) if lines is not None else None)
+            if why is None and p.cold:  # decided by the whole-program pass (constargs.py)
+                why = p.cold
             if why is None and self.per_step is not None:
                 path = self._path(raw.module, p.function)
                 if path is None:

@@ -30,6 +30,7 @@ class LibraryFacts:
     debug_words: frozenset
     env_readers: frozenset
     false_while_serving: frozenset
+    true_on_cuda: frozenset
     hot_roots: tuple
     module_methods: tuple
     not_module_bases: tuple
@@ -65,6 +66,7 @@ _KEYS = {
     ("platform", "predicate-prefixes"): "predicate_prefixes",
     ("platform", "other-path-words"): "other_path_words",
     ("platform", "other-dirs"): "other_dirs",
+    ("platform", "true-on-cuda"): "true_on_cuda",
     ("switches", "debug-words"): "debug_words",
     ("switches", "env-readers"): "env_readers",
     ("switches", "false-while-serving"): "false_while_serving",

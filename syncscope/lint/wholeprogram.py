@@ -11,6 +11,11 @@ A function's summary says:
   kept with the chain of calls down to the root line;
 * `cond[p]`: it syncs if parameter `p` is on the device (the root is on `p`, or on a value
   computed from `p` by slicing, arithmetic or tensor methods, at any depth of calls);
+* `gsync[k]`: it syncs whatever it is given, but only inside the `if` blocks `k` tested on its
+  parameters (constargs.py): a call whose literal arguments make one of those tests false
+  does not sync (`plan(..., num_kv_splits=1)` into `if num_kv_splits < 1: cost.tolist()`);
+* `ruled`: it does not sync, but would if not for a call's constants further down (the chain
+  and why): its callers' call sites are reported cold, with that reason, not dropped;
 * `ret`: where its result lives (host, device, Python), or "where parameter p lives".
 Summaries are computed to a fixpoint over the call graph (worklist; recursion and cycles
 converge because a summary only ever gains facts, and a chain is kept only when it is shorter).
@@ -201,17 +206,28 @@ class Program:
 
 
 class Summary:
-    __slots__ = ("sync", "cond", "ret", "elements")
+    __slots__ = ("sync", "gsync", "ruled", "cond", "ret", "elements")
 
     def __init__(self) -> None:
         self.sync: tuple | None = None  # chain: (ChainStep, ..., root step)
+        self.gsync: dict[tuple, tuple] = {}  # guard indices (constargs.py) -> chain
+        self.ruled: tuple | None = None  # (chain, why): a sync only constants ruled out
         self.cond: dict[str, tuple] = {}
         self.ret: tuple = (P.PY, None)  # (where, parameter it follows or None)
         self.elements: tuple | None = None  # `return a, b`: (where, parameter) of each element
 
     def key(self) -> tuple:
         return (self.sync is not None, len(self.sync or ()), tuple(sorted((p, len(c)) for p, c in self.cond.items())),
-                self.ret, self.elements)
+                tuple(sorted((k, len(c)) for k, c in self.gsync.items())), self.ruled is not None,
+                len(self.ruled[0]) if self.ruled else 0, self.ret, self.elements)
+
+    def add_sync(self, key: tuple, chain: tuple) -> None:
+        """An unconditional sync, or (`key`: the guards the line lies under) a guarded one."""
+        if not key:
+            if _better(self.sync, chain):
+                self.sync = chain
+        elif _better(self.gsync.get(key), chain):
+            self.gsync[key] = chain
 
 
 def _better(old: tuple | None, new: tuple) -> bool:
@@ -219,8 +235,9 @@ def _better(old: tuple | None, new: tuple) -> bool:
 
 
 class Solver:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, const=None) -> None:
         self.program = program
+        self.const = const  # constargs.ConstArgs: guards a caller's literal arguments may rule out
         self.edges: dict[str, list[tuple[CallRecord, str, int]]] = {}  # caller -> [(call, target, shift)]
         self.all_edges = self.edges  # with the calls on cold lines too (where findings are made)
         callers: dict[str, set[str]] = {}
@@ -277,17 +294,19 @@ class Solver:
                 param = follows
             step = (ChainStep(root_path, root.line, qualname, f"{root.code} {_short(root.message)}"),)
             if param is None:
-                if _better(summary.sync, step):
-                    summary.sync = step
+                summary.add_sync(self._under(qualname, root.line), step)
             elif _better(summary.cond.get(param), step):
                 summary.cond[param] = step
         for call, target, shift in self.edges.get(qualname, ()):
             callee = self.summaries[target]
             here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
-            if callee.sync is not None:
-                chain = _join(here, callee.sync)
-                if _better(summary.sync, chain):
-                    summary.sync = chain
+            synced = self.call_sync(path, call, target, shift)
+            if synced is not None:
+                summary.add_sync(self._under(qualname, call.line), _join(here, synced))
+            else:
+                ruled = self.call_ruled(path, call, target, shift)
+                if ruled is not None and (summary.ruled is None or len(ruled[0]) + 1 < len(summary.ruled[0])):
+                    summary.ruled = (_join(here, ruled[0]), ruled[1])
             for param, sub in callee.cond.items():
                 where, follows = self.argument(qualname, call, target, shift, param)
                 if follows is not None and not P.is_tensor_like(where):
@@ -301,6 +320,30 @@ class Solver:
         summary.ret = self.returns(qualname, facts)
         summary.elements = self.tuple_returns(qualname, facts)
         return summary
+
+    def _under(self, qualname: str, line: int) -> tuple:
+        return self.const.under(qualname, line) if self.const is not None else ()
+
+    def call_sync(self, path: str, call: CallRecord, target: str, shift: int) -> tuple | None:
+        """The callee's chain that syncs for this call whatever it passes: unconditional, or
+        under guards this call's literal arguments do not rule out; None when there is none."""
+        callee = self.summaries[target]
+        if callee.sync is not None:
+            return callee.sync
+        best = None
+        for key, chain in callee.gsync.items():
+            if self.const.ruled_out(path, call, target, shift, key) is None and _better(best, chain):
+                best = chain
+        return best
+
+    def call_ruled(self, path: str, call: CallRecord, target: str, shift: int) -> tuple | None:
+        """(chain, why) when the callee would sync for this call but for constant arguments
+        (this call's, or a call's further down); None otherwise. Only asked when it does not."""
+        callee = self.summaries[target]
+        if callee.gsync:
+            key, chain = min(callee.gsync.items(), key=lambda item: len(item[1]))
+            return chain, self.const.ruled_out(path, call, target, shift, key)
+        return callee.ruled
 
     def argument(self, caller: str, call: CallRecord, target: str, shift: int, param: str) -> tuple:
         """(where, caller parameter it follows) of the value a call passes for `param`."""
@@ -416,9 +459,10 @@ class Solver:
             for call, target, shift in self.all_edges.get(qualname, ()):
                 callee = self.summaries[target]
                 here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
-                code, chain = None, None
-                if callee.sync is not None:
-                    code, chain = "SYN602", _join(here, callee.sync)
+                code, chain, cold = None, None, None
+                synced = self.call_sync(path, call, target, shift)
+                if synced is not None:
+                    code, chain = "SYN602", _join(here, synced)
                 else:
                     entry = qualname not in self.callers  # nothing in the tree calls it
                     for param, sub in sorted(callee.cond.items(), key=lambda item: len(item[1])):
@@ -431,11 +475,17 @@ class Solver:
                             on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
                             code, chain = ("SYN602" if on_receiver else "SYN601"), _join(here, sub)
                             break
+                if code is None and self.const is not None:
+                    # every sync of the callee is ruled out by constant arguments (this call's or
+                    # one's further down): reported as cold (`--include-cold`), saying which branch
+                    ruled = self.call_ruled(path, call, target, shift)
+                    if ruled is not None:
+                        code, chain, cold = "SYN602", _join(here, ruled[0]), ruled[1]
                 if code is None:
                     continue
                 found.setdefault(path, []).append(FileFinding(
                     code, call.line, call.column, call.stmt_start, call.stmt_end, function or "<module>",
-                    _message(code, call, chain), None, "error", chain,
+                    _message(code, call, chain), None, "error", chain, cold=cold,
                 ))
         return found
 
@@ -555,15 +605,20 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     """(extra findings per path, host-fed parameters, rules' findings on host return values,
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
+    from .errorpaths import error_lines
     from .flagguards import flag_lines
     from .reachability import cold_calls_removed, guarded_lines, per_step_table
 
+    from .constargs import ConstArgs
+
     program = Program(results)
-    solver = Solver(program)
+    solver = Solver(program, ConstArgs(results))
     # calls and syncs on lines that never run on CUDA or while serving do not count, nor those
     # under a None-guard on a parameter that every caller passes
     guarded = guarded_lines(program, solver.edges, results)
     for path, lines in flag_lines(program, solver.edges, results).items():  # flags no caller turns on
+        guarded[path] = guarded.get(path, []) + lines
+    for path, lines in error_lines(program, solver.edges, results).items():  # ends in a call that raises
         guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()

@@ -44,10 +44,17 @@ class RawResult:
     branch_cold: tuple = ()
     dispatch: dict = field(default_factory=dict)
     guards: dict = field(default_factory=dict)  # function -> [(start, end, parameter)]: runs only if it is None
+    # error paths (errorpaths.py): (functions all of whose paths raise, function -> [(start, end,
+    # line)] of blocks that end in a call, an error path when that call always raises)
+    error_paths: tuple = ((), {})
     # flags a caller decides (flagguards.py): function -> [(start, end, parameter, position)] that
     # run only when the parameter (default False/None) is on; (line, column) -> what a call passes
     flag_guards: dict = field(default_factory=dict)
     flag_passes: dict = field(default_factory=dict)
+    # constant arguments (constargs.py): function -> (parameters, [(start, end, test)]) of `if`
+    # blocks tested on parameters; (line, column) -> the literals a call passes
+    const_guards: dict = field(default_factory=dict)
+    const_literals: dict = field(default_factory=dict)
     # per-request entry points (loops.py): function -> line ranges that run once per call (not
     # in a loop), class -> its bases as qualified names (None: cannot be told)
     straight: dict = field(default_factory=dict)
@@ -166,10 +173,13 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
 
-    result.branch_cold, result.dispatch, result.guards = file_branches(tree, module, aliases, config.library())
+    result.branch_cold, result.dispatch, result.guards, result.error_paths = file_branches(tree, module, aliases, config.library())
     from .flagguards import file_flags
 
     result.flag_guards, result.flag_passes = file_flags(tree, module)
+    from .constargs import file_const_guards
+
+    result.const_guards, result.const_literals = file_const_guards(tree, module)
     from .loops import file_loops
 
     result.straight, result.bases = file_loops(tree, module, aliases)
