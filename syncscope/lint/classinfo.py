@@ -24,6 +24,7 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
                 if where is not None:
                     evidence.setdefault((node.name, item.target.id), set()).add(where)
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                local: dict[str, P.Place] = {}  # locals known to hold host data, in order
                 for sub in _statements(item.body):
                     if isinstance(sub, ast.Assign):
                         targets, value, annotation = sub.targets, sub.value, None
@@ -32,11 +33,20 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
                     else:
                         continue
                     for target in targets:
+                        if isinstance(target, ast.Name):
+                            made = _from_value(value) if value is not None else None
+                            if made is None and value is not None:
+                                made = _from_host_local(value, local)
+                            if made == P.HOST:
+                                local[target.id] = P.HOST
+                            else:
+                                local.pop(target.id, None)
+                            continue
                         if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                                 and target.value.id == "self"):
                             where = _from_annotation(annotation) if annotation is not None else None
                             if where is None and value is not None:
-                                where = _from_value(value)
+                                where = _from_value(value) or _from_host_local(value, local)
                             if where is not None:
                                 evidence.setdefault((node.name, target.attr), set()).add(where)
     hints = {}
@@ -84,6 +94,24 @@ def _from_annotation(node: ast.AST) -> P.Place | None:
     return None  # `torch.Tensor` says nothing about the device
 
 
+def _from_host_local(node: ast.AST, local: dict[str, P.Place]) -> P.Place | None:
+    """A value read out of a local that holds host data: `df[df["Model"] == "GPT-4"]`,
+    `frame.sample(n)`, `arr.T` stay on the host (`self.data = gpt4_df` after `df =
+    pd.read_csv(...)`). A copy to the device is `_from_value`'s to tell, before this."""
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute):
+                return None  # `f(df)`: what a function returns is not known here
+            if node.func.attr in ("to", "cuda", "copy_"):
+                return None  # `arr.to(dev)`: a copy that may go to the device
+            node = node.func.value
+        else:
+            node = node.value
+    if isinstance(node, ast.Name):
+        return local.get(node.id)
+    return None
+
+
 def _from_value(node: ast.AST) -> P.Place | None:
     if isinstance(node, ast.Constant):
         return None  # `self.x = None` in a constructor says nothing
@@ -106,8 +134,8 @@ def _from_value(node: ast.AST) -> P.Place | None:
         root = func
         while isinstance(root, ast.Attribute):
             root = root.value
-        if isinstance(root, ast.Name) and root.id in ("np", "numpy"):
-            return P.HOST
+        if isinstance(root, ast.Name) and root.id in ("np", "numpy", "pd", "pandas"):
+            return P.HOST  # numpy arrays, pandas frames
         if isinstance(root, ast.Name) and root.id == "torch":
             if "device" in keywords:
                 device = keywords["device"]

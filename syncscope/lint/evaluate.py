@@ -115,6 +115,8 @@ class ExpressionEvaluator:
         by_name = self.hints.where(attr)
         if by_name != P.UNKNOWN:
             return by_name
+        if receiver == P.HOST:
+            return P.HOST  # a field of host data (`frame.values`, `arr.flat`) is host data too
         return P.UNKNOWN
 
     def _eval_subscript_parts(self, node: cst.Subscript, ctx: FunctionContext) -> P.Place:
@@ -423,6 +425,11 @@ class ExpressionEvaluator:
             wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
             if any(w == P.DEVICE for w in wheres):
                 return P.DEVICE
+            if info.args and info.args[0][1] == P.HOST:
+                # the input tensor of a torch op (`F.pad(index, (0, pad_w))`, `torch.cat(host_items)`)
+                # is on the host, and torch does not mix devices: the other operands (sizes, pads
+                # computed from parameters) cannot move the result to the device
+                return P.HOST
             if any(P.device_unknown(w) for w in wheres):
                 return P.TENSOR
             if any(w == P.HOST for w in wheres):
