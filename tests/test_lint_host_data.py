@@ -6,6 +6,8 @@ device, which is still reported."""
 
 from __future__ import annotations
 
+import textwrap
+
 from test_lint_host_facts import lint_package as _lint_package, where
 
 
@@ -107,3 +109,62 @@ def test_pandas_frames_are_host_data(tmp_path):
     invalid = lint_package(tmp_path / "invalid", {"m.py": source.format(make="torch.load(path).cuda()")},
                            include_cold=True)
     assert ("pkg/m.py", 11, "SYN202") in where(invalid)
+
+
+def test_tensor_typed_parameter_passed_on_is_the_callers_to_place(tmp_path):
+    # SGLang sigma_schedule: `_convert_to_beta(in_sigmas: torch.Tensor)` passes its parameter to
+    # `_sigma_bounds`, which `.item()`s it; the scheduler passes `torch.from_numpy(a).to(dtype=...)`
+    mixin = """
+        import numpy as np
+        import torch
+
+        class Mixin:
+            def _bounds(self, in_sigmas):
+                return in_sigmas[-1].item()
+
+            def _convert(self, in_sigmas: torch.Tensor, n: int):
+                return np.linspace(0, self._bounds(in_sigmas), n)
+    """
+    sched = """
+        import numpy as np
+        import torch
+        from pkg.mix import Mixin
+
+        class Sched(Mixin):
+            def step(self, x: torch.Tensor, n: int):
+                sigmas = torch.from_numpy(np.linspace(0, 1, n)).to(dtype=torch.float32)
+                return self._convert({arg}, n=n)
+    """
+    valid = lint_package(tmp_path / "valid", {"mix.py": mixin, "sched.py": sched.format(arg="in_sigmas=sigmas")})
+    assert where(valid) == []
+    invalid = lint_package(tmp_path / "invalid", {"mix.py": mixin, "sched.py": sched.format(arg="x")})
+    assert ("pkg/sched.py", 9, "SYN601") in where(invalid)
+
+
+def test_host_function_patterns_match_a_namespace_package_by_its_full_name(tmp_path):
+    # SGLang 0.5.23 ships `sglang/srt/` without `__init__.py`: its files are named from below
+    # (`managers.tokenizer_manager`), the library facts from the top (`pkg.srt.managers...`)
+    root = tmp_path / "pkg"
+    (root / "srt" / "managers").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "srt" / "managers" / "__init__.py").write_text("")
+    (root / "srt" / "managers" / "tokenizer.py").write_text(textwrap.dedent("""
+        import torch
+
+        class TokenizerManager:
+            def step(self, out: torch.Tensor):
+                return out.tolist()
+    """))
+    from syncscope.lint.engine import lint_paths
+
+    from lint_helpers import make_config
+
+    def run(patterns: list[str]):
+        facts = tmp_path / f"facts{abs(hash(tuple(patterns)))}.toml"
+        facts.write_text("[host]\nfunctions = [%s]\n" % ", ".join(f'"{p}"' for p in patterns))
+        config = make_config(tmp_path, include_cold=False, library_facts=str(facts))
+        return where(lint_paths([str(root)], config, use_cache=False, jobs=1))
+
+    assert run([]) == [("pkg/srt/managers/tokenizer.py", 6, "SYN202")]
+    assert run(["pkg.srt.managers.tokenizer.*"]) == []
+    assert run(["pkg.srt.managers.other.*"]) == [("pkg/srt/managers/tokenizer.py", 6, "SYN202")]

@@ -414,8 +414,9 @@ def _decorator_kind(decorator: cst.Decorator) -> str | None:
 def _param_sources(ctx: FunctionContext) -> dict[str, str | None]:
     """For each name that holds a parameter's data (the parameter itself, or a value computed
     from it only), that parameter; None for the others of these names."""
-    names = set(ctx.params) | set(ctx.derived)
-    return {name: ctx.param_of(cst.Name(name)) for name in names}
+    names = set(ctx.params) | set(ctx.derived)  # derived names may be dotted (`self.x`)
+    return {name: name if name in ctx.params and name not in ctx.reassigned else ctx.derived.get(name)
+            for name in names}
 
 
 def _merge_names(ctx: FunctionContext, before: tuple[set[str], dict[str, str]],

@@ -290,7 +290,14 @@ class Solver:
                     summary.sync = chain
             for param, sub in callee.cond.items():
                 where, follows = self.argument(qualname, call, target, shift, param)
-                if follows is not None and not P.is_tensor_like(where):
+                # passing its own parameter on, typed `torch.Tensor` or not: where the tensor
+                # lives is the callers' to tell (`torch.from_numpy(a)` passed through a helper
+                # that `.item()`s it is no sync). A hot function nothing calls, or one called
+                # with a tensor, is still flagged at its call (findings: `entry`, tensor-typed).
+                # The receiver keeps its old reading: an object whose fields a callee syncs on
+                # (`self.seq_lens_cpu` in a property) syncs for whoever holds it.
+                on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
+                if follows is not None and (not P.is_tensor_like(where) or not on_receiver):
                     chain = _join(here, sub)
                     if _better(summary.cond.get(follows), chain):
                         summary.cond[follows] = chain
