@@ -168,3 +168,53 @@ def test_host_function_patterns_match_a_namespace_package_by_its_full_name(tmp_p
     assert run([]) == [("pkg/srt/managers/tokenizer.py", 6, "SYN202")]
     assert run(["pkg.srt.managers.tokenizer.*"]) == []
     assert run(["pkg.srt.managers.other.*"]) == [("pkg/srt/managers/tokenizer.py", 6, "SYN202")]
+
+
+def test_a_parameter_copied_to_the_device_is_no_longer_what_the_callers_passed(tmp_path):
+    # vLLM moss_audio: `feature_lens = feature_lens.to(device=x.device)` in one branch, a device
+    # factory in the other, then `.item()`: a sync whatever the (host) callers pass
+    encoder = """
+        import torch
+
+        class Encoder(torch.nn.Module):
+            def forward(self, x: torch.Tensor, feature_lens: torch.Tensor | None = None):
+                if feature_lens is None:
+                    feature_lens = torch.full((x.size(0),), x.size(-1), device=x.device)
+                else:
+                    feature_lens = feature_lens.{copy}
+                return [x[i, : int(feature_lens[i].item())] for i in range(x.shape[0])]
+    """
+    model = """
+        import torch
+        from pkg.encoder import Encoder
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                self.enc = Encoder()
+
+            def forward(self, x, lens_cpu: torch.Tensor):
+                return self.enc(x, feature_lens=lens_cpu)
+    """
+    moved = lint_package(tmp_path / "moved", {"encoder.py": encoder.format(copy="to(device=x.device)"),
+                                               "model.py": model})
+    assert ("pkg/encoder.py", 10, "SYN201") in where(moved)
+
+
+def test_a_starred_call_may_pass_a_device_value_to_a_parameter_it_does_not_name(tmp_path):
+    # vLLM dots3_note: `self._process_video_input(*video_inputs)`, whose callee `.tolist()`s
+    # its tensor-typed parameters
+    source = """
+        import torch
+
+        class M(torch.nn.Module):
+            def _video(self, counts: torch.Tensor):
+                return counts.tolist()
+
+            def forward(self, x: torch.Tensor, kwargs: dict):
+                inputs = (kwargs.get("video_counts"),)
+                return self._video({args})
+    """
+    starred = where(lint_package(tmp_path / "starred", {"m.py": source.format(args="*inputs")}))
+    assert ("pkg/m.py", 10, "SYN601") in starred
+    host = where(lint_package(tmp_path / "host", {"m.py": source.format(args="x.cpu()")}))
+    assert ("pkg/m.py", 10, "SYN601") not in host

@@ -347,7 +347,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
         if self.hints.where(name.rsplit(".", 1)[-1]) == P.HOST and where != P.PY:
             where = P.HOST
-        source = ctx.param_of(value) if value is not None and where != P.PY else None
+        # a value copied to the device (`lens = lens.to(device=x.device)`) is on the device
+        # whatever the callers pass: no longer the parameter's data
+        source = ctx.param_of(value) if value is not None and where not in (P.PY, P.DEVICE) else None
         ctx.env[name] = where
         attr = attribute_source(_root_value(value), ctx) if value is not None and where == P.UNKNOWN else None
         if attr is not None:
