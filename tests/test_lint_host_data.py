@@ -218,3 +218,22 @@ def test_a_starred_call_may_pass_a_device_value_to_a_parameter_it_does_not_name(
     assert ("pkg/m.py", 10, "SYN601") in starred
     host = where(lint_package(tmp_path / "host", {"m.py": source.format(args="x.cpu()")}))
     assert ("pkg/m.py", 10, "SYN601") not in host
+
+
+def test_isinstance_list_in_a_conditional_expression(tmp_path):
+    # vLLM kimi_k25_vit: `shapes = grid_thws if isinstance(grid_thws, list) else
+    # grid_thws.tolist()`, then `1 <= h` for its items: Python ints on both paths
+    source = """
+        import torch
+
+        class Tower(torch.nn.Module):
+            def forward(self, x: torch.Tensor, grid_thws: torch.Tensor):
+                shapes = grid_thws if isinstance(grid_thws, {kind}) else grid_thws.{convert}
+                assert all(1 <= h <= self.max_height and 1 <= w <= self.max_width for t, h, w in shapes)
+                return x
+    """
+    found = where(lint_package(tmp_path / "valid", {"m.py": source.format(kind="list", convert="tolist()")}))
+    assert ("pkg/m.py", 7, "SYN206") not in found
+    # the other branch keeps a tensor: its items are tensors, whatever the test says
+    found = where(lint_package(tmp_path / "invalid", {"m.py": source.format(kind="list", convert="cuda()")}))
+    assert ("pkg/m.py", 7, "SYN206") in found

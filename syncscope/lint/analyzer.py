@@ -21,7 +21,7 @@ import libcst as cst
 
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
-from .evaluate import ExpressionEvaluator, annotation_where, element_where
+from .evaluate import ExpressionEvaluator, annotation_where, element_where, plain_type_check as _plain_check
 from .imports import dotted, record_import
 from .vocabulary import PASS_THROUGH, decorator_kind
 
@@ -506,24 +506,6 @@ def _tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str |
         if kind.rsplit(".", 1)[-1] != "Tensor":
             return None, False
     elif ctx.resolve(call.func) != "torch.is_tensor":
-        return None, False
-    return dotted(call.args[0].value), negated
-
-
-# Python types an `isinstance` test can name: a value that passes it is no tensor.
-_PLAIN_TYPES = frozenset("list tuple int float bool str dict set".split())
-
-
-def _plain_check(test: cst.BaseExpression) -> tuple[str | None, bool]:
-    """`isinstance(x, list)` / `isinstance(x, (int, float))` (or its `not`): the name tested and
-    whether the test is negated; None where the types are not all plain Python ones."""
-    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-    call = test.expression if negated else test
-    if not isinstance(call, cst.Call) or dotted(call.func) != "isinstance" or len(call.args) != 2:
-        return None, False
-    kinds = call.args[1].value
-    names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-    if not names or not all(isinstance(n, cst.Name) and n.value in _PLAIN_TYPES for n in names):
         return None, False
     return dotted(call.args[0].value), negated
 
