@@ -21,7 +21,7 @@ import libcst as cst
 
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
-from .evaluate import ExpressionEvaluator, annotation_where, element_where
+from .evaluate import ExpressionEvaluator, annotation_where, element_where, plain_type_check as _plain_check
 from .imports import dotted, record_import
 from .vocabulary import PASS_THROUGH, decorator_kind
 
@@ -192,24 +192,38 @@ class ModuleAnalyzer(ExpressionEvaluator):
             once = lazy is not None and lazy.startswith("self.")
             cold = lazy is not None and not once
             before_env, before_bools = (dict(ctx.env), set(ctx.bools)) if active else (None, None)
+            before_sources = _param_sources(ctx) if active else None
+            before_names = (set(ctx.reassigned), dict(ctx.derived)) if active else None
             ctx.once_depth += once
             ctx.cold_depth += cold
             checked, negated = _tensor_check(stmt.test, ctx) if active else (None, False)
             if checked is not None and negated:
                 ctx.env[checked] = P.PY  # `if not isinstance(x, torch.Tensor):` x is no tensor here
+            plain, plain_negated = _plain_check(stmt.test) if active else (None, False)
+            if plain is not None and not plain_negated:
+                _narrow_plain(ctx, plain)  # `if isinstance(x, list):` x is a Python list here
             self.visit_block(stmt.body, ctx)
             ctx.once_depth -= once
             ctx.cold_depth -= cold
             if active:  # walk the other branch from the same starting point, then merge
                 taken_env, taken_bools = ctx.env, ctx.bools
+                taken_sources = _param_sources(ctx)
+                taken_names = (ctx.reassigned, ctx.derived)
                 ctx.env, ctx.bools = dict(before_env), set(before_bools)
+                # the other branch starts from the names as they were before the `if` too
+                ctx.reassigned, ctx.derived = set(before_names[0]), dict(before_names[1])
                 if checked is not None and not negated:
                     ctx.env[checked] = P.PY  # the `else` of `if isinstance(x, torch.Tensor):`
+                if plain is not None and plain_negated:
+                    _narrow_plain(ctx, plain)  # the `else` of `if not isinstance(x, list):`
             if isinstance(stmt.orelse, cst.If):
                 self.visit_stmt(stmt.orelse, ctx)
             elif isinstance(stmt.orelse, cst.Else):
                 self.visit_block(stmt.orelse.body, ctx)
             if active:
+                else_sources = _param_sources(ctx)
+                _merge_names(ctx, before_names, taken_names)
+                _keep_param_sources(ctx, before_sources, (taken_sources, taken_env), (else_sources, ctx.env))
                 _merge_branches(ctx, taken_env, taken_bools)
         elif isinstance(stmt, cst.For):
             if active:
@@ -333,7 +347,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
         if self.hints.where(name.rsplit(".", 1)[-1]) == P.HOST and where != P.PY:
             where = P.HOST
-        source = ctx.param_of(value) if value is not None and where != P.PY else None
+        # a value copied to the device (`lens = lens.to(device=x.device)`) is on the device
+        # whatever the callers pass: no longer the parameter's data
+        source = ctx.param_of(value) if value is not None and where not in (P.PY, P.DEVICE) else None
         ctx.env[name] = where
         attr = attribute_source(_root_value(value), ctx) if value is not None and where == P.UNKNOWN else None
         if attr is not None:
@@ -397,6 +413,54 @@ def _decorator_kind(decorator: cst.Decorator) -> str | None:
     return decorator_kind(dotted(expr) or "")
 
 
+def _param_sources(ctx: FunctionContext) -> dict[str, str | None]:
+    """For each name that holds a parameter's data (the parameter itself, or a value computed
+    from it only), that parameter; None for the others of these names."""
+    names = set(ctx.params) | set(ctx.derived)  # derived names may be dotted (`self.x`)
+    return {name: name if name in ctx.params and name not in ctx.reassigned else ctx.derived.get(name)
+            for name in names}
+
+
+def _merge_names(ctx: FunctionContext, before: tuple[set[str], dict[str, str]],
+                 taken: tuple[set[str], dict[str, str]]) -> None:
+    """After `if`/`else`: a name assigned on either path is reassigned; where the other branch
+    changed what a name is derived from, its change is the later one (as the walk in order
+    would have it)."""
+    before_derived = before[1]
+    else_reassigned, else_derived = ctx.reassigned, ctx.derived
+    merged = dict(taken[1])
+    for name in set(before_derived) | set(else_derived):
+        if else_derived.get(name) != before_derived.get(name):
+            if name in else_derived:
+                merged[name] = else_derived[name]
+            else:
+                merged.pop(name, None)
+    ctx.reassigned = taken[0] | else_reassigned
+    ctx.derived = merged
+
+
+def _keep_param_sources(ctx: FunctionContext, before: dict[str, str | None],
+                        *branches: tuple[dict[str, str | None], dict[str, P.Place]]) -> None:
+    """After `if`/`else`: a name that each branch either left as the parameter's data or made
+    host data (`if not isinstance(grid_thw, torch.Tensor): grid_thw = torch.tensor(grid_thw)`)
+    is still the parameter's data for a sync: it syncs only where a caller passes a device value.
+    Without this the host branch's assignment would cut the value off its parameter, and a
+    finding on it would no longer be dropped when every caller passes host data."""
+    for name, source in before.items():
+        if source is None:
+            continue
+        kept = [branch_sources.get(name) == source or P.known_host(env.get(name, P.UNKNOWN))
+                for branch_sources, env in branches]
+        changed = any(branch_sources.get(name) != source for branch_sources, _ in branches)
+        if not all(kept) or not changed:
+            continue
+        if name == source:
+            ctx.reassigned.discard(name)
+            ctx.derived.pop(name, None)
+        else:
+            ctx.derived[name] = source
+
+
 def _merge_branches(ctx: FunctionContext, other_env: dict[str, P.Place], other_bools: set[str]) -> None:
     """After `if`/`else`: a name may hold either branch's value, so keep the more device-like
     one (a device mask on one path is a sync on that path) and any boolean-mask flag."""
@@ -444,6 +508,17 @@ def _tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str |
     elif ctx.resolve(call.func) != "torch.is_tensor":
         return None, False
     return dotted(call.args[0].value), negated
+
+
+def _narrow_plain(ctx: FunctionContext, name: str | None) -> None:
+    """Where `isinstance(name, <plain types>)` holds, `name` is a Python value: no tensor, so not
+    on the device (`calculate_timestamps` in vLLM: `if not isinstance(indices, list): indices =
+    indices.tolist()`, then `int(i)` for its items). A list's items are not known to be Python
+    numbers (a list of tensors is a list), so they stay unknown, never assumed host."""
+    if name is None:
+        return
+    ctx.env[name] = P.PY
+    ctx.elements[name] = P.UNKNOWN
 
 
 def _names_a_cache(node: cst.BaseExpression) -> bool:

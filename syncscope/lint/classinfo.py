@@ -24,12 +24,31 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
                 if where is not None:
                     evidence.setdefault((node.name, item.target.id), set()).add(where)
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for attr, value, annotation in self_assignments(item):
-                    where = _from_annotation(annotation) if annotation is not None else None
-                    if where is None and value is not None:
-                        where = _from_value(value)
-                    if where is not None:
-                        evidence.setdefault((node.name, attr), set()).add(where)
+                local: dict[str, P.Place] = {}  # locals known to hold host data, in order
+                for sub in _statements(item.body):
+                    if isinstance(sub, ast.Assign):
+                        targets, value, annotation = sub.targets, sub.value, None
+                    elif isinstance(sub, ast.AnnAssign):
+                        targets, value, annotation = [sub.target], sub.value, sub.annotation
+                    else:
+                        continue
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            made = _from_value(value) if value is not None else None
+                            if made is None and value is not None:
+                                made = _from_host_local(value, local)
+                            if made == P.HOST:
+                                local[target.id] = P.HOST
+                            else:
+                                local.pop(target.id, None)
+                            continue
+                        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                                and target.value.id == "self"):
+                            where = _from_annotation(annotation) if annotation is not None else None
+                            if where is None and value is not None:
+                                where = _from_value(value) or _from_host_local(value, local)
+                            if where is not None:
+                                evidence.setdefault((node.name, target.attr), set()).add(where)
     hints = {}
     for key, wheres in evidence.items():
         if P.DEVICE in wheres or P.TENSOR in wheres:
@@ -43,8 +62,8 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
 
 def self_assignments(function):
     """(attribute, value, annotation) for every `self.attr = value` and `self.attr: T = value` in
-    a method, nested blocks and closures included; `value` is None for a bare annotation. The
-    one walk that both the class hints here and owner_fields read."""
+    a method, nested blocks and closures included; `value` is None for a bare annotation
+    (owner_fields reads it; the class hints above also follow locals, so they walk themselves)."""
     for stmt in _statements(function.body):
         if isinstance(stmt, ast.Assign):
             targets, value, annotation = stmt.targets, stmt.value, None
@@ -91,6 +110,24 @@ def _from_annotation(node: ast.AST) -> P.Place | None:
     return None  # `torch.Tensor` says nothing about the device
 
 
+def _from_host_local(node: ast.AST, local: dict[str, P.Place]) -> P.Place | None:
+    """A value read out of a local that holds host data: `df[df["Model"] == "GPT-4"]`,
+    `frame.sample(n)`, `arr.T` stay on the host (`self.data = gpt4_df` after `df =
+    pd.read_csv(...)`). A copy to the device is `_from_value`'s to tell, before this."""
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute):
+                return None  # `f(df)`: what a function returns is not known here
+            if node.func.attr in ("to", "cuda", "copy_"):
+                return None  # `arr.to(dev)`: a copy that may go to the device
+            node = node.func.value
+        else:
+            node = node.value
+    if isinstance(node, ast.Name):
+        return local.get(node.id)
+    return None
+
+
 def _from_value(node: ast.AST) -> P.Place | None:
     if isinstance(node, ast.Constant):
         return None  # `self.x = None` in a constructor says nothing
@@ -113,8 +150,8 @@ def _from_value(node: ast.AST) -> P.Place | None:
         root = func
         while isinstance(root, ast.Attribute):
             root = root.value
-        if isinstance(root, ast.Name) and root.id in ("np", "numpy"):
-            return P.HOST
+        if isinstance(root, ast.Name) and root.id in ("np", "numpy", "pd", "pandas"):
+            return P.HOST  # numpy arrays, pandas frames
         if isinstance(root, ast.Name) and root.id == "torch":
             if "device" in keywords:
                 device = keywords["device"]

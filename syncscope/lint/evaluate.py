@@ -115,6 +115,8 @@ class ExpressionEvaluator:
         by_name = self.hints.where(attr)
         if by_name != P.UNKNOWN:
             return by_name
+        if receiver == P.HOST:
+            return P.HOST  # a field of host data (`frame.values`, `arr.flat`) is host data too
         return P.UNKNOWN
 
     def _eval_subscript_parts(self, node: cst.Subscript, ctx: FunctionContext) -> P.Place:
@@ -229,7 +231,20 @@ class ExpressionEvaluator:
 
     def _eval_ifexp(self, node: cst.IfExp, ctx: FunctionContext) -> P.Place:
         self.condition(node.test, ctx, "ternary")
-        return P.combine(self.eval(node.body, ctx), self.eval(node.orelse, ctx))
+        body, orelse = self.eval(node.body, ctx), self.eval(node.orelse, ctx)
+        # `grid_thws if isinstance(grid_thws, list) else grid_thws.tolist()`: where the test
+        # holds, the name it tests is a plain Python value (analyzer: the same for `if`)
+        # Only when the other branch gives Python values too (`.tolist()`): a list may hold
+        # tensors, and then only the conversion on the other path says they are numbers.
+        checked, negated = plain_type_check(node.test)
+        if checked is not None and (body if negated else orelse) == P.PY:
+            held = node.orelse if negated else node.body
+            if dotted(held) == checked:
+                if negated:
+                    orelse = P.PY
+                else:
+                    body = P.PY
+        return P.combine(body, orelse)
 
     def _eval_fstring(self, node: cst.FormattedString, ctx: FunctionContext) -> P.Place:
         for part in node.parts:
@@ -423,6 +438,11 @@ class ExpressionEvaluator:
             wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
             if any(w == P.DEVICE for w in wheres):
                 return P.DEVICE
+            if info.args and info.args[0][1] == P.HOST:
+                # the input tensor of a torch op (`F.pad(index, (0, pad_w))`, `torch.cat(host_items)`)
+                # is on the host, and torch does not mix devices: the other operands (sizes, pads
+                # computed from parameters) cannot move the result to the device
+                return P.HOST
             if any(P.device_unknown(w) for w in wheres):
                 return P.TENSOR
             if any(w == P.HOST for w in wheres):
@@ -490,3 +510,21 @@ def _py_handler(_analyzer, node, ctx) -> P.Place:
 
 def _unknown_handler(_analyzer, node, ctx) -> P.Place:
     return _unknown(node, ctx)
+
+
+# Python types an `isinstance` test can name: a value that passes it is no tensor.
+_PLAIN_TYPES = frozenset("list tuple int float bool str dict set".split())
+
+
+def plain_type_check(test: cst.BaseExpression) -> tuple[str | None, bool]:
+    """`isinstance(x, list)` / `isinstance(x, (int, float))` (or its `not`): the name tested and
+    whether the test is negated; None where the types are not all plain Python ones."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    call = test.expression if negated else test
+    if not isinstance(call, cst.Call) or dotted(call.func) != "isinstance" or len(call.args) != 2:
+        return None, False
+    kinds = call.args[1].value
+    names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    if not names or not all(isinstance(n, cst.Name) and n.value in _PLAIN_TYPES for n in names):
+        return None, False
+    return dotted(call.args[0].value), negated

@@ -74,6 +74,35 @@ def module_name(path: str) -> tuple[str, bool]:
     return (f"{package}.{stem}" if package else stem), False
 
 
+def outer_module_name(path: str) -> str | None:
+    """The name a file has through the packages above a namespace package (PEP 420: a
+    directory without `__init__.py`), when `module_name` names it from below one: SGLang 0.5.23
+    ships `sglang/srt/` without `__init__.py`, so `sglang/srt/layers/x/y.py` is `x.y` there and
+    `sglang.srt.layers.x.y` here. The topmost directory above the file that is a package
+    (has `__init__.py`) starts the name; None when there is none above the name's own start."""
+    directory, filename = os.path.split(os.path.abspath(path))
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    parts = [] if stem == "__init__" else [stem]
+    top = None
+    walked: list[str] = []
+    for _ in range(_MAX_NAMESPACE_DEPTH):
+        parent, name = os.path.split(directory)
+        if not name:
+            break
+        walked.append(name)
+        if os.path.isfile(os.path.join(directory, "__init__.py")):
+            top = len(walked)
+        directory = parent
+    if top is None:
+        return None
+    outer = ".".join(list(reversed(walked[:top])) + parts)
+    return outer if outer != module_name(path)[0] else None
+
+
+# how far up `outer_module_name` looks for a package above a namespace directory
+_MAX_NAMESPACE_DEPTH = 12
+
+
 def function_trigger(config) -> re.Pattern[str]:
     """The same idea one level down: a hot function whose text mentions none of these cannot
     produce a finding of the per-function rules, so it is not parsed. (A call into a syncing

@@ -83,7 +83,7 @@ PREDICATE_PREFIXES = ("is_", "has_", "get_", "supports_", "can_")
 # torch functions that wrap host memory.
 TORCH_HOST_FUNCTIONS = frozenset(("from_numpy",))
 # Modules whose functions return host memory, and those whose functions return Python values.
-HOST_MODULES = ("numpy.", "np.", "array.")
+HOST_MODULES = ("numpy.", "np.", "array.", "pandas.")  # pandas frames and series are host data
 PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.", "os.", "logging.",
               "time.")
 # Functions that return one of their arguments as it is (its position): `cast(T, x)` is x.

@@ -309,7 +309,14 @@ class Solver:
                     summary.ruled = (_join(here, ruled[0]), ruled[1])
             for param, sub in callee.cond.items():
                 where, follows = self.argument(qualname, call, target, shift, param)
-                if follows is not None and not P.is_tensor_like(where):
+                # passing its own parameter on, typed `torch.Tensor` or not: where the tensor
+                # lives is the callers' to tell (`torch.from_numpy(a)` passed through a helper
+                # that `.item()`s it is no sync). A hot function nothing calls, or one called
+                # with a tensor, is still flagged at its call (findings: `entry`, tensor-typed).
+                # The receiver keeps its old reading: an object whose fields a callee syncs on
+                # (`self.seq_lens_cpu` in a property) syncs for whoever holds it.
+                on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
+                if follows is not None and (not P.is_tensor_like(where) or not on_receiver):
                     chain = _join(here, sub)
                     if _better(summary.cond.get(follows), chain):
                         summary.cond[follows] = chain
@@ -447,9 +454,11 @@ class Solver:
         return (P.combine(*wheres), None) if wheres else (P.PY, None)
 
     # -- findings ----------------------------------------------------------------------
-    def findings(self, fed: set = frozenset()) -> dict[str, list[FileFinding]]:
+    def findings(self, fed: set = frozenset(), starred: frozenset = frozenset()) -> dict[str, list[FileFinding]]:
         """The call-site findings (SYN601, SYN602) per path, with their chains; a value that
-        follows a parameter of the caller in `fed` (host_fed) is host data."""
+        follows a parameter of the caller in `fed` (host_fed) is host data. A call with `*args`
+        / `**kwargs` (`starred`: (caller, line, column)) may pass any parameter it does not name,
+        so such a parameter counts as given a tensor of unknown device."""
         found: dict[str, list[FileFinding]] = {}
         for qualname, facts in self.program.functions.items():
             if not facts["hot"]:
@@ -465,8 +474,11 @@ class Solver:
                     code, chain = "SYN602", _join(here, synced)
                 else:
                     entry = qualname not in self.callers  # nothing in the tree calls it
+                    star = (qualname, call.line, call.column) in starred
                     for param, sub in sorted(callee.cond.items(), key=lambda item: len(item[1])):
                         where, follows = self.argument(qualname, call, target, shift, param)
+                        if star and not self._names(call, target, shift, param):
+                            where, follows = P.UNKNOWN, None
                         # a value from this function's own parameter: flagged here only if its
                         # type says tensor, or no caller in the tree can be flagged instead
                         if (follows is None or entry or P.is_tensor_like(where)) and P.maybe_device(where) \
@@ -631,7 +643,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
                         for qualname, line, column in _starred_calls(result))
     fed, host = solver.host_fed(starred)
-    return solver.findings(host), fed, solver.host_origins(results), scope
+    return solver.findings(host, starred), fed, solver.host_origins(results), scope
 
 
 def _starred_calls(result):
