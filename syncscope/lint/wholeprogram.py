@@ -556,6 +556,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
     from .flagguards import flag_lines
+    from .memo import memo_lines
     from .reachability import cold_calls_removed, guarded_lines, per_step_table
 
     program = Program(results)
@@ -565,6 +566,9 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     guarded = guarded_lines(program, solver.edges, results)
     for path, lines in flag_lines(program, solver.edges, results).items():  # flags no caller turns on
         guarded[path] = guarded.get(path, []) + lines
+    if library is not None:  # memos a long-lived object fills once (memo.py)
+        for path, lines in memo_lines(program, results, library).items():
+            guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
     functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
