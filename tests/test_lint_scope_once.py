@@ -143,3 +143,40 @@ def test_capture_and_check_switches_are_cold_but_feature_flags_are_not(tmp_path)
     source = textwrap.dedent(SWITCHES).splitlines()
     kept = [source[line - 1].strip() for line in lines]
     assert kept == ["h = x.tolist()", "p = x.tolist()"], kept
+
+
+def test_a_mixin_memo_is_once_when_every_subclass_serves_steps(tmp_path):
+    mixin = """
+        import torch
+
+        class DraftMixin:
+            def _bundle(self, pool):
+                cached = self._bundle_cache
+                if cached is not None and cached[0] == id(pool):
+                    return cached[1]
+                bundle = torch.tensor(pool.ptrs, device="cuda")
+                self._bundle_cache = (id(pool), bundle)
+                return bundle
+    """
+    model = """
+        import torch
+        from pkg.mixin import DraftMixin
+
+        class Draft(DraftMixin, torch.nn.Module):
+            def forward(self, x: torch.Tensor, pool):
+                return x + self._bundle(pool)
+    """
+    run = lint_package(tmp_path, {"mixin.py": mixin, "model.py": model})
+    assert where(run) == []
+    # another subclass that may be built every step: the fill may run every step
+    other = model + """
+        class PerStep(DraftMixin):
+            def summary(self, pool):
+                return self._bundle(pool)
+
+        class Model2(torch.nn.Module):
+            def forward(self, x: torch.Tensor, meta: PerStep, pool):
+                return meta.summary(pool)
+    """
+    run = lint_package(tmp_path, {"mixin.py": mixin, "model.py": other})
+    assert ("pkg/mixin.py", 9) in [(path, line) for path, line, _ in where(run)], where(run)

@@ -198,16 +198,34 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
     for result in results.values():
         bases.update(getattr(result, "bases", None) or {})
 
-    def serves(cls: str, depth: int = 0) -> str | None:
+    subclasses: dict[str, list[str]] = {}
+    for cls, items in bases.items():
+        for base in items or ():
+            inner = program.chase(base, True) if base else None
+            if inner and inner != cls:
+                subclasses.setdefault(inner, []).append(cls)
+
+    def up(cls: str, depth: int = 0) -> str | None:
+        """The class or an in-tree base that has a per-step method."""
         if cls in serving:
             return cls
         for base in bases.get(cls) or () if depth < 16 else ():
             inner = program.chase(base, True) if base else None
             if inner and inner != cls:
-                found = serves(inner, depth + 1)
+                found = up(inner, depth + 1)
                 if found:
                     return found
         return None
+
+    def serves(cls: str) -> str | None:
+        """`up`, or for a mixin (`class DSparkDraftMixin:` whose methods a model class inherits)
+        every in-tree subclass serves steps: its objects are those subclasses'."""
+        found = up(cls)
+        if found is None and subclasses.get(cls):
+            below = [serves(sub) if sub != cls else None for sub in subclasses[cls]]
+            if all(below):
+                found = below[0]
+        return found
 
     found: dict[str, list] = {}
     for qualname, items in memos.items():
