@@ -180,3 +180,46 @@ def test_a_mixin_memo_is_once_when_every_subclass_serves_steps(tmp_path):
     """
     run = lint_package(tmp_path, {"mixin.py": mixin, "model.py": other})
     assert ("pkg/mixin.py", 9) in [(path, line) for path, line, _ in where(run)], where(run)
+
+
+def test_a_per_step_object_with_a_forward_named_helper_is_no_server(tmp_path):
+    # a dataclass built every step whose helper happens to be named like a module method
+    batch = """
+        import torch
+
+        class Batch:
+            def _forward_num_tokens(self):
+                return 0
+
+            def chunk_len(self, lens: torch.Tensor):
+                if self.prefix_chunk_len is None:
+                    self.prefix_chunk_len = int(lens.max())
+                return self.prefix_chunk_len
+    """
+    model = """
+        import torch
+        from pkg.batch import Batch
+
+        class Model(torch.nn.Module):
+            def forward(self, x: torch.Tensor, batch: Batch):
+                return batch.chunk_len(x)
+    """
+    run = lint_package(tmp_path, {"batch.py": batch, "model.py": model})
+    assert where(run), "the lazy field of a per-step object is a sync for its per-step caller"
+
+
+def test_a_fill_through_a_per_step_method_stays(tmp_path):
+    backend = """
+        import torch
+
+        class Backend(torch.nn.Module):
+            def init_forward_metadata(self, x: torch.Tensor):
+                self.forward_metadata = int(x.max())
+
+            def forward(self, x: torch.Tensor):
+                if self.forward_metadata is None:
+                    self.init_forward_metadata(x)
+                return x
+    """
+    run = lint_package(tmp_path, {"backend.py": backend})
+    assert ("pkg/backend.py", 10) in [(path, line) for path, line, _ in where(run)], where(run)

@@ -30,6 +30,8 @@ import ast
 import fnmatch
 import re
 
+from .modules import ModuleKinds
+
 
 def _self_field(node) -> str | None:
     """`self.x` -> "x"; `getattr(self, "x", None)` -> "x"."""
@@ -96,9 +98,10 @@ def _identity_key(test) -> bool:
     return False
 
 
-def _fills(body, name: str) -> bool:
-    """The block stores `self.<name>` (or `self.<name>[key]`), or calls a method of `self` named
-    for the field (`self._init_step_index(...)` fills `self.step_index`)."""
+def _fills(body, name: str) -> str | bool:
+    """The block stores `self.<name>` (or `self.<name>[key]`): True; or calls a method of `self`
+    named for the field (`self._init_step_index(...)` fills `self.step_index`): that method's
+    name (memo_lines drops it when the method runs every step anyway)."""
     bare = name.strip("_")
     for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -111,7 +114,7 @@ def _fills(body, name: str) -> bool:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
                 and _named_for(node.func.attr, name):
-            return True
+            return node.func.attr
     return False
 
 
@@ -142,16 +145,19 @@ def _block(body, local: dict, out: list) -> None:
         if isinstance(stmt, ast.If):
             # not `if self.x is None or bs != self.bs:`: what forces a rebuild may change every step
             missing = _missing(stmt.test, local)
-            if missing and _fills(stmt.body, missing):
+            how = _fills(stmt.body, missing) if missing else False
+            if how:
                 # `if self.x is None: self.x = build()`: the body fills the memo
-                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing))
+                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing, how if isinstance(how, str) else None))
                 _block(stmt.orelse, local, out)
                 continue
             present = _present(stmt.test, local)
             rest = body[index + 1:]
-            if present and stmt.body and isinstance(stmt.body[-1], ast.Return) and rest and _fills(rest, present):
+            how = _fills(rest, present) if present and rest and stmt.body and isinstance(stmt.body[-1], ast.Return) \
+                else False
+            if how:
                 # `if v is not None: return v` then build and store: the rest of the block fills it
-                out.append((rest[0].lineno, _end(rest[-1]), present))
+                out.append((rest[0].lineno, _end(rest[-1]), present, how if isinstance(how, str) else None))
                 return
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
@@ -163,7 +169,8 @@ def _block(body, local: dict, out: list) -> None:
 
 
 def file_memos(tree: ast.Module, module: str) -> dict[str, list]:
-    """{method: [(start, end, field)]}: the lines of each method that fill a memo on `self`."""
+    """{method: [(start, end, field, method that fills it or None)]}: the lines of each method
+    that fill a memo on `self`."""
     found: dict[str, list] = {}
 
     def walk(body, prefix: str, in_class: bool) -> None:
@@ -189,10 +196,19 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
     if not memos or not library.hot_roots:
         return {}
     roots = re.compile("|".join(fnmatch.translate(p) for p in library.hot_roots))
-    serving: set[str] = set()  # classes that define a per-step root method themselves
+    module_method = re.compile("|".join(fnmatch.translate(p) for p in library.module_methods)) \
+        if library.module_methods else None
+    kinds = ModuleKinds(program, results, library)
+    # classes that define a per-step root method themselves: `build`, `step`, ...; a module
+    # method (`forward`, `_forward_*`) only where the class is known to be a module (an
+    # unfollowed base such as `nn.Module`): SGLang's per-step `ForwardBatch` has a helper
+    # `_forward_num_tokens`
+    serving: set[str] = set()
     for qualname in program.functions:
         owner, _, short = qualname.rpartition(".")
-        if owner in program.classes and roots.match(short):
+        if owner not in program.classes or not roots.match(short):
+            continue
+        if module_method is None or not module_method.match(short) or kinds.known_module(owner):
             serving.add(owner)
     bases: dict[str, tuple] = {}
     for result in results.values():
@@ -236,7 +252,9 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
         if server is None:
             continue  # an object of unknown lifetime (may be built every step): its fill stays
         short = owner.rsplit(".", 1)[-1]
-        for start, end, field in items:
+        for start, end, field, method in items:
+            if method is not None and roots.match(method):
+                continue  # `if self.forward_metadata is None: self.init_forward_metadata(b)`: per step anyway
             found.setdefault(program.path_of[qualname], []).append(
                 (start, end, f"runs once per object: fills `self.{field}` on first use, and `{short}` "
                              f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method), so it lives across them"))
