@@ -74,14 +74,21 @@ class Conditions:
                 return (not decisive), results[0][1]
             return None, ""
         if isinstance(node, ast.Compare):
-            return self._device_type(node)
+            switched = self._switch_on(node)
+            return switched if switched is not None else self._device_type(node)
         if isinstance(node, ast.Call):
             name = _dotted(node.func) or ""
             if any(name == r or name.endswith("." + r) for r in self.lib.env_readers):
                 first = node.args[0] if node.args else None
-                if isinstance(first, ast.Constant) and isinstance(first.value, str) \
-                        and self.lib.has_word(first.value, self.lib.debug_words):
-                    return False, f"debug switch `{first.value}`"
+                default = node.args[1] if len(node.args) > 1 else \
+                    next((k.value for k in node.keywords if k.arg == "default"), None)
+                if default is not None and not (isinstance(default, ast.Constant) and _off(default.value)):
+                    return None, ""  # `os.environ.get("X_CHECK", "1")`: on unless turned off
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    if self.lib.has_word(first.value, self.lib.debug_words):
+                        return False, f"debug switch `{first.value}`"
+                    if self.lib.env_check(first.value):
+                        return False, f"check switch `{first.value}` (off by default)"
                 return None, ""
             return self._named(name)
         if isinstance(node, (ast.Name, ast.Attribute)):
@@ -100,6 +107,8 @@ class Conditions:
         last = name.rsplit(".", 1)[-1]
         if self.lib.has_word(name, self.lib.debug_words):
             return False, f"debug switch `{name}`"
+        if self.lib.has_word(last, self.lib.capture_states):
+            return False, f"`{name}`: CUDA-graph capture, which runs once at start-up"
         if name.endswith("cuda.is_available"):
             return True, f"`{name}` is true on CUDA"
         split = words(last)
@@ -108,6 +117,8 @@ class Conditions:
         if last.isupper():  # an environment flag: `envs.VLLM_ROCM_USE_AITER`
             if any(w in self.lib.other_words for w in split):
                 return False, f"`{name}` is for another platform than CUDA"
+            if self.lib.env_check(last):
+                return False, f"check switch `{name}` (off by default)"
             return None, ""
         if split[0] not in self.lib.predicate_prefixes:
             return None, ""
@@ -117,6 +128,19 @@ class Conditions:
         if rest and rest[0] in self.lib.cuda_words and all(w in ("alike", "available", "platform") for w in rest[1:]):
             return True, f"`{name}` is true on CUDA"
         return None, ""
+
+    def _switch_on(self, node: ast.Compare) -> tuple[bool, str] | None:
+        """`os.environ.get("SGLANG_X_DEBUG_BOUNDS") == "1"`, `envs.X_DEBUG in ("1", "true")`: a
+        switch that is off, compared with a value that turns it on, is false too."""
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.In)):
+            return None
+        right = node.comparators[0]
+        values = right.elts if isinstance(node.ops[0], ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) \
+            else [right]
+        if not values or not all(isinstance(v, ast.Constant) and not _off(v.value) for v in values):
+            return None
+        value, why = self.evaluate(node.left)
+        return (False, why) if value is False and why else None
 
     def _device_type(self, node: ast.Compare) -> tuple[bool | None, str]:
         """`x.device.type == "cpu"`, `device != "cuda"`: a device-type test."""
@@ -140,6 +164,11 @@ class Conditions:
         if isinstance(node.ops[0], ast.NotEq):
             value = not value
         return value, f"device type `{right.value}`"
+
+
+def _off(value) -> bool:
+    """A literal that leaves a switch off: None, False, 0, "", "0", "false", "off", "no"."""
+    return value in (None, False, 0, "", "0") or str(value).lower() in ("false", "off", "no")
 
 
 def platform_name(name: str, library: LibraryFacts) -> bool:

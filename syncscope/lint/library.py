@@ -28,6 +28,9 @@ class LibraryFacts:
     other_path_words: frozenset
     other_dirs: frozenset
     debug_words: frozenset
+    env_check_words: frozenset
+    env_check_not: frozenset
+    capture_states: frozenset
     env_readers: frozenset
     false_while_serving: frozenset
     true_on_cuda: frozenset
@@ -44,6 +47,11 @@ class LibraryFacts:
             return True
         joined = "_" + "_".join(split) + "_"
         return any("_" in entry and f"_{entry}_" in joined for entry in vocabulary)
+
+    def env_check(self, variable: str) -> bool:
+        """An environment variable that turns on a check left off by default (`..._NANS_IN_LOGITS`,
+        `..._DEBUG_BOUNDS`), not one that turns a check off (`VLLM_SKIP_P2P_CHECK`)."""
+        return self.has_word(variable, self.env_check_words) and not self.has_word(variable, self.env_check_not)
 
 
 class LibraryFactsError(Exception):
@@ -69,6 +77,9 @@ _KEYS = {
     ("platform", "true-on-cuda"): "true_on_cuda",
     ("switches", "debug-words"): "debug_words",
     ("switches", "env-readers"): "env_readers",
+    ("switches", "env-check-words"): "env_check_words",
+    ("switches", "env-check-not"): "env_check_not",
+    ("switches", "capture-states"): "capture_states",
     ("switches", "false-while-serving"): "false_while_serving",
     ("roots", "hot"): "hot_roots",
     ("roots", "module-methods"): "module_methods",

@@ -75,6 +75,11 @@ class ModuleKinds:
         self._module[cls] = kind
         return kind
 
+    def known_module(self, cls: str) -> bool:
+        """Its in-tree chain ends in a base the linter cannot follow (`torch.nn.Module`): a
+        module as far as the program shows (a bare class is no evidence)."""
+        return cls in self.bases and self._kind(cls) == _MODULE
+
     def family_may_be_module(self, cls: str) -> bool:
         """The class or one of its in-tree subclasses (which inherit its methods) may be a module."""
         known = self._family.get(cls)

@@ -619,6 +619,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
     from .errorpaths import error_lines
     from .flagguards import flag_lines
+    from .memo import memo_lines
     from .reachability import cold_calls_removed, guarded_lines, per_step_table
 
     from .constargs import ConstArgs
@@ -632,6 +633,9 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
         guarded[path] = guarded.get(path, []) + lines
     for path, lines in error_lines(program, solver.edges, results).items():  # ends in a call that raises
         guarded[path] = guarded.get(path, []) + lines
+    if library is not None:  # memos a long-lived object fills once (memo.py)
+        for path, lines in memo_lines(program, results, library).items():
+            guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
     functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name) \

@@ -61,6 +61,8 @@ class RawResult:
     # in a loop), class -> its bases as qualified names (None: cannot be told)
     straight: dict = field(default_factory=dict)
     bases: dict = field(default_factory=dict)
+    # memos on `self` (memo.py): method -> [(start, end, field)] of the lines that fill one
+    memos: dict = field(default_factory=dict)
     # attribute name -> the places this file stores into it (classinfo.attribute_places)
     attr_places: dict = field(default_factory=dict)
     # the same per owner class, and the classes of fields (owner_fields.owner_facts)
@@ -185,6 +187,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .loops import file_loops
 
     result.straight, result.bases = file_loops(tree, module, aliases)
+    from .memo import file_memos
+
+    result.memos = file_memos(tree, module)
 
 
 def file_hints(tree, config, text: str):

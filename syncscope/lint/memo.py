@@ -1,0 +1,261 @@
+"""Values built once and kept on a long-lived object: lines that fill a memo on `self`.
+
+A per-step method often builds something on first use and keeps it:
+
+    def _get_context(self):
+        context = self.context
+        if context is not None:            # every later call returns here
+            return context
+        context = Context.create(...)       # runs once per object
+        self.context = context
+        return context
+
+    if not hasattr(self, "_ptrs"): self._ptrs = torch.tensor([...], device=...)
+    if self.step_index is None: self._init_step_index(t)   # the method named for the field fills it
+
+What such a fill does runs once per object (`if self.x is None or bs != self.bs:` is not one: what
+forces the rebuild may change every step).
+Whether that is once or every step depends on how long the object lives: the analyzer keeps a
+lazy field of a per-step object (vLLM's `CommonAttentionMetadata.seq_lens_cpu`) as a sync for
+its callers. Here the fill is cold only in a class that serves steps itself: it (or an in-tree
+base) defines a per-step root method (`forward`, `build`, `step`, ...: library facts `[roots]
+hot`), so its objects are built at start-up (a module, a metadata builder, a scheduler) and live
+across steps. Read from each file's `ast` (`file_memos`), decided over the whole tree
+(`memo_lines`). Everything recorded is plain tuples and dicts: it is pickled into the lint cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import re
+
+from .modules import ModuleKinds
+
+
+def _self_field(node) -> str | None:
+    """`self.x` -> "x"; `getattr(self, "x", None)` -> "x"."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == "self" \
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        return node.args[1].value
+    return None
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _missing(test, local: dict) -> str | None:
+    """The field a test finds missing: `self.x is None`, `v is None` (`v = self.x` before),
+    `not hasattr(self, "x")`, `key not in self._cache`."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = test.operand
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "hasattr" \
+                and len(inner.args) == 2 and isinstance(inner.args[0], ast.Name) and inner.args[0].id == "self" \
+                and isinstance(inner.args[1], ast.Constant) and isinstance(inner.args[1].value, str):
+            return inner.args[1].value
+        return None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(op, ast.Is) and _is_none(right):
+        if isinstance(test.left, ast.Name):
+            return local.get(test.left.id)
+        return _self_field(test.left)
+    if isinstance(op, ast.NotIn):
+        return _self_field(right)
+    return None
+
+
+def _present(test, local: dict) -> str | None:
+    """The field a test finds already built: `v is not None [and v[0] == key]` (`v = self.x`
+    before), `self.x is not None`."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    first = parts[0]
+    # a key checked too must name an object, not a size: `cached[0] == id(pool)` (a pool lives
+    # as long as the memo's owner), not `cached[0] == bs` (rebuilt whenever the batch changes)
+    if not all(_identity_key(part) for part in parts[1:]):
+        return None
+    if isinstance(first, ast.Compare) and len(first.ops) == 1 and isinstance(first.ops[0], ast.IsNot) \
+            and _is_none(first.comparators[0]):
+        if isinstance(first.left, ast.Name):
+            return local.get(first.left.id)
+        return _self_field(first.left)
+    return None
+
+
+def _identity_key(test) -> bool:
+    """`cached[0] == id(pool)`, `key == x.data_ptr()`: a comparison with an object's identity."""
+    if not isinstance(test, ast.Compare):
+        return False
+    for node in [test.left, *test.comparators]:
+        if isinstance(node, ast.Call) and ((isinstance(node.func, ast.Name) and node.func.id == "id")
+                                           or (isinstance(node.func, ast.Attribute) and node.func.attr == "data_ptr")):
+            return True
+    return False
+
+
+def _fills(body, name: str) -> str | bool:
+    """The block stores `self.<name>` (or `self.<name>[key]`): True; or calls a method of `self`
+    named for the field (`self._init_step_index(...)` fills `self.step_index`): that method's
+    name (memo_lines drops it when the method runs every step anyway)."""
+    bare = name.strip("_")
+    for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Subscript):
+                    target = target.value
+                if _self_field(target) == name:
+                    return True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
+                and _named_for(node.func.attr, name):
+            return node.func.attr
+    return False
+
+
+_BUILD_WORDS = frozenset(("init", "build", "create", "compute", "make", "setup", "prepare"))
+
+
+def _named_for(method: str, field: str) -> bool:
+    """`_init_step_index` builds `step_index`: a building verb and every word of the field."""
+    method_words = [w for w in method.lower().split("_") if w]
+    field_words = [w for w in field.lower().split("_") if w]
+    return bool(field_words) and bool(_BUILD_WORDS & set(method_words)) and \
+        all(w in method_words for w in field_words)
+
+
+def _end(stmt) -> int:
+    return getattr(stmt, "end_lineno", None) or stmt.lineno
+
+
+def _block(body, local: dict, out: list) -> None:
+    local = dict(local)  # `v = self.x` seen so far in this block
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            field = _self_field(stmt.value)
+            if field is not None:
+                local[stmt.targets[0].id] = field
+            else:
+                local.pop(stmt.targets[0].id, None)
+        if isinstance(stmt, ast.If):
+            # not `if self.x is None or bs != self.bs:`: what forces a rebuild may change every step
+            missing = _missing(stmt.test, local)
+            how = _fills(stmt.body, missing) if missing else False
+            if how:
+                # `if self.x is None: self.x = build()`: the body fills the memo
+                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing, how if isinstance(how, str) else None))
+                _block(stmt.orelse, local, out)
+                continue
+            present = _present(stmt.test, local)
+            rest = body[index + 1:]
+            how = _fills(rest, present) if present and rest and stmt.body and isinstance(stmt.body[-1], ast.Return) \
+                else False
+            if how:
+                # `if v is not None: return v` then build and store: the rest of the block fills it
+                out.append((rest[0].lineno, _end(rest[-1]), present, how if isinstance(how, str) else None))
+                return
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt) \
+                    and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                _block(inner, local, out)
+        for handler in getattr(stmt, "handlers", ()):
+            _block(handler.body, local, out)
+
+
+def file_memos(tree: ast.Module, module: str) -> dict[str, list]:
+    """{method: [(start, end, field, method that fills it or None)]}: the lines of each method
+    that fill a memo on `self`."""
+    found: dict[str, list] = {}
+
+    def walk(body, prefix: str, in_class: bool) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.ClassDef):
+                walk(stmt.body, f"{prefix}{stmt.name}.", True)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class:
+                out: list = []
+                _block(stmt.body, {}, out)
+                if out:
+                    local = f"{prefix}{stmt.name}"
+                    found[f"{module}.{local}" if module else local] = out
+
+    walk(tree.body, "", False)
+    return found
+
+
+def memo_lines(program, results: dict, library) -> dict[str, list]:
+    """{path: [(start, end, why)]}: the memo fills of classes that serve steps (see above)."""
+    memos: dict[str, list] = {}
+    for result in results.values():
+        memos.update(getattr(result, "memos", None) or {})
+    if not memos or not library.hot_roots:
+        return {}
+    roots = re.compile("|".join(fnmatch.translate(p) for p in library.hot_roots))
+    module_method = re.compile("|".join(fnmatch.translate(p) for p in library.module_methods)) \
+        if library.module_methods else None
+    kinds = ModuleKinds(program, results, library)
+    # classes that define a per-step root method themselves: `build`, `step`, ...; a module
+    # method (`forward`, `_forward_*`) only where the class is known to be a module (an
+    # unfollowed base such as `nn.Module`): SGLang's per-step `ForwardBatch` has a helper
+    # `_forward_num_tokens`
+    serving: set[str] = set()
+    for qualname in program.functions:
+        owner, _, short = qualname.rpartition(".")
+        if owner not in program.classes or not roots.match(short):
+            continue
+        if module_method is None or not module_method.match(short) or kinds.known_module(owner):
+            serving.add(owner)
+    bases: dict[str, tuple] = {}
+    for result in results.values():
+        bases.update(getattr(result, "bases", None) or {})
+
+    subclasses: dict[str, list[str]] = {}
+    for cls, items in bases.items():
+        for base in items or ():
+            inner = program.chase(base, True) if base else None
+            if inner and inner != cls:
+                subclasses.setdefault(inner, []).append(cls)
+
+    def up(cls: str, depth: int = 0) -> str | None:
+        """The class or an in-tree base that has a per-step method."""
+        if cls in serving:
+            return cls
+        for base in bases.get(cls) or () if depth < 16 else ():
+            inner = program.chase(base, True) if base else None
+            if inner and inner != cls:
+                found = up(inner, depth + 1)
+                if found:
+                    return found
+        return None
+
+    def serves(cls: str) -> str | None:
+        """`up`, or for a mixin (`class DSparkDraftMixin:` whose methods a model class inherits)
+        every in-tree subclass serves steps: its objects are those subclasses'."""
+        found = up(cls)
+        if found is None and subclasses.get(cls):
+            below = [serves(sub) if sub != cls else None for sub in subclasses[cls]]
+            if all(below):
+                found = below[0]
+        return found
+
+    found: dict[str, list] = {}
+    for qualname, items in memos.items():
+        owner = qualname.rpartition(".")[0]
+        if qualname not in program.functions or owner not in program.classes:
+            continue
+        server = serves(owner)
+        if server is None:
+            continue  # an object of unknown lifetime (may be built every step): its fill stays
+        short = owner.rsplit(".", 1)[-1]
+        for start, end, field, method in items:
+            if method is not None and roots.match(method):
+                continue  # `if self.forward_metadata is None: self.init_forward_metadata(b)`: per step anyway
+            found.setdefault(program.path_of[qualname], []).append(
+                (start, end, f"runs once per object: fills `self.{field}` on first use, and `{short}` "
+                             f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method), so it lives across them"))
+    return found
