@@ -1,0 +1,46 @@
+"""The misses of issue 25's recall corpus (docs/lint.md, "2026-11-27 (session 2)"), one general
+cause each, on a small package run with the default per-step scope."""
+
+from __future__ import annotations
+
+from test_lint_scope import lint_package, where
+
+
+def test_a_memo_keyed_by_an_arguments_identity_runs_for_every_new_object(tmp_path):
+    # SGLang 0.5.20 KDA prefill: `key = id(cu_seqlens)`; serving passes a fresh tensor every
+    # step, so the memo misses and its host-to-device copy runs every step. A memo keyed by
+    # configuration values stays cold.
+    run = lint_package(tmp_path, {
+        "ops.py": """
+            import torch
+
+            _repack_cache = {}
+
+            def repack_info(cu_seqlens, device):
+                key = id(cu_seqlens)
+                cached = _repack_cache.get(key)
+                if cached is not None:
+                    return cached
+                new_cu = [0, 1, 2]
+                new_cu_tensor = torch.tensor(new_cu, dtype=cu_seqlens.dtype, device=device)
+                _repack_cache[key] = new_cu_tensor
+                return new_cu_tensor
+
+            def config_info(block_size, device):
+                key = (block_size, id)
+                t = torch.tensor([block_size], device=device)
+                _repack_cache[key] = t
+                return t
+        """,
+        "model.py": """
+            import torch
+            from pkg.ops import config_info, repack_info
+
+            class Model(torch.nn.Module):
+                def forward(self, x: torch.Tensor, cu_seqlens: torch.Tensor):
+                    return repack_info(cu_seqlens, x.device), config_info(64, x.device)
+        """,
+    })
+    found = [f for f in run.findings if f.site.path == "pkg/model.py"]
+    assert [(f.site.line, f.code) for f in found] == [(7, "SYN602")]
+    assert "pkg/ops.py:12" in found[0].message  # the chain ends at the copy, not at config_info's
