@@ -44,3 +44,28 @@ def test_a_memo_keyed_by_an_arguments_identity_runs_for_every_new_object(tmp_pat
     found = [f for f in run.findings if f.site.path == "pkg/model.py"]
     assert [(f.site.line, f.code) for f in found] == [(7, "SYN602")]
     assert "pkg/ops.py:12" in found[0].message  # the chain ends at the copy, not at config_info's
+
+
+def test_nonzero_as_tuple_names_a_tensor_even_when_iteration_guessed_a_python_value(tmp_path):
+    # SGLang 0.5.20 sampler.py: `for _, (processor, batch_mask) in info.custom_logit_processor
+    # .items(): batch_mask.nonzero(as_tuple=True)`. The values of `.items()` are taken for Python
+    # values, but only torch's `nonzero` takes `as_tuple`.
+    run = lint_package(tmp_path, {
+        "sampler.py": """
+            import torch
+
+            def apply_custom_logit_processor(logits: torch.Tensor, info):
+                for _, (processor, batch_mask) in info.custom_logit_processor.items():
+                    batch_indices = batch_mask.nonzero(as_tuple=True)[0]
+                    logits[batch_indices] = processor(logits[batch_indices])
+                for _, sizes in info.sizes.items():
+                    first = sizes.nonzero()
+                return first
+
+            class Sampler(torch.nn.Module):
+                def forward(self, logits: torch.Tensor, sampling_info):
+                    return apply_custom_logit_processor(logits, sampling_info)
+        """,
+    })
+    assert ("pkg/sampler.py", 6, "SYN105") in where(run)
+    assert ("pkg/sampler.py", 9, "SYN105") not in where(run)  # numpy's nonzero(): no evidence
