@@ -69,3 +69,38 @@ def test_nonzero_as_tuple_names_a_tensor_even_when_iteration_guessed_a_python_va
     })
     assert ("pkg/sampler.py", 6, "SYN105") in where(run)
     assert ("pkg/sampler.py", 9, "SYN105") not in where(run)  # numpy's nonzero(): no evidence
+
+
+def test_a_field_made_by_an_alternative_constructor_has_that_class(tmp_path):
+    # SGLang 0.5.22: `self.dllm_algorithm = DllmAlgorithm.from_server_args(args)` (imported inside
+    # the method), then `self.dllm_algorithm.run(...)` every step; `run` is too common a name to
+    # dispatch by name, so only the field's class reaches it.
+    run = lint_package(tmp_path, {
+        "algo.py": """
+            import torch
+
+            class DllmAlgorithm:
+                @staticmethod
+                def from_server_args(args):
+                    return DllmAlgorithm()
+
+                def run(self, input_ids: torch.Tensor):
+                    return self._block_starts(input_ids)
+
+                def _block_starts(self, input_ids: torch.Tensor):
+                    return (input_ids != 0).sum(dim=1).tolist()
+        """,
+        "worker.py": """
+            import torch
+
+            class TpWorker:
+                def __init__(self, args):
+                    from pkg.algo import DllmAlgorithm
+
+                    self.dllm_algorithm = DllmAlgorithm.from_server_args(args)
+
+                def forward_batch_generation(self, input_ids: torch.Tensor):
+                    return self.dllm_algorithm.run(input_ids)
+        """,
+    })
+    assert ("pkg/algo.py", 13, "SYN202") in where(run)

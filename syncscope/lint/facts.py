@@ -360,6 +360,7 @@ class _Scope:
             self.local_defs.pop(name, None)
             if isinstance(value, ast.Call):  # `runner = Runner(...)`: its class types the name
                 made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
+                made = _factory_class(made)
                 if made and made.rsplit(".", 1)[-1][:1].isupper():
                     self.types[name] = made
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -377,6 +378,7 @@ class _Scope:
             if isinstance(value, ast.Call) and dotted(target.value) == "self" and self.classes:
                 # `self.builder = Builder(device)` (no annotation): the class types the field
                 made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
+                made = _factory_class(made)
                 if made and made.rsplit(".", 1)[-1][:1].isupper():
                     self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
                                                  {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(
@@ -598,3 +600,16 @@ def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.
     walker = FileFacts(module, aliases, hints, is_cold)
     walker.run(tree)
     return walker.functions, walker.classes
+
+
+def _factory_class(made: str | None) -> str | None:
+    """`Cls.from_server_args` / `Cls.create(...)`: an alternative constructor makes a `Cls` (or
+    a subclass, whose inherited methods the class's own lookup still finds): SGLang's
+    `self.dllm_algorithm = DllmAlgorithm.from_server_args(server_args)`, whose `run` the per-step
+    worker calls. Any other name is returned as it is."""
+    if made is None or "." not in made:
+        return made
+    owner, method = made.rsplit(".", 1)
+    if owner.rsplit(".", 1)[-1][:1].isupper() and (method.startswith("from_") or method.startswith("create")):
+        return owner
+    return made
