@@ -104,3 +104,54 @@ def test_a_field_made_by_an_alternative_constructor_has_that_class(tmp_path):
         """,
     })
     assert ("pkg/algo.py", 13, "SYN202") in where(run)
+
+
+def test_torch_cat_of_a_list_named_list_lives_where_its_items_are(tmp_path):
+    # SGLang 0.5.20 logits_processor.py: `pt, pruned_states_list = 0, []` (the `_list` word reads
+    # as host data), `pruned_states = torch.cat(pruned_states_list)`, then index tensors are
+    # copied `.to(pruned_states.device, non_blocking=True)`. Taking the cat for host memory made
+    # those indices host data, and the masks built from them in the logprob processor
+    # (`torch.nonzero(chunk_mask)`, `if chunk_sample_mask.any():`) were dropped.
+    run = lint_package(tmp_path, {
+        "proc.py": """
+            import torch
+
+            class InputLogprobProcessor:
+                def forward(self, sample_indices: torch.Tensor, input_indices: torch.Tensor):
+                    for i in range(3):
+                        chunk_mask = (input_indices >= i) & (input_indices < i + 1)
+                        mask_indices = torch.nonzero(chunk_mask, as_tuple=True)[0]
+                        chunk_sample_mask = (sample_indices >= i) & (sample_indices < i + 1)
+                        if chunk_sample_mask.any():
+                            mask_indices = mask_indices + 1
+                    return mask_indices
+        """,
+        "logits.py": """
+            import torch
+            from pkg.proc import InputLogprobProcessor
+
+            class LogitsProcessor(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.input_logprob_processor = InputLogprobProcessor()
+
+                def forward(self, hidden_states: torch.Tensor, lens_cpu):
+                    sample_indices, input_indices = self._pruned(hidden_states, lens_cpu)
+                    return self.input_logprob_processor.forward(sample_indices=sample_indices, input_indices=input_indices)
+
+                def _pruned(self, hidden_states: torch.Tensor, lens_cpu):
+                    sample_indices, input_indices = [], []
+                    pt, pruned_states_list = 0, []
+                    for a, b in lens_cpu:
+                        pruned_states_list.append(hidden_states[a:b])
+                        sample_indices.append(b)
+                        input_indices.extend([a, b])
+                    pruned_states = torch.cat(pruned_states_list)
+                    sample_indices = torch.tensor(sample_indices, pin_memory=True).to(pruned_states.device, non_blocking=True)
+                    input_indices = torch.tensor(input_indices, pin_memory=True).to(pruned_states.device, non_blocking=True)
+                    return sample_indices, input_indices
+        """,
+    })
+    found = where(run)
+    assert ("pkg/proc.py", 8, "SYN105") in found
+    assert ("pkg/proc.py", 10, "SYN206") in found

@@ -21,7 +21,7 @@ import sys
 
 from . import provenance as P
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
+from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, host_only_by_list_word, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
                          annotation_place, compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
@@ -575,6 +575,10 @@ class _Scope:
                 return _PY
             if short in TORCH_HOST_FUNCTIONS:
                 return _HOST
+            if short in JOINING_FUNCTIONS and node.args and host_only_by_list_word(dotted(node.args[0]),
+                                                                                     self.file.hints.host_words):
+                # `torch.cat(pruned_states_list)`: the items' device, not the list's name
+                args = [(None, None, (P.TENSOR, None, None))] + [a for a in args if a[0] != 0]
             return _combine([a[2] for a in args]) if args else _UNKNOWN
         if qualname.startswith(HOST_MODULES):
             return _HOST
