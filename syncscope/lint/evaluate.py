@@ -17,8 +17,7 @@ from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
 from .rules.base import CallInfo
-from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, host_only_by_list_word, HOST_METHODS, HOST_MODULES,
-                         KEYED_READ_METHODS, NEW_TENSOR_METHODS,
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
                          PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, element_place, factory_place,
                          keyed_place, torch_gives_python)
@@ -422,9 +421,6 @@ class ExpressionEvaluator:
             if short in TORCH_HOST_FUNCTIONS:
                 return P.HOST
             wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
-            if short in JOINING_FUNCTIONS and info.args and wheres[0] == P.HOST \
-                    and host_only_by_list_word(dotted(info.args[0][0]), self.hints.host_words):
-                wheres[0] = P.TENSOR  # `torch.cat(pruned_states_list)`: where the items are
             if any(w == P.DEVICE for w in wheres):
                 return P.DEVICE
             if any(P.device_unknown(w) for w in wheres):

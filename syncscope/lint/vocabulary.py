@@ -275,13 +275,3 @@ def named_device_place(name: str, host_words: frozenset[str]) -> P.Place | None:
 # torch functions that join a Python sequence of tensors into one tensor on their device
 JOINING_FUNCTIONS = frozenset("cat concat concatenate stack hstack vstack".split())
 
-
-def host_only_by_list_word(name: str | None, host_words: frozenset[str]) -> bool:
-    """Whether a name reads as host data only through the word `list` (`pruned_states_list`):
-    that word says a Python list, which lives on the host, but not where its items live, and
-    `torch.cat(pruned_states_list)` makes a tensor where the items are. `x_cpu_list` still says
-    host."""
-    if not name:
-        return False
-    words = name.rsplit(".", 1)[-1].lower().strip("_").split("_")
-    return "list" in words and not any(w in host_words for w in words if w != "list")
