@@ -621,13 +621,16 @@ def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.
 
 
 def _factory_class(made: str | None) -> str | None:
-    """`Cls.from_server_args` / `Cls.create(...)`: an alternative constructor makes a `Cls` (or
+    """`Cls.from_server_args(...)`: an alternative constructor makes a `Cls` (or
     a subclass, whose inherited methods the class's own lookup still finds): SGLang's
     `self.dllm_algorithm = DllmAlgorithm.from_server_args(server_args)`, whose `run` the per-step
     worker calls. Any other name is returned as it is."""
     if made is None or "." not in made:
         return made
     owner, method = made.rsplit(".", 1)
-    if owner.rsplit(".", 1)[-1][:1].isupper() and (method.startswith("from_") or method.startswith("create")):
+    # `create*` is left out: factories (`EventPublisherFactory.create`) return other classes, and
+    # `DecodeStagingHandler.create` typed that way reached its per-request release path's stream
+    # synchronize from the decode queue (SGLang 0.5.20 disaggregation/decode.py:2452)
+    if owner.rsplit(".", 1)[-1][:1].isupper() and method.startswith("from_"):
         return owner
     return made
