@@ -109,7 +109,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             # then: latent), else once per configuration (cold: dropped)
             per_object = any((dotted(d.decorator) or "").endswith("cached_property") for d in memo)
             keyed_by_tensor = any(P.is_tensor_like(ctx.env.get(p, P.PY)) for p in ctx.params)
-            if per_object or keyed_by_tensor:
+            if per_object or keyed_by_tensor or _keys_by_identity(node, ctx.params):
                 ctx.once_depth = 1
             else:
                 ctx.cold_depth = 1
@@ -519,6 +519,30 @@ def _narrow_plain(ctx: FunctionContext, name: str | None) -> None:
         return
     ctx.env[name] = P.PY
     ctx.elements[name] = P.UNKNOWN
+
+
+def _keys_by_identity(node: cst.FunctionDef, params: list[str]) -> bool:
+    """Does the function read `id(p)` of one of its parameters (`key = id(cu_seqlens)`)? A memo
+    keyed by an argument's identity misses for every new object, and serving code hands it a
+    fresh tensor every step (SGLang's KDA prefill repacks `cu_seqlens` under `id(cu_seqlens)`):
+    it runs once per object, as one keyed by a tensor, not once per configuration."""
+    wanted = set(params)
+    for call in _calls_in(node.body):
+        if isinstance(call.func, cst.Name) and call.func.value == "id" and len(call.args) == 1:
+            arg = call.args[0].value
+            if isinstance(arg, cst.Name) and arg.value in wanted:
+                return True
+    return False
+
+
+def _calls_in(node: cst.CSTNode):
+    """The calls inside a node, not descending into nested functions or classes."""
+    for child in node.children:
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(child, cst.Call):
+            yield child
+        yield from _calls_in(child)
 
 
 def _names_a_cache(node: cst.BaseExpression) -> bool:

@@ -21,7 +21,7 @@ import sys
 
 from . import provenance as P
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
+from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
                          annotation_place, compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
@@ -262,6 +262,9 @@ class _Scope:
         self.outer = outer
         self.kind = "function"
         self.env: dict[str, Fact] = dict(outer.env) if outer else {}
+        # list name -> where the items appended to it live (`parts.append(h[a:b])`): what
+        # `torch.cat(parts)` makes, whatever the list's own name says
+        self.items: dict[str, Fact] = {}
         self.types: dict[str, str] = dict(outer.types) if outer else {}
         self.local_defs: dict[str, str] = dict(outer.local_defs) if outer else {}
         self.facts: dict = {}
@@ -360,6 +363,7 @@ class _Scope:
             self.local_defs.pop(name, None)
             if isinstance(value, ast.Call):  # `runner = Runner(...)`: its class types the name
                 made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
+                made = _factory_class(made)
                 if made and made.rsplit(".", 1)[-1][:1].isupper():
                     self.types[name] = made
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -377,6 +381,7 @@ class _Scope:
             if isinstance(value, ast.Call) and dotted(target.value) == "self" and self.classes:
                 # `self.builder = Builder(device)` (no annotation): the class types the field
                 made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
+                made = _factory_class(made)
                 if made and made.rsplit(".", 1)[-1][:1].isupper():
                     self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
                                                  {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(
@@ -499,6 +504,15 @@ class _Scope:
                     and not (root in self.file.defined and root[:1].isupper()):
                 return self.function_call(self.file.resolve_name(full, self.local_defs), args, node)
             receiver = self.eval(func.value)
+            if method in ("append", "insert") and isinstance(func.value, ast.Name) and args:
+                # a tensor made here without a device (`torch.as_tensor(item.grid_thw)`) is a host
+                # tensor in practice, whatever its input: the list's name stays the evidence then
+                made = node.args[-1] if node.args else None
+                factory = isinstance(made, ast.Call) and (self.file.resolve_name(dotted(made.func) or "", self.local_defs)
+                                                          or "").startswith("torch.")
+                item = receiver if factory else args[-1][2]
+                known = self.items.get(func.value.id)
+                self.items[func.value.id] = item if known is None else _combine([known, item])
             if method in HOST_METHODS or (method in KEYED_READ_METHODS and node.args and isinstance(node.args[0], ast.Constant)
                                           and keyed_place(node.args[0].value, self.file.hints)):  # `kwargs.pop("key")`
                 return _HOST
@@ -573,6 +587,12 @@ class _Scope:
                 return _PY
             if short in TORCH_HOST_FUNCTIONS:
                 return _HOST
+            if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
+                    and node.args[0].id in self.items:
+                # `torch.cat(pruned_states_list)`: where the appended items live, not the list's
+                # name (`_list` reads as host data: right for `grid_thw_list.append(
+                # torch.as_tensor(...))`, wrong for `pruned_states_list.append(hidden[a:b])`)
+                args = [(0, None, self.items[node.args[0].id])] + [a for a in args if a[0] != 0]
             return _combine([a[2] for a in args]) if args else _UNKNOWN
         if qualname.startswith(HOST_MODULES):
             return _HOST
@@ -598,3 +618,19 @@ def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.
     walker = FileFacts(module, aliases, hints, is_cold)
     walker.run(tree)
     return walker.functions, walker.classes
+
+
+def _factory_class(made: str | None) -> str | None:
+    """`Cls.from_server_args(...)`: an alternative constructor makes a `Cls` (or
+    a subclass, whose inherited methods the class's own lookup still finds): SGLang's
+    `self.dllm_algorithm = DllmAlgorithm.from_server_args(server_args)`, whose `run` the per-step
+    worker calls. Any other name is returned as it is."""
+    if made is None or "." not in made:
+        return made
+    owner, method = made.rsplit(".", 1)
+    # `create*` is left out: factories (`EventPublisherFactory.create`) return other classes, and
+    # `DecodeStagingHandler.create` typed that way reached its per-request release path's stream
+    # synchronize from the decode queue (SGLang 0.5.20 disaggregation/decode.py:2452)
+    if owner.rsplit(".", 1)[-1][:1].isupper() and method.startswith("from_"):
+        return owner
+    return made

@@ -270,3 +270,8 @@ def named_device_place(name: str, host_words: frozenset[str]) -> P.Place | None:
     if "device" in words or "dev" in words or last in ("cuda", "gpu"):
         return P.DEVICE
     return None
+
+
+# torch functions that join a Python sequence of tensors into one tensor on their device
+JOINING_FUNCTIONS = frozenset("cat concat concatenate stack hstack vstack".split())
+

@@ -28,6 +28,7 @@ class DataDependentShape(Rule):
     INVALID = [
         "import torch\ndef f(x: torch.Tensor):\n    return torch.nonzero(x)\n",
         "import torch\ndef f(x: torch.Tensor):\n    return x.nonzero(as_tuple=True)\n",
+        "import torch\ndef f(masks: dict):\n    return [m.nonzero(as_tuple=True) for _, m in masks.items()]\n",
         "import torch\ndef f(x: torch.Tensor):\n    return torch.where(x > 0)\n",
         "import torch as th\ndef f(ids: th.Tensor):\n    return th.unique(ids, return_inverse=True)\n",
         "import torch\ndef f(x: torch.Tensor, m: torch.Tensor):\n    return x.masked_select(m)\n",
@@ -38,7 +39,15 @@ class DataDependentShape(Rule):
         if call.qualname == "torch.where" and (len(call.args) + len(call.kwargs)) != 1:
             return
         source = first_input(call, "input")
-        if source is None or P.known_host(source[1]):
+        if source is None:
+            return
+        where = source[1]
+        if where == P.PY and call.receiver is not None and call.method == "nonzero" and "as_tuple" in call.kwargs:
+            # only torch's `nonzero` takes `as_tuple` (numpy's takes nothing, Python values have
+            # none): the receiver is a tensor, whatever guess made it a Python value (the values
+            # of a dict's `.items()`: SGLang's `for _, (processor, batch_mask) in ...items()`)
+            where = P.TENSOR
+        if P.known_host(where):
             return
         op = call.method or (call.qualname or "").rsplit(".", 1)[-1]
         if op == "where":
