@@ -200,9 +200,8 @@ def platform_path(rel: str, library: LibraryFacts) -> str | None:
 
 
 class _Walk:
-    def __init__(self, module: str, aliases: dict, library: LibraryFacts, outer: str | None = None) -> None:
+    def __init__(self, module: str, aliases: dict, library: LibraryFacts) -> None:
         self.module = module
-        self.outer = outer  # the module's name through namespace packages (files.outer_module_name)
         self.aliases = aliases
         self.lib = library
         self.conditions = Conditions(library)
@@ -239,8 +238,7 @@ class _Walk:
                 self.params[local] = frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
-                elif self.host_functions and (self.host_functions.match(self.qualify(local)) or (
-                        self.outer and self.host_functions.match(f"{self.outer}.{local}"))):
+                elif self.host_functions and self.host_functions.match(self.qualify(local)):
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
                 elif always_raises(stmt):
                     self.raising.append(self.qualify(local))
@@ -393,10 +391,10 @@ def _keyword(stmt) -> str:
     return {ast.Return: "return", ast.Raise: "raise", ast.Continue: "continue", ast.Break: "break"}[type(stmt)]
 
 
-def file_branches(tree: ast.Module, module: str, aliases: dict, library: LibraryFacts, outer: str | None = None):
+def file_branches(tree: ast.Module, module: str, aliases: dict, library: LibraryFacts):
     """(cold line ranges [(start, end, why)], {function: [(line, method name, custom op)]},
     {function: [(start, end, parameter)]} of None-guards on parameters, (functions all of whose
     paths raise, {function: [(start, end, line of the call the block ends in)]}))."""
-    walk = _Walk(module, aliases, library, outer)
+    walk = _Walk(module, aliases, library)
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)

@@ -8,7 +8,6 @@ that file (SYN001 / SYN002 / SYN003) and the run goes on.
 from __future__ import annotations
 
 import ast
-import functools
 import gc
 import io
 import re
@@ -18,7 +17,6 @@ import tokenize
 import traceback
 from dataclasses import dataclass, field
 
-from .files import outer_module_name
 from .lines import locate, spans_of
 from .records import FileFinding, Root, diagnostic
 from .suppress import may_have_suppressions, parse_suppressions
@@ -125,17 +123,17 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
     except OSError as error:
         return RawResult(findings=[diagnostic("SYN001", f"cannot read file: {error.strerror}")])
     if facts_only:
-        return facts_of_bytes(data, module, is_package, config, outer_module_name(path))
-    return analyze_bytes(data, module, is_package, config, outer=outer_module_name(path))
+        return facts_of_bytes(data, module, is_package, config)
+    return analyze_bytes(data, module, is_package, config)
 
 
-def facts_of_bytes(data: bytes, module: str, is_package: bool, config, outer: str | None = None) -> RawResult:
+def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawResult:
     """A file no rule can flag (no torch code): only what the whole-program pass needs to see
     calls through it. Never raises; a file that does not parse simply contributes nothing."""
     result = RawResult()
     try:
         tree = ast.parse(decode(data))
-        _add_facts(result, tree, module, is_package, config, frozenset(), outer=outer)
+        _add_facts(result, tree, module, is_package, config, frozenset())
     except Exception:
         pass
     if may_have_suppressions(data):
@@ -147,7 +145,7 @@ def facts_of_bytes(data: bytes, module: str, is_package: bool, config, outer: st
 
 
 def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers, hints=None,
-               name_hints=None, outer: str | None = None) -> None:
+               name_hints=None) -> None:
     from .facts import file_facts
     from .imports import aliases_from_ast
 
@@ -177,7 +175,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
 
-    result.branch_cold, result.dispatch, result.guards, result.error_paths = file_branches(tree, module, aliases, config.library(), outer)
+    result.branch_cold, result.dispatch, result.guards, result.error_paths = file_branches(tree, module, aliases, config.library())
     from .flagguards import file_flags
 
     result.flag_guards, result.flag_passes = file_flags(tree, module)
@@ -206,13 +204,12 @@ def file_hints(tree, config, text: str):
     return FileNameHints(config.name_hints, names)
 
 
-def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool = False,
-                  outer: str | None = None):
+def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool = False):
     """The whole per-file pipeline. With keep_tree, also returns the analyzer (for --fix)."""
     try:
-        outcome = _analyze_bytes(data, module, is_package, config, keep_tree, outer)
+        outcome = _analyze_bytes(data, module, is_package, config, keep_tree)
     except _TooDeep:
-        outcome = _on_a_deep_stack(functools.partial(_analyze_bytes, outer=outer), data, module, is_package, config,
+        outcome = _on_a_deep_stack(_analyze_bytes, data, module, is_package, config,
                                    keep_tree)
     result = outcome[0] if keep_tree else outcome
     if may_have_suppressions(data):
@@ -223,7 +220,7 @@ def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree:
     return outcome
 
 
-def _analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool, outer: str | None = None):
+def _analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool):
     try:
         text = decode(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as error:
@@ -233,7 +230,7 @@ def _analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree
         result = RawResult()
         return (result, None) if keep_tree else result
     if keep_tree or config.all_functions:
-        return _whole_module(text, module, is_package, config, keep_tree, outer)
+        return _whole_module(text, module, is_package, config, keep_tree)
     try:
         tree = ast.parse(text)
     except SyntaxError as error:
@@ -242,9 +239,9 @@ def _analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree
     except (ValueError, RecursionError, MemoryError) as error:
         return RawResult(findings=[diagnostic("SYN002", f"cannot parse file: {error}")])
     try:
-        result = _by_function(tree, text, module, is_package, config, outer)
+        result = _by_function(tree, text, module, is_package, config)
     except _FallBack:
-        return _whole_module(text, module, is_package, config, False, outer)
+        return _whole_module(text, module, is_package, config, False)
     except Exception:
         result = _internal_error()
     return result
@@ -298,7 +295,7 @@ def _internal_error() -> RawResult:
                      internal_error="\n".join(trace))
 
 
-def _whole_module(text: str, module: str, is_package: bool, config, keep_tree: bool, outer: str | None = None):
+def _whole_module(text: str, module: str, is_package: bool, config, keep_tree: bool):
     """Parse and walk the whole module with libcst: for --fix (which needs the full tree to
     rewrite), for --all-functions, and as the fallback."""
     import libcst as cst
@@ -323,13 +320,13 @@ def _whole_module(text: str, module: str, is_package: bool, config, keep_tree: b
         result = RawResult(findings=[diagnostic("SYN002", f"cannot parse file: {type(error).__name__}: {error}")])
         return (result, None) if keep_tree else result
     try:
-        result, analyzer = _analyze(module_node, text, module, is_package, config, outer)
+        result, analyzer = _analyze(module_node, text, module, is_package, config)
     except Exception:  # a bug of ours: report it on this file and go on
         result, analyzer = _internal_error(), None
     return (result, analyzer) if keep_tree else result
 
 
-def _by_function(tree, text: str, module: str, is_package: bool, config, outer: str | None = None) -> RawResult:
+def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawResult:
     """The fast path: `ast` finds the functions worth linting (hot, and mentioning anything a
     rule looks for); only those are parsed by libcst, each on its own. On vLLM that is ~40% of
     the lines, and libcst's parse is what a lint run spends its time on."""
@@ -385,7 +382,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config, outer: 
         if analyzer.counter != len(spans):
             raise _FallBack()
         _collect(analyzer, spans, plain_lines, result)
-    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers), hints, name_hints, outer)
+    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers), hints, name_hints)
     return result
 
 
@@ -445,7 +442,7 @@ def _decorated_kind(node) -> str | None:
     return None
 
 
-def _analyze(module_node, text: str, module: str, is_package: bool, config, outer: str | None = None):
+def _analyze(module_node, text: str, module: str, is_package: bool, config):
     from .analyzer import ModuleAnalyzer
 
     from .classinfo import class_hints
@@ -472,7 +469,7 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config, oute
     _collect(analyzer, spans, text.splitlines(), result)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     if tree is not None:
-        _add_facts(result, tree, module, is_package, config, frozenset(), hints, name_hints, outer)
+        _add_facts(result, tree, module, is_package, config, frozenset(), hints, name_hints)
     return result, analyzer
 
 
