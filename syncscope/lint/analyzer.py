@@ -23,7 +23,7 @@ from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
 from .evaluate import ExpressionEvaluator, annotation_where, element_where
 from .imports import dotted, record_import
-from .vocabulary import PASS_THROUGH, decorator_kind
+from .vocabulary import PASS_THROUGH, decorator_kind, type_place
 
 class ModuleAnalyzer(ExpressionEvaluator):
     """Walks one module's statements (or one function parsed on its own, `run_function`) and
@@ -192,17 +192,29 @@ class ModuleAnalyzer(ExpressionEvaluator):
             once = lazy is not None and lazy.startswith("self.")
             cold = lazy is not None and not once
             before_env, before_bools = (dict(ctx.env), set(ctx.bools)) if active else (None, None)
+            before_parts = dict(ctx.parts) if active else None
             ctx.once_depth += once
             ctx.cold_depth += cold
             checked, negated = _tensor_check(stmt.test, ctx) if active else (None, False)
             if checked is not None and negated:
                 ctx.env[checked] = P.PY  # `if not isinstance(x, torch.Tensor):` x is no tensor here
+            narrowed = _class_check(stmt.test) if active else None
+            if narrowed is not None:  # `elif isinstance(cu_seqlens, SingletonCache):` no tensor here
+                ctx.env[narrowed[0]] = narrowed[1]
+                type_before = ctx.types.get(narrowed[0])
+                if narrowed[2]:
+                    ctx.types[narrowed[0]] = narrowed[2]
             self.visit_block(stmt.body, ctx)
+            if narrowed is not None and narrowed[2]:  # the class holds in this branch only
+                if type_before is None:
+                    ctx.types.pop(narrowed[0], None)
+                else:
+                    ctx.types[narrowed[0]] = type_before
             ctx.once_depth -= once
             ctx.cold_depth -= cold
             if active:  # walk the other branch from the same starting point, then merge
-                taken_env, taken_bools = ctx.env, ctx.bools
-                ctx.env, ctx.bools = dict(before_env), set(before_bools)
+                taken_env, taken_bools, taken_parts = ctx.env, ctx.bools, ctx.parts
+                ctx.env, ctx.bools, ctx.parts = dict(before_env), set(before_bools), dict(before_parts)
                 if checked is not None and not negated:
                     ctx.env[checked] = P.PY  # the `else` of `if isinstance(x, torch.Tensor):`
             if isinstance(stmt.orelse, cst.If):
@@ -210,6 +222,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             elif isinstance(stmt.orelse, cst.Else):
                 self.visit_block(stmt.orelse.body, ctx)
             if active:
+                _merge_parts(ctx, taken_env, taken_parts)
                 _merge_branches(ctx, taken_env, taken_bools)
         elif isinstance(stmt, cst.For):
             if active:
@@ -301,9 +314,20 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 where = self.eval(value_el.value, ctx)
                 self.bind(target_el.value, where, value_el.value, ctx)
             return
-        where = self.eval(value, ctx)
+        parts = self._tuple_parts(value, ctx)
+        where = P.combine(P.PY, *parts) if parts is not None else self.eval(value, ctx)
+        if parts is None and isinstance(value, (cst.Name, cst.Attribute)):
+            parts = ctx.parts.get(dotted(value) or "")  # `window, groups = self._replay`
         for target in targets:
+            if parts is not None and isinstance(target, (cst.Tuple, cst.List)) \
+                    and len(target.elements) == len(parts) \
+                    and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                for element, part in zip(target.elements, parts):
+                    self.bind(element.value, part, None, ctx)
+                continue
             self.bind(target, where, value, ctx)
+            if parts is not None and isinstance(target, (cst.Name, cst.Attribute)) and dotted(target):
+                ctx.parts[dotted(target)] = parts
             if isinstance(target, (cst.Tuple, cst.List)):
                 origin = ctx.origin_of(value)  # `a, b = helper(x)`: element k of its result
                 for position, element in enumerate(target.elements):
@@ -330,6 +354,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 rule.on_subscript_store(ctx, target, base, value, where)
 
     def _bind_name(self, name: str, where: P.Place, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
+        ctx.parts.pop(name, None)  # `assign` records the members of a tuple literal after this
         # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
         if self.hints.where(name.rsplit(".", 1)[-1]) == P.HOST and where != P.PY:
             where = P.HOST
@@ -380,6 +405,13 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 and value.func.attr.value in ("to", "cpu", "cuda") and isinstance(value.func.value, cst.Name):
             ctx.copies[name] = value.func.value.value
 
+    def _tuple_parts(self, value: cst.BaseExpression, ctx: FunctionContext) -> tuple[P.Place, ...] | None:
+        """Where each member of a tuple literal lives (evaluating each member once, as reading
+        the whole tuple would), or None for anything else."""
+        if not isinstance(value, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        return tuple(self.eval(e.value, ctx) for e in value.elements)
+
     def bind_loop_target(self, target: cst.BaseExpression, where: P.Place, ctx: FunctionContext) -> None:
         if isinstance(target, cst.Name):
             ctx.env[target.value] = where
@@ -408,6 +440,26 @@ def _merge_branches(ctx: FunctionContext, other_env: dict[str, P.Place], other_b
         elif where != mine:
             env[name] = P.join(mine, where)
     ctx.bools |= other_bools
+
+
+def _merge_parts(ctx: FunctionContext, other_env: dict[str, P.Place],
+                 other_parts: dict[str, tuple[P.Place, ...]]) -> None:
+    """After `if`/`else`, the members of a tuple a name holds: joined member by member when both
+    paths assigned one of the same length. A tuple assigned on one path only still counts when
+    the other path never bound the name (`if self._replay is None: self._replay = (...)`: the
+    other path reads what an earlier call stored by the same line); a name the other path
+    bound to something else loses its members."""
+    merged = {}
+    for name in ctx.parts.keys() | other_parts.keys():
+        mine, theirs = ctx.parts.get(name), other_parts.get(name)
+        if mine is not None and theirs is not None:
+            if len(mine) == len(theirs):
+                merged[name] = tuple(P.join(a, b) for a, b in zip(mine, theirs))
+        elif mine is not None and name not in other_env:
+            merged[name] = mine
+        elif theirs is not None and name not in ctx.env:
+            merged[name] = theirs
+    ctx.parts = merged
 
 
 def _fills_cache(node: cst.FunctionDef) -> bool:
@@ -444,6 +496,26 @@ def _tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str |
     elif ctx.resolve(call.func) != "torch.is_tensor":
         return None, False
     return dotted(call.args[0].value), negated
+
+
+def _class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str] | None:
+    """`isinstance(x, SingletonCache)`, `isinstance(x, (int, float))`: in the branch where the
+    test holds, x is an object of those classes, no tensor. Returns (name tested, where it
+    lives, its class when one class of the program is named), or None when a class may be a
+    tensor (`torch.Tensor`, `nn.Parameter`, a subclass named `...Tensor`) or the test is other."""
+    if not (isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2):
+        return None
+    name = dotted(test.args[0].value)
+    kinds = test.args[1].value
+    members = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    lasts = [(dotted(m) or "").rsplit(".", 1)[-1] for m in members]
+    if name is None or not all(lasts) or any(last.endswith(("Tensor", "Parameter")) for last in lasts):
+        return None
+    wheres = [type_place(last) for last in lasts]
+    if any(w is not None and w >= P.UNKNOWN for w in wheres):
+        return None
+    classes = [last for last, w in zip(lasts, wheres) if w is None]
+    return name, P.join(*(w if w is not None else P.PY for w in wheres)), classes[0] if len(classes) == 1 else ""
 
 
 def _names_a_cache(node: cst.BaseExpression) -> bool:

@@ -295,12 +295,28 @@ class ExpressionEvaluator:
     def bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression, ctx: FunctionContext) -> None:
         """Bind a `for` target, part by part when it unpacks a `zip` or `enumerate` item."""
         parts = self.iter_parts(iterable, ctx)
+        if parts is None and isinstance(target, (cst.Tuple, cst.List)):
+            parts = self._row_parts(iterable, len(target.elements), ctx)
         if parts is not None and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(parts) \
                 and not any(isinstance(e, cst.StarredElement) for e in target.elements):
             for element, where in zip(target.elements, parts):
                 self.bind(element.value, where, None, ctx)
             return
         self.bind(target, P.combine(*parts) if parts else self._iter_where(iterable, ctx), None, ctx)
+
+    def _row_parts(self, node: cst.BaseExpression, width: int, ctx: FunctionContext) -> list[P.Place] | None:
+        """`for weight, gain_center, name in ((w1, g1, "post"), (w2, g2, "pre")):` iterates a
+        literal of literal rows of `width` members: where each column lives, joined over the rows
+        (`gain_center` is the float parameters, not the tensors beside them). None otherwise."""
+        if not isinstance(node, (cst.Tuple, cst.List)) or not node.elements:
+            return None
+        rows = [e.value for e in node.elements]
+        if any(isinstance(e, cst.StarredElement) for e in node.elements) or not all(
+                isinstance(r, (cst.Tuple, cst.List)) and len(r.elements) == width
+                and not any(isinstance(m, cst.StarredElement) for m in r.elements) for r in rows):
+            return None
+        columns = [[self.eval(m.value, ctx) for m in row.elements] for row in rows]
+        return [P.join(*column) for column in zip(*columns)]
 
     def _eval_await(self, node: cst.Await, ctx: FunctionContext) -> P.Place:
         return self.eval(node.expression, ctx)
