@@ -21,9 +21,9 @@ import libcst as cst
 
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
-from .evaluate import ExpressionEvaluator, annotation_where, element_where
+from .evaluate import ExpressionEvaluator, annotation_where, class_check, element_where
 from .imports import dotted, record_import
-from .vocabulary import PASS_THROUGH, decorator_kind, type_place
+from .vocabulary import PASS_THROUGH, decorator_kind
 
 class ModuleAnalyzer(ExpressionEvaluator):
     """Walks one module's statements (or one function parsed on its own, `run_function`) and
@@ -198,7 +198,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             checked, negated = _tensor_check(stmt.test, ctx) if active else (None, False)
             if checked is not None and negated:
                 ctx.env[checked] = P.PY  # `if not isinstance(x, torch.Tensor):` x is no tensor here
-            narrowed = _class_check(stmt.test) if active else None
+            narrowed = class_check(stmt.test) if active else None
             if narrowed is not None:  # `elif isinstance(cu_seqlens, SingletonCache):` no tensor here
                 ctx.env[narrowed[0]] = narrowed[1]
                 type_before = ctx.types.get(narrowed[0])
@@ -496,26 +496,6 @@ def _tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str |
     elif ctx.resolve(call.func) != "torch.is_tensor":
         return None, False
     return dotted(call.args[0].value), negated
-
-
-def _class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str] | None:
-    """`isinstance(x, SingletonCache)`, `isinstance(x, (int, float))`: in the branch where the
-    test holds, x is an object of those classes, no tensor. Returns (name tested, where it
-    lives, its class when one class of the program is named), or None when a class may be a
-    tensor (`torch.Tensor`, `nn.Parameter`, a subclass named `...Tensor`) or the test is other."""
-    if not (isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2):
-        return None
-    name = dotted(test.args[0].value)
-    kinds = test.args[1].value
-    members = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-    lasts = [(dotted(m) or "").rsplit(".", 1)[-1] for m in members]
-    if name is None or not all(lasts) or any(last.endswith(("Tensor", "Parameter")) for last in lasts):
-        return None
-    wheres = [type_place(last) for last in lasts]
-    if any(w is not None and w >= P.UNKNOWN for w in wheres):
-        return None
-    classes = [last for last, w in zip(lasts, wheres) if w is None]
-    return name, P.join(*(w if w is not None else P.PY for w in wheres)), classes[0] if len(classes) == 1 else ""
 
 
 def _names_a_cache(node: cst.BaseExpression) -> bool:

@@ -20,7 +20,7 @@ from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
                          PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, element_place, factory_place,
-                         keyed_place, torch_gives_python)
+                         keyed_place, torch_gives_python, type_place)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -229,7 +229,18 @@ class ExpressionEvaluator:
 
     def _eval_ifexp(self, node: cst.IfExp, ctx: FunctionContext) -> P.Place:
         self.condition(node.test, ctx, "ternary")
-        return P.combine(self.eval(node.body, ctx), self.eval(node.orelse, ctx))
+        narrowed = class_check(node.test)
+        if narrowed is None:
+            return P.combine(self.eval(node.body, ctx), self.eval(node.orelse, ctx))
+        # `grid_thws if isinstance(grid_thws, list) else grid_thws.tolist()`: a list in the body
+        name, before = narrowed[0], ctx.env.get(narrowed[0])
+        ctx.env[name] = narrowed[1]
+        body = self.eval(node.body, ctx)
+        if before is None:
+            ctx.env.pop(name, None)
+        else:
+            ctx.env[name] = before
+        return P.combine(body, self.eval(node.orelse, ctx))
 
     def _eval_fstring(self, node: cst.FormattedString, ctx: FunctionContext) -> P.Place:
         for part in node.parts:
@@ -253,7 +264,17 @@ class ExpressionEvaluator:
         saved = dict(ctx.env)
         clause = node.for_in
         while clause is not None:
-            self.bind_loop_target(clause.target, self._iter_where(clause.iter, ctx), ctx)
+            parts = self.iter_parts(clause.iter, ctx)  # `for vecs, f in zip(embeddings, flags)`
+            if parts is None and isinstance(clause.target, (cst.Tuple, cst.List)):
+                parts = self._row_parts(clause.iter, len(clause.target.elements), ctx)
+            if parts is not None and isinstance(clause.target, (cst.Tuple, cst.List)) \
+                    and len(clause.target.elements) == len(parts) \
+                    and not any(isinstance(e, cst.StarredElement) for e in clause.target.elements):
+                for element, where in zip(clause.target.elements, parts):
+                    self.bind_loop_target(element.value, where, ctx)
+            else:
+                self.bind_loop_target(clause.target, P.combine(*parts) if parts else
+                                      self._iter_where(clause.iter, ctx), ctx)
             for cond in clause.ifs:
                 self.condition(cond.test, ctx, "comprehension")
             clause = clause.inner_for_in
@@ -457,6 +478,26 @@ class ExpressionEvaluator:
             wheres = [w for _, w in info.args]
             return P.PY if all(w == P.PY for w in wheres) else P.combine(*wheres)
         return P.UNKNOWN
+
+
+def class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str] | None:
+    """`isinstance(x, SingletonCache)`, `isinstance(x, (int, float))`: in the branch where the
+    test holds, x is an object of those classes, no tensor. Returns (name tested, where it
+    lives, its class when one class of the program is named), or None when a class may be a
+    tensor (`torch.Tensor`, `nn.Parameter`, a subclass named `...Tensor`) or the test is other."""
+    if not (isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2):
+        return None
+    name = dotted(test.args[0].value)
+    kinds = test.args[1].value
+    members = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    lasts = [(dotted(m) or "").rsplit(".", 1)[-1] for m in members]
+    if name is None or not all(lasts) or any(last.endswith(("Tensor", "Parameter")) for last in lasts):
+        return None
+    wheres = [type_place(last) for last in lasts]
+    if any(w is not None and w >= P.UNKNOWN for w in wheres):
+        return None
+    classes = [last for last, w in zip(lasts, wheres) if w is None]
+    return name, P.join(*(w if w is not None else P.PY for w in wheres)), classes[0] if len(classes) == 1 else ""
 
 
 def _string(node: cst.BaseExpression) -> str | None:
