@@ -214,6 +214,9 @@ class ExpressionEvaluator:
             return P.PY
         if compares_dtypes(ctx.resolve(n) for n in (node.left, *(c.comparator for c in node.comparisons))):
             return P.PY  # `x == torch.float8_e4m3fn`: x is a dtype, the result a Python bool
+        if any(isinstance(n, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+               for n in (node.left, *(c.comparator for c in node.comparisons))):
+            return P.PY  # `self.result == "tensor"`: a string compared, a Python bool (no tensor op takes one)
         return P.combine(*wheres)
 
     def _eval_unary(self, node: cst.UnaryOperation, ctx: FunctionContext) -> P.Place:
