@@ -125,7 +125,7 @@ def test_a_comprehension_unpacks_zip_member_by_member(tmp_path):
     source = """\
     import torch
 
-    def act(embeddings: list[torch.Tensor], params, activation, ok: torch.Tensor):
+    def act(embeddings: torch.Tensor, params, activation, ok: torch.Tensor):
         flags = [p.use_activation for p in params]
         out = [activation(v) if f else v for v, f in zip(embeddings, flags)]
         return out, [v if f else None for v, f in zip(embeddings, ok)]
