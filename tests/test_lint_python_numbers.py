@@ -189,3 +189,30 @@ def test_string_comparisons_and_tensor_predicates_are_python_bools(tmp_path):
                 return 3
     """
     assert found(tmp_path, source) == [(12, "SYN206")]  # `is_nonzero` reads the value
+
+
+def test_the_items_of_a_python_container_zipped_are_not_python_numbers(tmp_path):
+    # SGLang cube_sparse_attn/mask.py:304: a tuple of device tensors built by `tuple(...)`
+    source = """\
+    import torch
+
+    def counts(positions: torch.Tensor, cube_size):
+        ranked = tuple(positions[:, axis] for axis in range(3))
+        return tuple(int(axis.max().item()) // extent for axis, extent in zip(ranked, cube_size))
+    """
+    assert found(tmp_path, source) == [(5, "SYN201")]
+
+
+def test_the_items_of_a_value_narrowed_to_a_list_are_not_python_numbers(tmp_path):
+    # SGLang batch_result_processor.py:463: a list of tensors, each copied to the host
+    source = """\
+    import torch
+
+    def to_host(phs: torch.Tensor | list):
+        if isinstance(phs, list):
+            if not phs:
+                return None
+            return [t.cpu() for t in phs]
+        return phs.cpu()
+    """
+    assert found(tmp_path, source) == [(7, "SYN203"), (8, "SYN203")]

@@ -201,15 +201,18 @@ class ModuleAnalyzer(ExpressionEvaluator):
             narrowed = class_check(stmt.test) if active else None
             if narrowed is not None:  # `elif isinstance(cu_seqlens, SingletonCache):` no tensor here
                 ctx.env[narrowed[0]] = narrowed[1]
-                type_before = ctx.types.get(narrowed[0])
+                type_before, items_before = ctx.types.get(narrowed[0]), ctx.elements.get(narrowed[0])
                 if narrowed[2]:
                     ctx.types[narrowed[0]] = narrowed[2]
+                if narrowed[3] and items_before is None:  # `isinstance(phs, list)`: its items may be tensors
+                    ctx.elements[narrowed[0]] = P.UNKNOWN
             self.visit_block(stmt.body, ctx)
-            if narrowed is not None and narrowed[2]:  # the class holds in this branch only
-                if type_before is None:
-                    ctx.types.pop(narrowed[0], None)
-                else:
-                    ctx.types[narrowed[0]] = type_before
+            if narrowed is not None:  # the class holds in this branch only
+                for table, before in ((ctx.types, type_before), (ctx.elements, items_before)):
+                    if before is None:
+                        table.pop(narrowed[0], None)
+                    else:
+                        table[narrowed[0]] = before
             ctx.once_depth -= once
             ctx.cold_depth -= cold
             if active:  # walk the other branch from the same starting point, then merge

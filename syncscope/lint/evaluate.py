@@ -20,7 +20,7 @@ from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
                          PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, element_place, factory_place,
-                         keyed_place, torch_gives_python, type_place)
+                         keyed_place, torch_gives_python, type_place, CONTAINERS)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -313,7 +313,9 @@ class ExpressionEvaluator:
         if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value not in ctx.env
                 and node.func.value in ("zip", "enumerate")) or any(a.star or a.keyword for a in node.args):
             return None
-        wheres = [self.eval(a.value, ctx) for a in node.args]
+        # a Python container's items are not known to be Python numbers (`tuple(f(x) for x in
+        # xs)` may hold tensors): only what the container is says where its items live
+        wheres = [P.UNKNOWN if w == P.PY else w for w in (self.eval(a.value, ctx) for a in node.args)]
         return [P.PY, *wheres[:1]] if node.func.value == "enumerate" else wheres
 
     def bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression, ctx: FunctionContext) -> None:
@@ -483,10 +485,11 @@ class ExpressionEvaluator:
         return P.UNKNOWN
 
 
-def class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str] | None:
+def class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str, bool] | None:
     """`isinstance(x, SingletonCache)`, `isinstance(x, (int, float))`: in the branch where the
     test holds, x is an object of those classes, no tensor. Returns (name tested, where it
-    lives, its class when one class of the program is named), or None when a class may be a
+    lives, its class when one class of the program is named, whether it may be a container of
+    anything: `list`, `tuple`, ...), or None when a class may be a
     tensor (`torch.Tensor`, `nn.Parameter`, a subclass named `...Tensor`) or the test is other."""
     if not (isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2):
         return None
@@ -500,7 +503,8 @@ def class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str] | None:
     if any(w is not None and w >= P.UNKNOWN for w in wheres):
         return None
     classes = [last for last, w in zip(lasts, wheres) if w is None]
-    return name, P.join(*(w if w is not None else P.PY for w in wheres)), classes[0] if len(classes) == 1 else ""
+    return (name, P.join(*(w if w is not None else P.PY for w in wheres)), classes[0] if len(classes) == 1 else "",
+            any(last in CONTAINERS for last in lasts))
 
 
 def _string(node: cst.BaseExpression) -> str | None:
