@@ -21,7 +21,7 @@ import libcst as cst
 
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
-from .evaluate import ExpressionEvaluator, annotation_where, element_where, plain_type_check as _plain_check
+from .evaluate import ExpressionEvaluator, annotation_where, class_check, element_where, plain_type_check as _plain_check
 from .imports import dotted, record_import
 from .vocabulary import PASS_THROUGH, decorator_kind
 
@@ -194,22 +194,35 @@ class ModuleAnalyzer(ExpressionEvaluator):
             before_env, before_bools = (dict(ctx.env), set(ctx.bools)) if active else (None, None)
             before_sources = _param_sources(ctx) if active else None
             before_names = (set(ctx.reassigned), dict(ctx.derived)) if active else None
+            before_parts = dict(ctx.parts) if active else None
             ctx.once_depth += once
             ctx.cold_depth += cold
             checked, negated = _tensor_check(stmt.test, ctx) if active else (None, False)
             if checked is not None and negated:
                 ctx.env[checked] = P.PY  # `if not isinstance(x, torch.Tensor):` x is no tensor here
-            plain, plain_negated = _plain_check(stmt.test) if active else (None, False)
-            if plain is not None and not plain_negated:
-                _narrow_plain(ctx, plain)  # `if isinstance(x, list):` x is a Python list here
+            plain, plain_negated = _plain_check(stmt.test) if active else (None, False)  # its `not`: the else
+            narrowed = class_check(stmt.test) if active else None
+            if narrowed is not None:  # `elif isinstance(cu_seqlens, SingletonCache):` no tensor here
+                ctx.env[narrowed[0]] = narrowed[1]
+                type_before, items_before = ctx.types.get(narrowed[0]), ctx.elements.get(narrowed[0])
+                if narrowed[2]:
+                    ctx.types[narrowed[0]] = narrowed[2]
+                if narrowed[3] and items_before is None:  # `isinstance(phs, list)`: its items may be tensors
+                    ctx.elements[narrowed[0]] = P.UNKNOWN
             self.visit_block(stmt.body, ctx)
+            if narrowed is not None:  # the class holds in this branch only
+                for table, before in ((ctx.types, type_before), (ctx.elements, items_before)):
+                    if before is None:
+                        table.pop(narrowed[0], None)
+                    else:
+                        table[narrowed[0]] = before
             ctx.once_depth -= once
             ctx.cold_depth -= cold
             if active:  # walk the other branch from the same starting point, then merge
-                taken_env, taken_bools = ctx.env, ctx.bools
+                taken_env, taken_bools, taken_parts = ctx.env, ctx.bools, ctx.parts
                 taken_sources = _param_sources(ctx)
                 taken_names = (ctx.reassigned, ctx.derived)
-                ctx.env, ctx.bools = dict(before_env), set(before_bools)
+                ctx.env, ctx.bools, ctx.parts = dict(before_env), set(before_bools), dict(before_parts)
                 # the other branch starts from the names as they were before the `if` too
                 ctx.reassigned, ctx.derived = set(before_names[0]), dict(before_names[1])
                 if checked is not None and not negated:
@@ -224,6 +237,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 else_sources = _param_sources(ctx)
                 _merge_names(ctx, before_names, taken_names)
                 _keep_param_sources(ctx, before_sources, (taken_sources, taken_env), (else_sources, ctx.env))
+                _merge_parts(ctx, taken_env, taken_parts)
                 _merge_branches(ctx, taken_env, taken_bools)
         elif isinstance(stmt, cst.For):
             if active:
@@ -315,9 +329,20 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 where = self.eval(value_el.value, ctx)
                 self.bind(target_el.value, where, value_el.value, ctx)
             return
-        where = self.eval(value, ctx)
+        parts = self._tuple_parts(value, ctx)
+        where = P.combine(P.PY, *parts) if parts is not None else self.eval(value, ctx)
+        if parts is None and isinstance(value, (cst.Name, cst.Attribute)):
+            parts = ctx.parts.get(dotted(value) or "")  # `window, groups = self._replay`
         for target in targets:
+            if parts is not None and isinstance(target, (cst.Tuple, cst.List)) \
+                    and len(target.elements) == len(parts) \
+                    and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                for element, part in zip(target.elements, parts):
+                    self.bind(element.value, part, None, ctx)
+                continue
             self.bind(target, where, value, ctx)
+            if parts is not None and isinstance(target, (cst.Name, cst.Attribute)) and dotted(target):
+                ctx.parts[dotted(target)] = parts
             if isinstance(target, (cst.Tuple, cst.List)):
                 origin = ctx.origin_of(value)  # `a, b = helper(x)`: element k of its result
                 for position, element in enumerate(target.elements):
@@ -344,6 +369,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 rule.on_subscript_store(ctx, target, base, value, where)
 
     def _bind_name(self, name: str, where: P.Place, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
+        ctx.parts.pop(name, None)  # `assign` records the members of a tuple literal after this
         # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
         if self.hints.where(name.rsplit(".", 1)[-1]) == P.HOST and where != P.PY:
             where = P.HOST
@@ -395,6 +421,13 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value in ("to", "cpu", "cuda") and isinstance(value.func.value, cst.Name):
             ctx.copies[name] = value.func.value.value
+
+    def _tuple_parts(self, value: cst.BaseExpression, ctx: FunctionContext) -> tuple[P.Place, ...] | None:
+        """Where each member of a tuple literal lives (evaluating each member once, as reading
+        the whole tuple would), or None for anything else."""
+        if not isinstance(value, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        return tuple(self.eval(e.value, ctx) for e in value.elements)
 
     def bind_loop_target(self, target: cst.BaseExpression, where: P.Place, ctx: FunctionContext) -> None:
         if isinstance(target, cst.Name):
@@ -472,6 +505,26 @@ def _merge_branches(ctx: FunctionContext, other_env: dict[str, P.Place], other_b
         elif where != mine:
             env[name] = P.join(mine, where)
     ctx.bools |= other_bools
+
+
+def _merge_parts(ctx: FunctionContext, other_env: dict[str, P.Place],
+                 other_parts: dict[str, tuple[P.Place, ...]]) -> None:
+    """After `if`/`else`, the members of a tuple a name holds: joined member by member when both
+    paths assigned one of the same length. A tuple assigned on one path only still counts when
+    the other path never bound the name (`if self._replay is None: self._replay = (...)`: the
+    other path reads what an earlier call stored by the same line); a name the other path
+    bound to something else loses its members."""
+    merged = {}
+    for name in ctx.parts.keys() | other_parts.keys():
+        mine, theirs = ctx.parts.get(name), other_parts.get(name)
+        if mine is not None and theirs is not None:
+            if len(mine) == len(theirs):
+                merged[name] = tuple(P.join(a, b) for a, b in zip(mine, theirs))
+        elif mine is not None and name not in other_env:
+            merged[name] = mine
+        elif theirs is not None and name not in ctx.env:
+            merged[name] = theirs
+    ctx.parts = merged
 
 
 def _fills_cache(node: cst.FunctionDef) -> bool:

@@ -19,6 +19,7 @@ from . import provenance as P
 from .imports import dotted
 from .records import FieldRef
 from .rules.base import Fix, Rule
+from .vocabulary import PY_METHODS
 
 # Tensor methods whose result is a boolean mask (see `FunctionContext.is_bool`).
 BOOL_METHODS = frozenset(
@@ -81,6 +82,10 @@ class FunctionContext:
     tensor_tests: dict[str, tuple[str, bool]] = field(default_factory=dict)
     # name -> where its items live, for a container of tensors (`batch: list[torch.Tensor]`)
     elements: dict[str, P.Place] = field(default_factory=dict)
+    # name -> where each member lives, for a tuple it was assigned (`self._replay = (max(...),
+    # torch.tensor(..., device=d))`): unpacking it (`window, groups = self._replay`) binds each
+    # target to its own member, not the most device-like one
+    parts: dict[str, tuple[P.Place, ...]] = field(default_factory=dict)
     # name -> the parameter it was computed from (`lens = cu_seqlens[1:] - cu_seqlens[:-1]`):
     # a sync on it happens only where a caller passes a device value for that parameter
     derived: dict[str, str] = field(default_factory=dict)
@@ -307,7 +312,9 @@ def _root_value(node):
     and `x[:n]` come from `mask` and `x` (used to tell that a helper syncs on a parameter)."""
     while True:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value not in ("cpu", "numpy", "tolist", "item"):
+                and node.func.attr.value not in ("cpu", "numpy") and node.func.attr.value not in PY_METHODS:
+            # `x.numel()`, `x.size(0)`, `x.item()` are no longer `x`: Python values (a size is
+            # host metadata of any tensor)
             node = node.func.value
         elif isinstance(node, cst.Subscript):
             node = node.value

@@ -20,7 +20,7 @@ from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
                          PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, element_place, factory_place,
-                         keyed_place, torch_gives_python)
+                         keyed_place, torch_gives_python, type_place, CONTAINERS)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -216,6 +216,9 @@ class ExpressionEvaluator:
             return P.PY
         if compares_dtypes(ctx.resolve(n) for n in (node.left, *(c.comparator for c in node.comparisons))):
             return P.PY  # `x == torch.float8_e4m3fn`: x is a dtype, the result a Python bool
+        if any(isinstance(n, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+               for n in (node.left, *(c.comparator for c in node.comparisons))):
+            return P.PY  # `self.result == "tensor"`: a string compared, a Python bool (no tensor op takes one)
         return P.combine(*wheres)
 
     def _eval_unary(self, node: cst.UnaryOperation, ctx: FunctionContext) -> P.Place:
@@ -231,20 +234,25 @@ class ExpressionEvaluator:
 
     def _eval_ifexp(self, node: cst.IfExp, ctx: FunctionContext) -> P.Place:
         self.condition(node.test, ctx, "ternary")
-        body, orelse = self.eval(node.body, ctx), self.eval(node.orelse, ctx)
-        # `grid_thws if isinstance(grid_thws, list) else grid_thws.tolist()`: where the test
-        # holds, the name it tests is a plain Python value (analyzer: the same for `if`)
-        # Only when the other branch gives Python values too (`.tolist()`): a list may hold
-        # tensors, and then only the conversion on the other path says they are numbers.
-        checked, negated = plain_type_check(node.test)
-        if checked is not None and (body if negated else orelse) == P.PY:
-            held = node.orelse if negated else node.body
-            if dotted(held) == checked:
-                if negated:
-                    orelse = P.PY
-                else:
-                    body = P.PY
-        return P.combine(body, orelse)
+        narrowed = class_check(node.test)
+        if narrowed is None:
+            body, orelse = self.eval(node.body, ctx), self.eval(node.orelse, ctx)
+            # `grid_thws.tolist() if not isinstance(grid_thws, list) else grid_thws`: where the
+            # test fails, the name is a plain Python value; only when the other branch gives
+            # Python values too (a list may hold tensors; `.tolist()` says they are numbers)
+            checked, negated = plain_type_check(node.test)
+            if checked is not None and negated and body == P.PY and dotted(node.orelse) == checked:
+                orelse = P.PY
+            return P.combine(body, orelse)
+        # `grid_thws if isinstance(grid_thws, list) else grid_thws.tolist()`: a list in the body
+        name, before = narrowed[0], ctx.env.get(narrowed[0])
+        ctx.env[name] = narrowed[1]
+        body = self.eval(node.body, ctx)
+        if before is None:
+            ctx.env.pop(name, None)
+        else:
+            ctx.env[name] = before
+        return P.combine(body, self.eval(node.orelse, ctx))
 
     def _eval_fstring(self, node: cst.FormattedString, ctx: FunctionContext) -> P.Place:
         for part in node.parts:
@@ -268,7 +276,17 @@ class ExpressionEvaluator:
         saved = dict(ctx.env)
         clause = node.for_in
         while clause is not None:
-            self.bind_loop_target(clause.target, self._iter_where(clause.iter, ctx), ctx)
+            parts = self.iter_parts(clause.iter, ctx)  # `for vecs, f in zip(embeddings, flags)`
+            if parts is None and isinstance(clause.target, (cst.Tuple, cst.List)):
+                parts = self._row_parts(clause.iter, len(clause.target.elements), ctx)
+            if parts is not None and isinstance(clause.target, (cst.Tuple, cst.List)) \
+                    and len(clause.target.elements) == len(parts) \
+                    and not any(isinstance(e, cst.StarredElement) for e in clause.target.elements):
+                for element, where in zip(clause.target.elements, parts):
+                    self.bind_loop_target(element.value, where, ctx)
+            else:
+                self.bind_loop_target(clause.target, P.combine(*parts) if parts else
+                                      self._iter_where(clause.iter, ctx), ctx)
             for cond in clause.ifs:
                 self.condition(cond.test, ctx, "comprehension")
             clause = clause.inner_for_in
@@ -304,18 +322,36 @@ class ExpressionEvaluator:
         if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value not in ctx.env
                 and node.func.value in ("zip", "enumerate")) or any(a.star or a.keyword for a in node.args):
             return None
-        wheres = [self.eval(a.value, ctx) for a in node.args]
+        # a Python container's items are not known to be Python numbers (`tuple(f(x) for x in
+        # xs)` may hold tensors): only what the container is says where its items live
+        wheres = [P.UNKNOWN if w == P.PY else w for w in (self.eval(a.value, ctx) for a in node.args)]
         return [P.PY, *wheres[:1]] if node.func.value == "enumerate" else wheres
 
     def bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression, ctx: FunctionContext) -> None:
         """Bind a `for` target, part by part when it unpacks a `zip` or `enumerate` item."""
         parts = self.iter_parts(iterable, ctx)
+        if parts is None and isinstance(target, (cst.Tuple, cst.List)):
+            parts = self._row_parts(iterable, len(target.elements), ctx)
         if parts is not None and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(parts) \
                 and not any(isinstance(e, cst.StarredElement) for e in target.elements):
             for element, where in zip(target.elements, parts):
                 self.bind(element.value, where, None, ctx)
             return
         self.bind(target, P.combine(*parts) if parts else self._iter_where(iterable, ctx), None, ctx)
+
+    def _row_parts(self, node: cst.BaseExpression, width: int, ctx: FunctionContext) -> list[P.Place] | None:
+        """`for weight, gain_center, name in ((w1, g1, "post"), (w2, g2, "pre")):` iterates a
+        literal of literal rows of `width` members: where each column lives, joined over the rows
+        (`gain_center` is the float parameters, not the tensors beside them). None otherwise."""
+        if not isinstance(node, (cst.Tuple, cst.List)) or not node.elements:
+            return None
+        rows = [e.value for e in node.elements]
+        if any(isinstance(e, cst.StarredElement) for e in node.elements) or not all(
+                isinstance(r, (cst.Tuple, cst.List)) and len(r.elements) == width
+                and not any(isinstance(m, cst.StarredElement) for m in r.elements) for r in rows):
+            return None
+        columns = [[self.eval(m.value, ctx) for m in row.elements] for row in rows]
+        return [P.join(*column) for column in zip(*columns)]
 
     def _eval_await(self, node: cst.Await, ctx: FunctionContext) -> P.Place:
         return self.eval(node.expression, ctx)
@@ -461,6 +497,28 @@ class ExpressionEvaluator:
             wheres = [w for _, w in info.args]
             return P.PY if all(w == P.PY for w in wheres) else P.combine(*wheres)
         return P.UNKNOWN
+
+
+def class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str, bool] | None:
+    """`isinstance(x, SingletonCache)`, `isinstance(x, (int, float))`: in the branch where the
+    test holds, x is an object of those classes, no tensor. Returns (name tested, where it
+    lives, its class when one class of the program is named, whether it may be a container of
+    anything: `list`, `tuple`, ...), or None when a class may be a
+    tensor (`torch.Tensor`, `nn.Parameter`, a subclass named `...Tensor`) or the test is other."""
+    if not (isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2):
+        return None
+    name = dotted(test.args[0].value)
+    kinds = test.args[1].value
+    members = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    lasts = [(dotted(m) or "").rsplit(".", 1)[-1] for m in members]
+    if name is None or not all(lasts) or any(last.endswith(("Tensor", "Parameter")) for last in lasts):
+        return None
+    wheres = [type_place(last) for last in lasts]
+    if any(w is not None and w >= P.UNKNOWN for w in wheres):
+        return None
+    classes = [last for last, w in zip(lasts, wheres) if w is None]
+    return (name, P.join(*(w if w is not None else P.PY for w in wheres)), classes[0] if len(classes) == 1 else "",
+            any(last in CONTAINERS for last in lasts))
 
 
 def _string(node: cst.BaseExpression) -> str | None:

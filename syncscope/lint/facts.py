@@ -22,7 +22,8 @@ import sys
 from . import provenance as P
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
-                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
+                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SCALAR_TYPES, TORCH_FACTORIES,
+                         TORCH_HOST_FUNCTIONS,
                          annotation_place, compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
 
@@ -202,6 +203,8 @@ class FileFacts:
             "returns": [],
             "tuple_returns": [],  # `return a, b`: the facts of each element
             "property": any(d.endswith("property") for d in decorators),
+            # `-> float`, `-> int | None`: a Python number whatever the body computes it from
+            "scalar_return": node.returns is not None and _scalar_annotation(node.returns),
         }
         scope.facts = facts
         self.functions[qualname] = facts
@@ -225,6 +228,35 @@ def _flat(body):
             yield from _flat(getattr(node, "finalbody", []))
         else:
             yield node
+
+
+def _scalar_annotation(node) -> bool:
+    """A return annotation of Python scalars only (`float`, `int | None`, `Optional[bool]`, a
+    string annotation of one): what such a function returns is never a tensor. Containers are
+    not (`tuple[int, torch.Tensor]` holds tensors)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(node, ast.Constant) and node.value is None:
+        return False
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        members = [node.left, node.right]
+    elif isinstance(node, ast.Subscript) and _last_name(node.value) in ("Optional", "Union"):
+        members = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    else:
+        return _last_name(node) in SCALAR_TYPES
+    members = [m for m in members if not (isinstance(m, ast.Constant) and m.value is None)]
+    return bool(members) and all(_scalar_annotation(m) for m in members)
+
+
+def _last_name(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
 
 
 def _annotation_where(node) -> int | None:
@@ -439,6 +471,9 @@ class _Scope:
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops) or compares_dtypes(
                     self.file.resolve_name(dotted(c) or "", self.local_defs) for c in (node.left, *node.comparators)):
                 return _PY  # identity, membership, or a dtype: `x == torch.float8_e4m3fn`
+            if any(isinstance(c, ast.JoinedStr) or (isinstance(c, ast.Constant) and isinstance(c.value, (str, bytes)))
+                   for c in (node.left, *node.comparators)):
+                return _PY  # `self.result == "tensor"`: a string compared
             return _combine(facts)
         if isinstance(node, ast.BoolOp):
             return _combine([self.eval(v) for v in node.values])

@@ -25,6 +25,7 @@ SAME_PLACE_ATTRS = frozenset("T mT H mH data real imag".split())
 PY_METHODS = frozenset(
     "size dim numel element_size nelement is_contiguous data_ptr stride storage_offset get_device "
     "is_pinned is_floating_point is_complex untyped_storage __len__ item tolist startswith endswith "
+    "is_inference is_signed is_shared is_set_to is_same_size is_coalesced is_conj is_neg "
     "join format split strip lower upper keys items values append extend".split()
 )
 # Methods whose result is host memory.
@@ -155,6 +156,8 @@ PY_TYPES = frozenset(
     "int float bool str bytes list List tuple Tuple dict Dict set Set frozenset Sequence Iterable "
     "Mapping Callable Any None Optional Union Literal Iterator Generator type".split()
 )
+# Return annotations of Python scalars: a function annotated to return one gives no tensor.
+SCALAR_TYPES = frozenset("int float bool complex str".split())
 CONTAINERS = frozenset(
     "list List tuple Tuple Sequence MutableSequence Iterable Iterator dict Dict Mapping "
     "MutableMapping set Set frozenset FrozenSet deque Generator Callable type".split()

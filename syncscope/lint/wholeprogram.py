@@ -443,8 +443,8 @@ class Solver:
         return tuple(merged)
 
     def returns(self, qualname: str, facts: dict) -> tuple:
-        if facts.get("property") is False and not facts["returns"]:
-            return (P.PY, None)
+        if (facts.get("property") is False and not facts["returns"]) or facts.get("scalar_return"):
+            return (P.PY, None)  # nothing returned, or `-> float`: a Python value
         wheres = []
         for fact in facts["returns"]:
             where, param = self.value(qualname, fact)
