@@ -192,6 +192,41 @@ def test_a_plain_class_forward_that_a_module_calls_stays_per_step(tmp_path):
     assert any(f[:2] == ("pkg/attn.py", 14) for f in where(run)), where(run)
 
 
+BY_NAME_STAGES = """
+    import torch
+    from abc import ABC
+
+    class DenoiseStage(ABC):
+        def forward(self, batch, server_args):
+            return batch.latents.cpu()
+
+    class FlashImpl:
+        def forward(self, q, k, v, attn_metadata=None):
+            return q.sum().item()
+
+    class Attention(torch.nn.Module):
+        def __init__(self, impl):
+            self.impl = impl
+
+        def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+            return self.impl.forward(q, k, v, attn_metadata=None)
+"""
+
+
+def test_a_call_by_name_reaches_only_the_methods_it_can_bind_to(tmp_path):
+    # VALID: `self.impl.forward(q, k, v, attn_metadata=...)` on a receiver of unknown class
+    # reaches an implementation's forward, never a pipeline stage's (a per-request entry) `forward(self, batch,
+    # server_args)` (three positional arguments and a keyword it lacks: Python would raise), so
+    # the stage's `.cpu()` is not per step (SGLang's diffusion attention layer and its stages)
+    run = lint_package(tmp_path, {"attn.py": BY_NAME_STAGES})
+    lines = {f[1] for f in where(run) if f[0] == "pkg/attn.py"}
+    assert 11 in lines and 7 not in lines, where(run)
+    # INVALID: a stage whose forward takes what the call passes is still reached
+    run = lint_package(tmp_path, {"attn.py": BY_NAME_STAGES.replace("def forward(self, batch, server_args):",
+                                                            "def forward(self, batch, *rest, **options):")})
+    assert 7 in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, where(run)
+
+
 def test_loop_facts_of_a_function():
     source = textwrap.dedent("""
         from abc import ABC

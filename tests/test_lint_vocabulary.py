@@ -9,7 +9,7 @@ import pytest
 
 from syncscope.lint import provenance as P
 from syncscope.lint.evaluate import annotation_where
-from syncscope.lint.facts import _annotation_shape
+from syncscope.lint.ast_annotations import annotation_shape
 from syncscope.lint.records import FileFinding, diagnostic
 from syncscope.lint.vocabulary import annotation_place, factory_place, literal_device_place, named_device_place
 
@@ -34,7 +34,7 @@ ANNOTATIONS = [
 @pytest.mark.parametrize("text,where,name", ANNOTATIONS)
 def test_both_walks_read_an_annotation_alike(text, where, name):
     assert annotation_where(cst.parse_expression(text)) == (where, name)
-    assert annotation_place(ast.parse(text, mode="eval").body, _annotation_shape) == (where, name)
+    assert annotation_place(ast.parse(text, mode="eval").body, annotation_shape) == (where, name)
 
 
 def test_paths_and_operands_rank_places_differently():

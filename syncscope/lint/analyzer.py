@@ -22,6 +22,7 @@ import libcst as cst
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
 from .evaluate import ExpressionEvaluator, annotation_where, class_check, element_where, plain_type_check as _plain_check
+from .branch_merge import keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
 from .imports import dotted, record_import
 from .vocabulary import PASS_THROUGH, decorator_kind
 
@@ -192,12 +193,12 @@ class ModuleAnalyzer(ExpressionEvaluator):
             once = lazy is not None and lazy.startswith("self.")
             cold = lazy is not None and not once
             before_env, before_bools = (dict(ctx.env), set(ctx.bools)) if active else (None, None)
-            before_sources = _param_sources(ctx) if active else None
+            before_sources = param_sources(ctx) if active else None
             before_names = (set(ctx.reassigned), dict(ctx.derived)) if active else None
             before_parts = dict(ctx.parts) if active else None
             ctx.once_depth += once
             ctx.cold_depth += cold
-            checked, negated = _tensor_check(stmt.test, ctx) if active else (None, False)
+            checked, negated = tensor_check(stmt.test, ctx) if active else (None, False)
             if checked is not None and negated:
                 ctx.env[checked] = P.PY  # `if not isinstance(x, torch.Tensor):` x is no tensor here
             plain, plain_negated = _plain_check(stmt.test) if active else (None, False)  # its `not`: the else
@@ -220,7 +221,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             ctx.cold_depth -= cold
             if active:  # walk the other branch from the same starting point, then merge
                 taken_env, taken_bools, taken_parts = ctx.env, ctx.bools, ctx.parts
-                taken_sources = _param_sources(ctx)
+                taken_sources = param_sources(ctx)
                 taken_names = (ctx.reassigned, ctx.derived)
                 ctx.env, ctx.bools, ctx.parts = dict(before_env), set(before_bools), dict(before_parts)
                 # the other branch starts from the names as they were before the `if` too
@@ -228,17 +229,17 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 if checked is not None and not negated:
                     ctx.env[checked] = P.PY  # the `else` of `if isinstance(x, torch.Tensor):`
                 if plain is not None and plain_negated:
-                    _narrow_plain(ctx, plain)  # the `else` of `if not isinstance(x, list):`
+                    narrow_plain(ctx, plain)  # the `else` of `if not isinstance(x, list):`
             if isinstance(stmt.orelse, cst.If):
                 self.visit_stmt(stmt.orelse, ctx)
             elif isinstance(stmt.orelse, cst.Else):
                 self.visit_block(stmt.orelse.body, ctx)
             if active:
-                else_sources = _param_sources(ctx)
-                _merge_names(ctx, before_names, taken_names)
-                _keep_param_sources(ctx, before_sources, (taken_sources, taken_env), (else_sources, ctx.env))
-                _merge_parts(ctx, taken_env, taken_parts)
-                _merge_branches(ctx, taken_env, taken_bools)
+                else_sources = param_sources(ctx)
+                merge_names(ctx, before_names, taken_names)
+                keep_param_sources(ctx, before_sources, (taken_sources, taken_env), (else_sources, ctx.env))
+                merge_parts(ctx, taken_env, taken_parts)
+                merge_branches(ctx, taken_env, taken_bools)
         elif isinstance(stmt, cst.For):
             if active:
                 self.bind_loop(stmt.target, stmt.iter, ctx)
@@ -404,7 +405,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             items = element_where(value.args[0].value)  # `cast(list[torch.Tensor], batch)`
             if items is not None:
                 ctx.elements[name] = items
-        tested = _tensor_check(value, ctx) if value is not None else (None, False)
+        tested = tensor_check(value, ctx) if value is not None else (None, False)
         if tested[0] is not None:  # `gate_stream = isinstance(alpha, torch.Tensor)`: `if gate_stream:` tests alpha
             ctx.tensor_tests[name] = tested
         if value is not None and ctx.is_bool(value):
@@ -438,93 +439,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 self.bind_loop_target(element.value, where, ctx)
 
 
-
 def _decorator_kind(decorator: cst.Decorator) -> str | None:
     expr = decorator.decorator
     if isinstance(expr, cst.Call):
         expr = expr.func
     return decorator_kind(dotted(expr) or "")
-
-
-def _param_sources(ctx: FunctionContext) -> dict[str, str | None]:
-    """For each name that holds a parameter's data (the parameter itself, or a value computed
-    from it only), that parameter; None for the others of these names."""
-    names = set(ctx.params) | set(ctx.derived)  # derived names may be dotted (`self.x`)
-    return {name: name if name in ctx.params and name not in ctx.reassigned else ctx.derived.get(name)
-            for name in names}
-
-
-def _merge_names(ctx: FunctionContext, before: tuple[set[str], dict[str, str]],
-                 taken: tuple[set[str], dict[str, str]]) -> None:
-    """After `if`/`else`: a name assigned on either path is reassigned; where the other branch
-    changed what a name is derived from, its change is the later one (as the walk in order
-    would have it)."""
-    before_derived = before[1]
-    else_reassigned, else_derived = ctx.reassigned, ctx.derived
-    merged = dict(taken[1])
-    for name in set(before_derived) | set(else_derived):
-        if else_derived.get(name) != before_derived.get(name):
-            if name in else_derived:
-                merged[name] = else_derived[name]
-            else:
-                merged.pop(name, None)
-    ctx.reassigned = taken[0] | else_reassigned
-    ctx.derived = merged
-
-
-def _keep_param_sources(ctx: FunctionContext, before: dict[str, str | None],
-                        *branches: tuple[dict[str, str | None], dict[str, P.Place]]) -> None:
-    """After `if`/`else`: a name that each branch either left as the parameter's data or made
-    host data (`if not isinstance(grid_thw, torch.Tensor): grid_thw = torch.tensor(grid_thw)`)
-    is still the parameter's data for a sync: it syncs only where a caller passes a device value.
-    Without this the host branch's assignment would cut the value off its parameter, and a
-    finding on it would no longer be dropped when every caller passes host data."""
-    for name, source in before.items():
-        if source is None:
-            continue
-        kept = [branch_sources.get(name) == source or P.known_host(env.get(name, P.UNKNOWN))
-                for branch_sources, env in branches]
-        changed = any(branch_sources.get(name) != source for branch_sources, _ in branches)
-        if not all(kept) or not changed:
-            continue
-        if name == source:
-            ctx.reassigned.discard(name)
-            ctx.derived.pop(name, None)
-        else:
-            ctx.derived[name] = source
-
-
-def _merge_branches(ctx: FunctionContext, other_env: dict[str, P.Place], other_bools: set[str]) -> None:
-    """After `if`/`else`: a name may hold either branch's value, so keep the more device-like
-    one (a device mask on one path is a sync on that path) and any boolean-mask flag."""
-    env = ctx.env
-    for name, where in other_env.items():
-        mine = env.get(name)
-        if mine is None:
-            env[name] = where
-        elif where != mine:
-            env[name] = P.join(mine, where)
-    ctx.bools |= other_bools
-
-
-def _merge_parts(ctx: FunctionContext, other_env: dict[str, P.Place],
-                 other_parts: dict[str, tuple[P.Place, ...]]) -> None:
-    """After `if`/`else`, the members of a tuple a name holds: joined member by member when both
-    paths assigned one of the same length. A tuple assigned on one path only still counts when
-    the other path never bound the name (`if self._replay is None: self._replay = (...)`: the
-    other path reads what an earlier call stored by the same line); a name the other path
-    bound to something else loses its members."""
-    merged = {}
-    for name in ctx.parts.keys() | other_parts.keys():
-        mine, theirs = ctx.parts.get(name), other_parts.get(name)
-        if mine is not None and theirs is not None:
-            if len(mine) == len(theirs):
-                merged[name] = tuple(P.join(a, b) for a, b in zip(mine, theirs))
-        elif mine is not None and name not in other_env:
-            merged[name] = mine
-        elif theirs is not None and name not in ctx.env:
-            merged[name] = theirs
-    ctx.parts = merged
 
 
 def _fills_cache(node: cst.FunctionDef) -> bool:
@@ -540,38 +459,6 @@ def _fills_cache(node: cst.FunctionDef) -> bool:
                     if isinstance(target.target, cst.Subscript) and _names_a_cache(target.target.value):
                         return True
     return False
-
-
-def _tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str | None, bool]:
-    """`isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` (or its `not`): the name tested and
-    whether the test is negated. The branch where the test fails holds a Python value or host
-    data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int)."""
-    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-    call = test.expression if negated else test
-    if isinstance(call, cst.Name) and call.value in ctx.tensor_tests:  # a local holding the test
-        checked, was_negated = ctx.tensor_tests[call.value]
-        return checked, negated != was_negated
-    if not isinstance(call, cst.Call) or not call.args:
-        return None, False
-    function = dotted(call.func)
-    if function == "isinstance" and len(call.args) == 2:
-        kind = dotted(call.args[1].value) or ""
-        if kind.rsplit(".", 1)[-1] != "Tensor":
-            return None, False
-    elif ctx.resolve(call.func) != "torch.is_tensor":
-        return None, False
-    return dotted(call.args[0].value), negated
-
-
-def _narrow_plain(ctx: FunctionContext, name: str | None) -> None:
-    """Where `isinstance(name, <plain types>)` holds, `name` is a Python value: no tensor, so not
-    on the device (`calculate_timestamps` in vLLM: `if not isinstance(indices, list): indices =
-    indices.tolist()`, then `int(i)` for its items). A list's items are not known to be Python
-    numbers (a list of tensors is a list), so they stay unknown, never assumed host."""
-    if name is None:
-        return
-    ctx.env[name] = P.PY
-    ctx.elements[name] = P.UNKNOWN
 
 
 def _keys_by_identity(node: cst.FunctionDef, params: list[str]) -> bool:

@@ -206,7 +206,7 @@ class _Walk:
         self.lib = library
         self.conditions = Conditions(library)
         self.cold: list[tuple[int, int, str]] = []
-        self.dispatch: dict[str, list[tuple[int, str, bool]]] = {}
+        self.dispatch: dict[str, list[tuple[int, str, bool, tuple | None]]] = {}
         # function -> [(start, end, parameter)]: lines that run only when the parameter is None
         self.guards: dict[str, list[tuple[int, int, str]]] = {}
         self.params: dict[str, frozenset] = {}
@@ -363,7 +363,10 @@ class _Walk:
             op = ".ops." in f".{chain}"  # `torch.ops.vllm.unified_attention(...)`: a registered function
             if isinstance(root, ast.Name) and root.id in self.aliases and not op:
                 continue  # a module function: the whole-program pass resolves it by its import
-            self.dispatch.setdefault(self.qualify(function), []).append((sub.lineno, name, op))
+            # the call's shape, so that a target it cannot bind to is not followed (reachability)
+            starred = any(isinstance(a, ast.Starred) for a in sub.args) or any(k.arg is None for k in sub.keywords)
+            shape = None if starred else (len(sub.args), tuple(k.arg for k in sub.keywords))
+            self.dispatch.setdefault(self.qualify(function), []).append((sub.lineno, name, op, shape))
 
 
     def _bound(self, name: str, function: str) -> bool:

@@ -20,11 +20,12 @@ import ast
 import sys
 
 from . import provenance as P
+from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
-                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SCALAR_TYPES, TORCH_FACTORIES,
+                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS,
-                         annotation_place, compares_dtypes, decorator_kind, factory_place, keyed_place,
+                         compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
@@ -52,26 +53,6 @@ def _combine(facts: list[Fact]) -> Fact:
         if fact[1] is not None or fact[2] is not None:
             return fact
     return (P.combine(*[f[0] for f in facts]), None, None) if facts else _PY
-
-
-def dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _decorator_names(node) -> list[str]:
-    out = []
-    for decorator in node.decorator_list:
-        if isinstance(decorator, ast.Call):
-            decorator = decorator.func
-        out.append((dotted(decorator) or "").lower())
-    return out
 
 
 class FileFacts:
@@ -155,14 +136,14 @@ class FileFacts:
                 if field_class:
                     info["fields"][item.target.id] = field_class
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                decorators = _decorator_names(item)
+                decorators = decorator_names(item)
                 if any(d.endswith("property") for d in decorators):  # property, cached_property
                     info["props"][item.name] = f"{qualname}.{item.name}"
         self.walk_body(node.body, names, None, local_defs)  # methods: their own scopes
 
     # -- functions ---------------------------------------------------------------------
     def function(self, node, classes: list[str], outer: "_Scope | None") -> None:
-        decorators = _decorator_names(node)
+        decorators = decorator_names(node)
         if any(decorator_kind(d) == "kernel" for d in decorators):
             return  # a Triton/JIT kernel: device code, it cannot sync the host
         if outer is not None and outer.kind == "function":
@@ -182,7 +163,7 @@ class FileFacts:
                 continue
             where = self.hints.where(arg.arg)
             if arg.annotation is not None:
-                ann_where = _annotation_where(arg.annotation)
+                ann_where = annotation_where(arg.annotation)
                 if ann_where is not None:
                     where = ann_where if where != P.HOST else P.HOST
                 else:
@@ -195,6 +176,8 @@ class FileFacts:
             "line": node.lineno,
             "params": positional,
             "kwonly": keyword_only,
+            "varargs": args.vararg is not None,
+            "varkw": args.kwarg is not None,
             # memoized functions and cached properties run their body too (once per key), so
             # their syncs count for their callers; but they are not where a finding is reported
             "hot": (outer is None or outer.facts.get("hot", True)) and not self.is_cold(node.name, classes)
@@ -204,7 +187,7 @@ class FileFacts:
             "tuple_returns": [],  # `return a, b`: the facts of each element
             "property": any(d.endswith("property") for d in decorators),
             # `-> float`, `-> int | None`: a Python number whatever the body computes it from
-            "scalar_return": node.returns is not None and _scalar_annotation(node.returns),
+            "scalar_return": node.returns is not None and scalar_annotation(node.returns),
         }
         scope.facts = facts
         self.functions[qualname] = facts
@@ -228,59 +211,6 @@ def _flat(body):
             yield from _flat(getattr(node, "finalbody", []))
         else:
             yield node
-
-
-def _scalar_annotation(node) -> bool:
-    """A return annotation of Python scalars only (`float`, `int | None`, `Optional[bool]`, a
-    string annotation of one): what such a function returns is never a tensor. Containers are
-    not (`tuple[int, torch.Tensor]` holds tensors)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return False
-    if isinstance(node, ast.Constant) and node.value is None:
-        return False
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        members = [node.left, node.right]
-    elif isinstance(node, ast.Subscript) and _last_name(node.value) in ("Optional", "Union"):
-        members = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-    else:
-        return _last_name(node) in SCALAR_TYPES
-    members = [m for m in members if not (isinstance(m, ast.Constant) and m.value is None)]
-    return bool(members) and all(_scalar_annotation(m) for m in members)
-
-
-def _last_name(node) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
-
-
-def _annotation_where(node) -> int | None:
-    """Where a value of this annotated type lives (vocabulary.annotation_place)."""
-    return annotation_place(node, _annotation_shape)[0]
-
-
-def _annotation_shape(node) -> tuple:
-    if isinstance(node, ast.Constant):
-        if node.value is None:
-            return "name", "None"
-        if not isinstance(node.value, str):
-            return "", None
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return "", None
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        return "name", dotted(node) or ""
-    if isinstance(node, ast.Subscript):
-        return "generic", dotted(node.value) or "", node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return "union", None, [node.left, node.right]
-    return "", None
 
 
 class _Scope:
@@ -326,7 +256,7 @@ class _Scope:
                 found = self.file.class_of_annotation(stmt.annotation, self.local_defs)
                 if found:
                     self.types[stmt.target.id] = found
-                where = _annotation_where(stmt.annotation)
+                where = annotation_where(stmt.annotation)
                 if where is not None and stmt.value is None:
                     fact = (where, None, None)
             elif isinstance(stmt.target, ast.Attribute) and dotted(stmt.target.value) == "self" and self.classes:
@@ -395,7 +325,7 @@ class _Scope:
             self.local_defs.pop(name, None)
             if isinstance(value, ast.Call):  # `runner = Runner(...)`: its class types the name
                 made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
-                made = _factory_class(made)
+                made = factory_class(made)
                 if made and made.rsplit(".", 1)[-1][:1].isupper():
                     self.types[name] = made
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -413,7 +343,7 @@ class _Scope:
             if isinstance(value, ast.Call) and dotted(target.value) == "self" and self.classes:
                 # `self.builder = Builder(device)` (no annotation): the class types the field
                 made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
-                made = _factory_class(made)
+                made = factory_class(made)
                 if made and made.rsplit(".", 1)[-1][:1].isupper():
                     self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
                                                  {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(
@@ -655,17 +585,3 @@ def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.
     return walker.functions, walker.classes
 
 
-def _factory_class(made: str | None) -> str | None:
-    """`Cls.from_server_args(...)`: an alternative constructor makes a `Cls` (or
-    a subclass, whose inherited methods the class's own lookup still finds): SGLang's
-    `self.dllm_algorithm = DllmAlgorithm.from_server_args(server_args)`, whose `run` the per-step
-    worker calls. Any other name is returned as it is."""
-    if made is None or "." not in made:
-        return made
-    owner, method = made.rsplit(".", 1)
-    # `create*` is left out: factories (`EventPublisherFactory.create`) return other classes, and
-    # `DecodeStagingHandler.create` typed that way reached its per-request release path's stream
-    # synchronize from the decode queue (SGLang 0.5.20 disaggregation/decode.py:2452)
-    if owner.rsplit(".", 1)[-1][:1].isupper() and method.startswith("from_"):
-        return owner
-    return made

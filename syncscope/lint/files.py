@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from functools import lru_cache
 
 from ..site import relative_path
 

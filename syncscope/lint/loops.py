@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from .facts import dotted
+from .ast_annotations import dotted
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BUILTIN_NAMES = frozenset(dir(builtins))

@@ -102,7 +102,6 @@ def _fills(body, name: str) -> str | bool:
     """The block stores `self.<name>` (or `self.<name>[key]`): True; or calls a method of `self`
     named for the field (`self._init_step_index(...)` fills `self.step_index`): that method's
     name (memo_lines drops it when the method runs every step anyway)."""
-    bare = name.strip("_")
     for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -146,14 +146,15 @@ class PerStep:
             resolved.add((call.line, call.name))
             if self.line_cold(path, call.line) is None:
                 yield call.line, target
-        for line, name, op in self.dispatch.get(caller, ()):
+        for line, name, op, shape in self.dispatch.get(caller, ()):
             if (line, name) in resolved:  # the receiver's class is known: that call is followed above
                 continue
             candidates = self.module_functions.get(name, ()) if op else self.candidates(name)
             if not candidates or len(candidates) > MAX_DISPATCH or self.line_cold(path, line) is not None:
                 continue
             for target in candidates:
-                yield line, target
+                if op or shape is None or _binds(self.program.functions[target], shape):
+                    yield line, target
 
     def candidates(self, name: str) -> list[str]:
         """The methods a call `x.<name>(...)` on a receiver of unknown class may reach, less the
@@ -300,3 +301,21 @@ def cold_calls_removed(program, edges: dict, results: dict, guarded: dict) -> di
         if lines is not None and lines.merged:
             program.roots[qualname] = [(p, r) for p, r in roots if lines.why(r.line) is None]
     return kept_edges
+
+
+def _binds(facts: dict, shape: tuple) -> bool:
+    """Could a method call of this shape (positional arguments, keyword names; no `*`/`**`)
+    bind to this method? Python raises where it could not, so such a target is never run:
+    `self.attn_impl.forward(q, k, v, attn_metadata=m)` in SGLang's diffusion attention layer does
+    not reach the pipeline stages' `forward(self, batch, server_args)`. Lenient where unsure: a
+    first parameter not named `self`/`cls` (a static method) is counted as one more place."""
+    positional, keywords = shape
+    params = facts["params"]
+    bound = 1 if params and params[0] in ("self", "cls") else 0
+    if not facts.get("varargs", True) and positional > len(params) - bound:
+        return False
+    if not facts.get("varkw", True):
+        names = set(params[bound:]) | set(facts.get("kwonly", ()))
+        if any(keyword not in names for keyword in keywords):
+            return False
+    return True

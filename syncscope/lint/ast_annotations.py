@@ -1,0 +1,98 @@
+"""How the `ast` walk (facts.py) reads names, decorators and annotations: the dotted name of an
+expression, a return annotation of Python scalars, where a value of an annotated type lives, the
+class an alternative constructor makes. The libcst walk reads the same words from vocabulary.py."""
+
+from __future__ import annotations
+
+import ast
+
+from .vocabulary import SCALAR_TYPES, annotation_place
+
+
+def dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def decorator_names(node) -> list[str]:
+    out = []
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call):
+            decorator = decorator.func
+        out.append((dotted(decorator) or "").lower())
+    return out
+
+
+def scalar_annotation(node) -> bool:
+    """A return annotation of Python scalars only (`float`, `int | None`, `Optional[bool]`, a
+    string annotation of one): what such a function returns is never a tensor. Containers are
+    not (`tuple[int, torch.Tensor]` holds tensors)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(node, ast.Constant) and node.value is None:
+        return False
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        members = [node.left, node.right]
+    elif isinstance(node, ast.Subscript) and last_name(node.value) in ("Optional", "Union"):
+        members = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+    else:
+        return last_name(node) in SCALAR_TYPES
+    members = [m for m in members if not (isinstance(m, ast.Constant) and m.value is None)]
+    return bool(members) and all(scalar_annotation(m) for m in members)
+
+
+def last_name(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def annotation_where(node) -> int | None:
+    """Where a value of this annotated type lives (vocabulary.annotation_place)."""
+    return annotation_place(node, annotation_shape)[0]
+
+
+def annotation_shape(node) -> tuple:
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return "name", "None"
+        if not isinstance(node.value, str):
+            return "", None
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return "", None
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return "name", dotted(node) or ""
+    if isinstance(node, ast.Subscript):
+        return "generic", dotted(node.value) or "", node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return "union", None, [node.left, node.right]
+    return "", None
+
+
+def factory_class(made: str | None) -> str | None:
+    """`Cls.from_server_args(...)`: an alternative constructor makes a `Cls` (or
+    a subclass, whose inherited methods the class's own lookup still finds): SGLang's
+    `self.dllm_algorithm = DllmAlgorithm.from_server_args(server_args)`, whose `run` the per-step
+    worker calls. Any other name is returned as it is."""
+    if made is None or "." not in made:
+        return made
+    owner, method = made.rsplit(".", 1)
+    # `create*` is left out: factories (`EventPublisherFactory.create`) return other classes, and
+    # `DecodeStagingHandler.create` typed that way reached its per-request release path's stream
+    # synchronize from the decode queue (SGLang 0.5.20 disaggregation/decode.py:2452)
+    if owner.rsplit(".", 1)[-1][:1].isupper() and method.startswith("from_"):
+        return owner
+    return made

@@ -1,0 +1,125 @@
+"""What the two arms of an `if` leave behind, for the analyzer's walk (analyzer.py): each arm is
+walked from the same starting point, then the names are merged (a name keeps the more device-like
+of its two places; which parameter a name still holds the data of; tuple members), and an
+`isinstance` test narrows the name it tests in the arm where it holds."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from . import provenance as P
+from .context import FunctionContext
+from .imports import dotted
+
+
+def param_sources(ctx: FunctionContext) -> dict[str, str | None]:
+    """For each name that holds a parameter's data (the parameter itself, or a value computed
+    from it only), that parameter; None for the others of these names."""
+    names = set(ctx.params) | set(ctx.derived)  # derived names may be dotted (`self.x`)
+    return {name: name if name in ctx.params and name not in ctx.reassigned else ctx.derived.get(name)
+            for name in names}
+
+
+def merge_names(ctx: FunctionContext, before: tuple[set[str], dict[str, str]],
+                 taken: tuple[set[str], dict[str, str]]) -> None:
+    """After `if`/`else`: a name assigned on either path is reassigned; where the other branch
+    changed what a name is derived from, its change is the later one (as the walk in order
+    would have it)."""
+    before_derived = before[1]
+    else_reassigned, else_derived = ctx.reassigned, ctx.derived
+    merged = dict(taken[1])
+    for name in set(before_derived) | set(else_derived):
+        if else_derived.get(name) != before_derived.get(name):
+            if name in else_derived:
+                merged[name] = else_derived[name]
+            else:
+                merged.pop(name, None)
+    ctx.reassigned = taken[0] | else_reassigned
+    ctx.derived = merged
+
+
+def keep_param_sources(ctx: FunctionContext, before: dict[str, str | None],
+                        *branches: tuple[dict[str, str | None], dict[str, P.Place]]) -> None:
+    """After `if`/`else`: a name that each branch either left as the parameter's data or made
+    host data (`if not isinstance(grid_thw, torch.Tensor): grid_thw = torch.tensor(grid_thw)`)
+    is still the parameter's data for a sync: it syncs only where a caller passes a device value.
+    Without this the host branch's assignment would cut the value off its parameter, and a
+    finding on it would no longer be dropped when every caller passes host data."""
+    for name, source in before.items():
+        if source is None:
+            continue
+        kept = [branch_sources.get(name) == source or P.known_host(env.get(name, P.UNKNOWN))
+                for branch_sources, env in branches]
+        changed = any(branch_sources.get(name) != source for branch_sources, _ in branches)
+        if not all(kept) or not changed:
+            continue
+        if name == source:
+            ctx.reassigned.discard(name)
+            ctx.derived.pop(name, None)
+        else:
+            ctx.derived[name] = source
+
+
+def merge_branches(ctx: FunctionContext, other_env: dict[str, P.Place], other_bools: set[str]) -> None:
+    """After `if`/`else`: a name may hold either branch's value, so keep the more device-like
+    one (a device mask on one path is a sync on that path) and any boolean-mask flag."""
+    env = ctx.env
+    for name, where in other_env.items():
+        mine = env.get(name)
+        if mine is None:
+            env[name] = where
+        elif where != mine:
+            env[name] = P.join(mine, where)
+    ctx.bools |= other_bools
+
+
+def merge_parts(ctx: FunctionContext, other_env: dict[str, P.Place],
+                 other_parts: dict[str, tuple[P.Place, ...]]) -> None:
+    """After `if`/`else`, the members of a tuple a name holds: joined member by member when both
+    paths assigned one of the same length. A tuple assigned on one path only still counts when
+    the other path never bound the name (`if self._replay is None: self._replay = (...)`: the
+    other path reads what an earlier call stored by the same line); a name the other path
+    bound to something else loses its members."""
+    merged = {}
+    for name in ctx.parts.keys() | other_parts.keys():
+        mine, theirs = ctx.parts.get(name), other_parts.get(name)
+        if mine is not None and theirs is not None:
+            if len(mine) == len(theirs):
+                merged[name] = tuple(P.join(a, b) for a, b in zip(mine, theirs))
+        elif mine is not None and name not in other_env:
+            merged[name] = mine
+        elif theirs is not None and name not in ctx.env:
+            merged[name] = theirs
+    ctx.parts = merged
+
+
+def tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str | None, bool]:
+    """`isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` (or its `not`): the name tested and
+    whether the test is negated. The branch where the test fails holds a Python value or host
+    data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int)."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    call = test.expression if negated else test
+    if isinstance(call, cst.Name) and call.value in ctx.tensor_tests:  # a local holding the test
+        checked, was_negated = ctx.tensor_tests[call.value]
+        return checked, negated != was_negated
+    if not isinstance(call, cst.Call) or not call.args:
+        return None, False
+    function = dotted(call.func)
+    if function == "isinstance" and len(call.args) == 2:
+        kind = dotted(call.args[1].value) or ""
+        if kind.rsplit(".", 1)[-1] != "Tensor":
+            return None, False
+    elif ctx.resolve(call.func) != "torch.is_tensor":
+        return None, False
+    return dotted(call.args[0].value), negated
+
+
+def narrow_plain(ctx: FunctionContext, name: str | None) -> None:
+    """Where `isinstance(name, <plain types>)` holds, `name` is a Python value: no tensor, so not
+    on the device (`calculate_timestamps` in vLLM: `if not isinstance(indices, list): indices =
+    indices.tolist()`, then `int(i)` for its items). A list's items are not known to be Python
+    numbers (a list of tensors is a list), so they stay unknown, never assumed host."""
+    if name is None:
+        return
+    ctx.env[name] = P.PY
+    ctx.elements[name] = P.UNKNOWN

@@ -1,0 +1,213 @@
+"""The linted tree as the whole-program pass sees it: every file's functions, classes, module
+exports and sync roots indexed by qualified name, and a call's target resolved through imports,
+re-exports, class fields and inheritance (wholeprogram.py runs the summaries over it)."""
+
+from __future__ import annotations
+
+from .facts import FUNC, METHOD, PROP, SUPER
+from .records import Root
+
+MAX_ALIAS_HOPS = 6
+
+
+class Program:
+    """The tree's functions and classes, indexed, with call targets resolved."""
+
+    def __init__(self, results: dict) -> None:
+        self.functions: dict[str, dict] = {}
+        self.path_of: dict[str, str] = {}
+        self.classes: dict[str, dict] = {}
+        self.modules: dict[str, dict[str, str]] = {}
+        self.roots: dict[str, list[tuple[str, Root]]] = {}  # function -> [(path, root)]
+        # a file in a directory without `__init__.py` is named from below it (`interface`, as
+        # the code that puts that directory on `sys.path` imports it); inside a package the
+        # same file also imports through the package (PEP 420 namespace package:
+        # `sglang.multimodal_gen.runtime.pipelines_core...` for `pipelines_core...`): those
+        # package prefixes, tried when a name does not resolve as it is
+        self.namespaces: set[str] = set()
+        for path, result in results.items():
+            if result.module is not None:
+                self.modules.setdefault(result.module, result.exports)
+                prefix = _namespace_prefix(path, result.module)
+                if prefix:
+                    self.namespaces.add(prefix)
+            for qualname, facts in result.functions.items():
+                if qualname not in self.functions:
+                    self.functions[qualname] = facts
+                    self.path_of[qualname] = path
+            for qualname, info in result.classes.items():
+                self.classes.setdefault(qualname, info)
+            accepted = _accepted_lines(result.suppressions)
+            for qualname, roots in result.roots.items():
+                kept = [r for r in roots if not _is_accepted(accepted, r)]
+                if kept:
+                    self.roots.setdefault(qualname, []).extend((path, r) for r in kept)
+        # "Class.attr" -> host/Python, for attributes a class fills from host data (classinfo.py)
+        self.field_hints: dict[str, int] = {}
+        for result in results.values():
+            self.field_hints.update(result.field_hints)
+        self.props_by_name: dict[str, set[str]] = {}
+        for info in self.classes.values():
+            for attr, getter in info["props"].items():
+                self.props_by_name.setdefault(attr, set()).add(getter)
+        self._mro_memo: dict[str, list[str]] = {}
+
+    # -- name resolution ---------------------------------------------------------------
+    def chase(self, qualname: str | None, want_class: bool = False, hops: int = 0) -> str | None:
+        """A qualified name as imported -> where it is defined in the tree, following
+        re-exports (`from .impl import f` in a package's __init__)."""
+        if qualname is None or hops > MAX_ALIAS_HOPS:
+            return None
+        table = self.classes if want_class else self.functions
+        if qualname in table:
+            return qualname
+        for prefix in self.namespaces:
+            if qualname.startswith(prefix) and qualname[len(prefix):len(prefix) + 1] == ".":
+                found = self.chase(qualname[len(prefix) + 1:], want_class, hops + 1)
+                if found is not None:
+                    return found
+        parts = qualname.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            aliases = self.modules.get(module)
+            if aliases is None:
+                continue
+            target = aliases.get(parts[cut])
+            if target is None or target == qualname:
+                return None
+            return self.chase(".".join([target] + parts[cut + 1:]), want_class, hops + 1)
+        return None
+
+    def mro(self, cls: str) -> list[str]:
+        found = self._mro_memo.get(cls)
+        if found is not None:
+            return found
+        order, pending, seen = [], [cls], set()
+        while pending and len(order) < 32:
+            current = pending.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            order.append(current)
+            info = self.classes.get(current)
+            if info:
+                pending.extend(b for b in (self.chase(base, True) for base in info["bases"]) if b)
+        self._mro_memo[cls] = order
+        return order
+
+    def field_class(self, cls: str, attr: str) -> str | None:
+        for klass in self.mro(cls):
+            info = self.classes.get(klass)
+            if info and attr in info["fields"]:
+                return self.chase(info["fields"][attr], True)
+        return None
+
+    def class_of(self, receiver: tuple) -> tuple[str | None, bool]:
+        """(class, skip the class itself: `super()`) of a receiver (class, hops, via class)."""
+        cls, hops, _ = receiver
+        cls = self.chase(cls, True)
+        skip_self = False
+        for hop in hops:
+            if cls is None:
+                return None, False
+            if hop == SUPER:
+                skip_self = True
+                continue
+            cls = self.field_class(cls, hop)
+            skip_self = False
+        return cls, skip_self
+
+    def member(self, receiver: tuple, name: str, properties: bool) -> str | None:
+        cls, skip_self = self.class_of(receiver)
+        if cls is None:
+            return None
+        for klass in self.mro(cls)[1 if skip_self else 0:]:
+            info = self.classes.get(klass)
+            if properties:
+                if info and name in info["props"]:
+                    return info["props"][name]
+            elif f"{klass}.{name}" in self.functions:
+                return f"{klass}.{name}"
+        return None
+
+    def field_where(self, ref: tuple) -> int | None:
+        """Where a plain attribute read (`self.out_cpu`, `batch.counts`) lives, when its
+        class fills it from host data in one of its methods."""
+        if ref[0] != PROP or ref[1] is None:
+            return None
+        cls, _ = self.class_of(ref[1])
+        for klass in self.mro(cls) if cls else ():
+            found = self.field_hints.get(f"{klass.rsplit('.', 1)[-1]}.{ref[2]}")
+            if found is not None:
+                return found
+        return None
+
+    def resolve(self, ref: tuple) -> str | None:
+        kind = ref[0]
+        if kind == FUNC:
+            return self.chase(ref[1])
+        if kind == METHOD:
+            return self.member(ref[1], ref[2], properties=False)
+        if kind == PROP:
+            if ref[1] is not None:
+                found = self.member(ref[1], ref[2], properties=True)
+                if found is not None or self.class_of(ref[1])[0] is not None:
+                    return found  # a known class without that property: a plain attribute
+            getters = self.props_by_name.get(ref[2])
+            if getters and len(getters) == 1:  # the only property of that name in the tree
+                return next(iter(getters))
+        return None
+
+    def module_call(self, ref: tuple) -> str | None:
+        """`self.visual(pixel_values, grid_thw=grid_thw)`: calling a submodule held in a field
+        (typed by its annotation or the constructor that fills it) runs its `forward`."""
+        if ref[0] != METHOD:
+            return None
+        cls, hops, via_class = ref[1]
+        return self.member((cls, (*hops, ref[2]), via_class), "forward", properties=False)
+
+    def shift(self, ref: tuple, target: str) -> int:
+        """How many leading parameters the call passes implicitly (`self`, `cls`)."""
+        params = self.functions[target]["params"]
+        first = params[0] if params else None
+        if ref[0] == METHOD:
+            via_class = ref[1][2]
+            if first == "self":
+                return 0 if via_class else 1
+            return 1 if first == "cls" else 0
+        if ref[0] == FUNC:
+            return 1 if first == "cls" else 0
+        return len(params)  # a property read passes only `self`
+
+
+def module_prefix(qualname: str, program: Program) -> str:
+    parts = qualname.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        if ".".join(parts[:cut]) in program.modules:
+            return ".".join(parts[:cut]) + "."
+    return ""
+
+
+def _accepted_lines(suppressions: dict) -> dict[int, list]:
+    """Suppressions with a reason: a root they cover is accepted for every caller too."""
+    return {line: [s for s in items if getattr(s, "reason", "")] for line, items in (suppressions or {}).items()}
+
+
+def _namespace_prefix(path: str, module: str) -> str | None:
+    """`sglang.multimodal_gen.runtime` for `sglang/multimodal_gen/runtime/pipelines_core/x.py`
+    named `pipelines_core.x`: the directories above the file's module name, when there are."""
+    stem = path[:-3] if path.endswith(".py") else path
+    dotted = stem.replace("\\", "/").replace("/", ".")
+    if dotted.endswith(".__init__"):
+        dotted = dotted[:-len(".__init__")]
+    if dotted == module or not dotted.endswith("." + module):
+        return None
+    return dotted[:-len(module) - 1]
+
+
+def _is_accepted(accepted: dict, root: Root) -> bool:
+    for at in {root.line, root.stmt_start, root.stmt_end}:
+        for suppression in accepted.get(at, ()):
+            if suppression.covers(root.code):
+                return True
+    return False
