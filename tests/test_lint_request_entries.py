@@ -221,6 +221,11 @@ def test_a_call_by_name_reaches_only_the_methods_it_can_bind_to(tmp_path):
     run = lint_package(tmp_path, {"attn.py": BY_NAME_STAGES})
     lines = {f[1] for f in where(run) if f[0] == "pkg/attn.py"}
     assert 11 in lines and 7 not in lines, where(run)
+    # VALID too: a call that passes more through `*args` still passes at least these
+    run = lint_package(tmp_path, {"attn.py": BY_NAME_STAGES.replace("self.impl.forward(q, k, v, attn_metadata=None)",
+                                                                    "self.impl.forward(q, k, v, *self.extra)")})
+    lines = {f[1] for f in where(run) if f[0] == "pkg/attn.py"}
+    assert 11 in lines and 7 not in lines, where(run)
     # INVALID: a stage whose forward takes what the call passes is still reached
     run = lint_package(tmp_path, {"attn.py": BY_NAME_STAGES.replace("def forward(self, batch, server_args):",
                                                             "def forward(self, batch, *rest, **options):")})

@@ -363,9 +363,10 @@ class _Walk:
             op = ".ops." in f".{chain}"  # `torch.ops.vllm.unified_attention(...)`: a registered function
             if isinstance(root, ast.Name) and root.id in self.aliases and not op:
                 continue  # a module function: the whole-program pass resolves it by its import
-            # the call's shape, so that a target it cannot bind to is not followed (reachability)
-            starred = any(isinstance(a, ast.Starred) for a in sub.args) or any(k.arg is None for k in sub.keywords)
-            shape = None if starred else (len(sub.args), tuple(k.arg for k in sub.keywords))
+            # the call's shape, so that a target it cannot bind to is not followed (reachability):
+            # the arguments it passes at least (`*args`, `**kwargs` may add more, never fewer)
+            shape = (sum(1 for a in sub.args if not isinstance(a, ast.Starred)),
+                     tuple(k.arg for k in sub.keywords if k.arg is not None))
             self.dispatch.setdefault(self.qualify(function), []).append((sub.lineno, name, op, shape))
 
 

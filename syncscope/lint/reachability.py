@@ -153,7 +153,7 @@ class PerStep:
             if not candidates or len(candidates) > MAX_DISPATCH or self.line_cold(path, line) is not None:
                 continue
             for target in candidates:
-                if op or shape is None or _binds(self.program.functions[target], shape):
+                if op or _binds(self.program.functions[target], shape):
                     yield line, target
 
     def candidates(self, name: str) -> list[str]:
@@ -304,8 +304,9 @@ def cold_calls_removed(program, edges: dict, results: dict, guarded: dict) -> di
 
 
 def _binds(facts: dict, shape: tuple) -> bool:
-    """Could a method call of this shape (positional arguments, keyword names; no `*`/`**`)
-    bind to this method? Python raises where it could not, so such a target is never run:
+    """Could a method call of this shape (the positional arguments and keyword names it passes
+    at least: `*args`/`**kwargs` only add) bind to this method? Python raises where it could
+    not, so such a target is never run:
     `self.attn_impl.forward(q, k, v, attn_metadata=m)` in SGLang's diffusion attention layer does
     not reach the pipeline stages' `forward(self, batch, server_args)`. Lenient where unsure: a
     first parameter not named `self`/`cls` (a static method) is counted as one more place."""
