@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import operator
 
+from .errorpaths import own_nodes
+
 UNKNOWN = object()  # a value the call does not fix (never pickled: only used while evaluating)
 NO_DEFAULT = ("nodefault",)
 _OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
@@ -116,17 +118,6 @@ def _params(function) -> dict:
     return out
 
 
-def _own(node):
-    """The nodes of a function's body, not those of functions and classes nested in it."""
-    stack = list(node.body)
-    while stack:
-        sub = stack.pop()
-        yield sub
-        for child in ast.iter_child_nodes(sub):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                stack.append(child)
-
-
 def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict]:
     """({function: (parameters, [(start, end, test)])} of the `if` blocks tested on parameters,
     {(line, column): {position or keyword: literal}} of the calls passing literals)."""
@@ -137,7 +128,7 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict]
         params = _params(node)
         names = frozenset(params) - {"self", "cls"}
         found = []
-        for sub in _own(node):
+        for sub in own_nodes(node.body):
             if isinstance(sub, ast.If) and names:
                 test = compile_test(sub.test, names)
                 if test is None:

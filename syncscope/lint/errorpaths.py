@@ -24,7 +24,7 @@ import ast
 _LEAVES = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)
 
 
-def _own_nodes(body):
+def own_nodes(body):
     """The nodes of a block, not descending into nested functions, classes and lambdas (their
     `return` leaves them, not the block)."""
     stack = list(body)
@@ -55,7 +55,7 @@ def _cannot_leave(body) -> bool:
     """No `return`, `break`, `continue` (or `yield`, which hands control out) in the block:
     a path that leaves early is a normal path. A `try` in it may swallow the raise: refused too."""
     return not any(isinstance(node, _LEAVES + (ast.Try,)) or type(node).__name__ == "TryStar"
-                   for node in _own_nodes(body))
+                   for node in own_nodes(body))
 
 
 def error_block(body) -> bool:
@@ -73,7 +73,7 @@ def always_raises(function) -> bool:
         name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
         if "abstract" in name:
             return False
-    for node in _own_nodes(function.body):
+    for node in own_nodes(function.body):
         if isinstance(node, ast.Raise) and node.exc is not None:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             if (exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")) == "NotImplementedError":
