@@ -105,6 +105,7 @@ class Recorder:
     def __post_init__(self) -> None:
         self._internal = _InternalFrames()
         self._relative_paths: dict[str, str] = {}
+        self._sites: dict = {}  # call site -> its Frame (user_frames.user_stack)
         self._warned: set[tuple[str, int, str]] = set()
         self._lock = threading.Lock()
 
@@ -167,7 +168,7 @@ class Recorder:
         here, so the GPU and the simulated device name the same line and function
         (runtime/user_frames.py says which). Below the runner is syncscope's own command line
         (typer, click), not the user's."""
-        return user_frames.user_stack(frame, self._internal, self._relative, stop_file=_RUNNER_FILE, limit=MAX_STACK)
+        return user_frames.user_stack(frame, self._internal, self._relative, stop_file=_RUNNER_FILE, limit=MAX_STACK, sites=self._sites)
 
     def source_line(self, site: Frame) -> str:
         path = site.path if os.path.isabs(site.path) else os.path.join(self.root, site.path)

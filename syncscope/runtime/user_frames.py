@@ -101,26 +101,60 @@ def user_stack(
     *,
     stop_file: str | None = None,
     limit: int = 24,
+    sites: dict | None = None,
 ) -> tuple[Frame, ...]:
     """The user's frames from `frame` outwards, innermost first: frames of files `is_internal`
-    names are skipped, the walk ends at `stop_file` (syncscope's runner) or after `limit` frames."""
+    names are skipped, the walk ends at `stop_file` (syncscope's runner) or after `limit` frames.
+
+    `sites` (the recorder's own dict) keeps what each call site needs once it is worked out: a
+    program syncs from the same few stacks step after step, and working each frame out again
+    (internal or not, its name, relative path and line, a frozen `Frame`) was most of what a
+    recorded sync cost the host: 70 -> 30 us of thread CPU for a 17-frame stack on the CI
+    host (`bench/record_cost.py`)."""
     frames: list[Frame] = []
     enclosing = None  # (filename, name) of a frame whose entry the previous one already stands for
+    if sites is None:
+        sites = {}
     while frame is not None and len(frames) < limit:
         code = frame.f_code
-        filename = code.co_filename
-        if filename == stop_file:
+        entry = sites.get((id(code), frame.f_lasti))
+        if entry is None or entry[0] is not code:
+            entry = _site(frame, code, is_internal, relative, stop_file, sites)
+        _, role, filename, name, inside_caller, site = entry
+        if role is _STOP:
             break
-        if not is_internal(filename):
-            name, inside_caller, corrections = _code_info(code)
+        if role is _USER:
             if enclosing is not None and enclosing == (filename, name):
                 if not inside_caller:
                     enclosing = None
             else:
-                frames.append(Frame(relative(filename), _line(frame, corrections), name))
+                frames.append(site)
                 enclosing = (filename, name) if inside_caller else None
         frame = frame.f_back
     return tuple(frames)
+
+
+_USER, _INTERNAL, _STOP = "user", "internal", "stop"
+
+
+def _site(frame, code, is_internal, relative, stop_file, sites: dict) -> tuple:
+    """What the walk needs of the call running in `frame`: (code, role, filename, function name,
+    runs inside its caller, its Frame). A call site is its code object and the offset of the
+    instruction running there (`f_lasti`); all of this follows from those two alone, so it is
+    made once per site and kept (keyed by the code's id, as `_code_info` is: the entry keeps the
+    code alive)."""
+    filename = code.co_filename
+    if filename == stop_file:
+        entry = (code, _STOP, filename, "", False, None)
+    elif is_internal(filename):
+        entry = (code, _INTERNAL, filename, "", False, None)
+    else:
+        name, inside_caller, corrections = _code_info(code)
+        entry = (code, _USER, filename, name, inside_caller, Frame(relative(filename), _line(frame, corrections), name))
+    if len(sites) >= _CODE_INFO_MAX:
+        sites.clear()
+    sites[(id(code), frame.f_lasti)] = entry
+    return entry
 
 
 # -- per code object, computed once ----------------------------------------------------------------
