@@ -109,8 +109,8 @@ def user_stack(
     `sites` (the recorder's own dict) keeps what each call site needs once it is worked out: a
     program syncs from the same few stacks step after step, and working each frame out again
     (internal or not, its name, relative path and line, a frozen `Frame`) was most of what a
-    recorded sync cost the host: 70 -> 30 us of thread CPU for a 17-frame stack on the CI
-    host (`bench/record_cost.py`)."""
+    recorded sync cost the host: about half of it for a 20-frame stack on the CI host
+    (`bench/record_cost.py`)."""
     frames: list[Frame] = []
     enclosing = None  # (filename, name) of a frame whose entry the previous one already stands for
     if sites is None:
