@@ -188,8 +188,6 @@ class FileFacts:
             "property": any(d.endswith("property") for d in decorators),
             # `-> float`, `-> int | None`: a Python number whatever the body computes it from
             "scalar_return": node.returns is not None and scalar_annotation(node.returns),
-            # a base method that does nothing (overrides.py: a call to it runs a subclass's)
-            "stub": _is_stub(node, decorators),
         }
         scope.facts = facts
         self.functions[qualname] = facts
@@ -200,25 +198,6 @@ class FileFacts:
             elif isinstance(inner, ast.ClassDef):
                 scope.local_defs[inner.name] = self.qualify(".".join(classes + [inner.name]))
         scope.block(node.body)
-
-
-def _is_stub(node, decorators) -> bool:
-    """An interface method: `@abstractmethod`, or a body of only a docstring, `pass`, `...`,
-    `return` / `return None`, `raise NotImplementedError[(...)]`."""
-    if any(d.rsplit(".", 1)[-1] == "abstractmethod" for d in decorators):
-        return True
-    for stmt in node.body:
-        if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
-            continue  # `pass`, a docstring, `...`
-        if isinstance(stmt, ast.Return) and (stmt.value is None or (isinstance(stmt.value, ast.Constant)
-                                                                    and stmt.value.value is None)):
-            continue
-        if isinstance(stmt, ast.Raise) and stmt.exc is not None:
-            exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
-            if dotted(exc) == "NotImplementedError":
-                continue
-        return False
-    return True
 
 
 def _flat(body):

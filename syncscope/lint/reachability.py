@@ -4,9 +4,7 @@ A sync matters when the line runs in every serving step. The roots are the funct
 (library_facts.toml `[roots] hot`, extended by `hot-roots`): `nn.Module.forward` and its
 variants, model runners' `execute_model` / `sample_tokens` / `step`, metadata builders' `build`,
 SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call graph is walked:
-* calls the whole-program pass resolved (wholeprogram.py: imports, `self`, typed attributes),
-  and where such a call lands on a base class's stub, the subclasses' overrides of it
-  (overrides.py: virtual dispatch);
+* calls the whole-program pass resolved (wholeprogram.py: imports, `self`, typed attributes);
 * a method call on a receiver of unknown class (`self.quant_method.apply(x)`) reaches every
   method of that name in the tree (names of containers and tensors excepted), since the
   receiver may be any of them;
@@ -34,7 +32,6 @@ from collections import deque
 from .branches import platform_path
 from .library import LibraryFacts
 from .modules import ModuleKinds
-from .overrides import Overrides
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
 MAX_DISPATCH = 200  # a name defined by more methods than this is too generic to dispatch on
@@ -87,7 +84,6 @@ class PerStep:
             table = self.methods if owner in program.classes else self.module_functions
             table.setdefault(short, []).append(qualname)
         self.edges = edges
-        self.overrides = Overrides(program)
         self.roots = _root_pattern(library.hot_roots)
         # qualname -> (parent qualname or None, call line in the parent)
         self.reached: dict[str, tuple] = {}
@@ -150,9 +146,6 @@ class PerStep:
             resolved.add((call.line, call.name))
             if self.line_cold(path, call.line) is None:
                 yield call.line, target
-                # a stub on a base-typed receiver: the subclass's override is what runs
-                for override in self.overrides.of_call(call, target):
-                    yield call.line, override
         for line, name, op, shape in self.dispatch.get(caller, ()):
             if (line, name) in resolved:  # the receiver's class is known: that call is followed above
                 continue
