@@ -306,6 +306,43 @@ def test_a_caller_that_leaves_the_guarded_parameter_out_is_flagged(tmp_path):
     assert ("pkg/model.py", 11, "SYN601") in where(run)
 
 
+def test_a_required_optional_parameter_is_no_guard_its_callers_rule_out(tmp_path):
+    # `spec_info: Optional[SpecInfo]` with no default: every caller passes it, and passes None
+    # on a plain decode step (SGLang 0.5.21 `_apply_cuda_graph_metadata`); its `else` runs
+    ops = """
+        import torch
+        from typing import Optional
+
+        def apply_metadata(seq_lens: torch.Tensor, spec_info: Optional[object], flag: bool | None):
+            if spec_info is not None:
+                return seq_lens
+            else:
+                return seq_lens.cpu().numpy()
+
+        def apply_other(seq_lens: torch.Tensor, spec_info: Optional[object] = None):
+            if spec_info is not None:
+                return seq_lens
+            else:
+                return seq_lens.cpu().numpy()
+    """
+    run = lint_package(tmp_path, {
+        "ops.py": ops,
+        "model.py": """
+            import torch
+            from pkg.ops import apply_metadata, apply_other
+
+            class Layer(torch.nn.Module):
+                def forward(self, x: torch.Tensor, batch):
+                    apply_other(x, spec_info=batch.spec_info)
+                    return apply_metadata(x, spec_info=batch.spec_info, flag=None)
+        """,
+    })
+    ops_lines = sorted({line for at, line, _ in where(run) if at == "pkg/ops.py"})
+    # the required Optional parameter keeps its `else` per step; the one that is None only by
+    # its default is still ruled out by the callers that pass it
+    assert ops_lines == [9], where(run)
+
+
 # -- 4. host data the linter took for device data --------------------------------------------
 def test_multimodal_fields_declared_keep_on_cpu_are_host_data(tmp_path):
     run = lint_package(tmp_path, {

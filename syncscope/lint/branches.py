@@ -210,6 +210,9 @@ class _Walk:
         # function -> [(start, end, parameter)]: lines that run only when the parameter is None
         self.guards: dict[str, list[tuple[int, int, str]]] = {}
         self.params: dict[str, frozenset] = {}
+        # required parameters typed `Optional[X]`: callers pass None to them, so a None-test on
+        # one is no guard that "every caller passes it" rules out (reachability.guarded_lines)
+        self.nullable: dict[str, frozenset] = {}
         self.host_functions = _patterns(library.host_functions)
         # error paths (errorpaths.py): functions all of whose paths raise, and per function the
         # blocks that end in a call the whole-program pass may find to be one of them
@@ -236,6 +239,7 @@ class _Walk:
                 local = f"{function}.{stmt.name}" if function else ".".join(classes + [stmt.name])
                 args = stmt.args
                 self.params[local] = frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
+                self.nullable[local] = _nullable_required(args)
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
                 elif self.host_functions and self.host_functions.match(self.qualify(local)):
@@ -333,7 +337,8 @@ class _Walk:
             if isinstance(part.ops[0], ast.IsNot) and len(tests) > 1:
                 continue  # `p is not None and q`: its `else` runs for other reasons too
             param = part.left.id
-            if param not in self.params.get(function, ()) or param in ("self", "cls"):
+            if param not in self.params.get(function, ()) or param in ("self", "cls") \
+                    or param in self.nullable.get(function, ()):
                 continue
             body = stmt.body if isinstance(part.ops[0], ast.Is) else stmt.orelse
             if body:
@@ -402,3 +407,22 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     walk = _Walk(module, aliases, library)
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)
+
+
+def _nullable_required(args: ast.arguments) -> frozenset:
+    """Parameters without a default whose annotation admits None (`Optional[SpecInput]`,
+    `SpecInput | None`, `Union[X, None]`): SGLang's `_apply_cuda_graph_metadata(..., spec_info:
+    Optional[SpecInput], ...)` is given `spec_info=forward_batch.spec_info`, None on a plain
+    decode step, by each of its callers. A parameter that is None only by its default
+    (`chunk_indices: Optional[Tensor] = None`) keeps its guard: a caller that passes it passes
+    a value."""
+    positional = args.posonlyargs + args.args
+    required = positional[:len(positional) - len(args.defaults)]
+    required += [a for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    return frozenset(a.arg for a in required if a.annotation is not None and _admits_none(a.annotation))
+
+
+def _admits_none(node: ast.AST) -> bool:
+    text = ast.unparse(node).replace(" ", "")
+    return text.startswith(("Optional[", "typing.Optional[")) or "|None" in text or "None|" in text \
+        or (text.startswith(("Union[", "typing.Union[")) and ",None" in text)

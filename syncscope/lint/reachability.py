@@ -245,7 +245,8 @@ def cold_lines(results: dict, guarded: dict) -> dict[str, ColdLines]:
 def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
     """Lines that run only when a parameter is None (`if chunk_indices is None:`) in functions
     every caller in the tree passes that parameter to: {path: [(start, end, why)]}. A call
-    with `*args`/`**kwargs` may pass it unseen: it counts as leaving it out."""
+    with `*args`/`**kwargs` may pass it unseen: it counts as leaving it out. A required
+    parameter typed `Optional[X]` has no such guards (branches.py): its callers pass None."""
     guards: dict[str, list] = {}
     for result in results.values():
         for qualname, items in (getattr(result, "guards", None) or {}).items():
