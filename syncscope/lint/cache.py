@@ -96,8 +96,10 @@ class Cache:
         if result.has_facts:  # else it came from this cache with these facts already stored
             facts = self._facts_table()
             if rel_path not in facts or facts[rel_path][0] != digest:
-                blob = pickle.dumps(tuple(getattr(result, name) for name in FACT_FIELDS), protocol=pickle.HIGHEST_PROTOCOL)
-                facts[rel_path] = (digest, blob)
+                # the result itself, pickled only when the table is written (`_write`): while the
+                # workers run, the parent holds the facts once, not also as ~34 MB of bytes
+                # (whole vLLM), and the run's peak memory is then (parent and workers together)
+                facts[rel_path] = (digest, result)
                 self.facts_dirty = True
         self.entries[rel_path] = (digest, stamp, _without_facts(result))
 
@@ -109,11 +111,30 @@ class Cache:
         entry = self._facts_table().get(rel_path)
         if entry is None or entry[0] != self.digest_of(rel_path):
             return None
-        try:
-            values = pickle.loads(entry[1])
-        except Exception:  # a damaged entry: the caller re-analyzes the file
-            return None
+        if not isinstance(entry[1], bytes):  # put in this run, not pickled yet
+            values = _facts_of(entry[1])
+        else:
+            try:
+                values = pickle.loads(entry[1])
+            except Exception:  # a damaged entry: the caller re-analyzes the file
+                return None
         return replace(result, **dict(zip(FACT_FIELDS, values)), has_facts=True)
+
+    def flush_facts(self) -> None:
+        """Write the facts table now and let go of it: called once every result's facts are
+        loaded, before the whole-program pass, so the pass does not run beside the table's
+        pickled bytes (they are pickled from the results put in this run, before the pass
+        reads them). A later `with_facts` reads the file again."""
+        if self._facts is None:
+            return
+        if self.facts_dirty:
+            try:
+                os.makedirs(self.directory, exist_ok=True)
+                self._write("facts", _pickled_facts(self._facts))
+            except OSError:
+                return  # kept: `save` tries again, or the tree is read-only
+            self.facts_dirty = False
+        self._facts = None
 
     def _facts_table(self) -> dict:
         if self._facts is None:
@@ -147,7 +168,7 @@ class Cache:
             if self.dirty:
                 self._write("files", self.entries)
             if self.facts_dirty:
-                self._write("facts", self._facts)
+                self._write("facts", _pickled_facts(self._facts))
             if self.solved_dirty:
                 self._write("solved", self._solved)
             mine = {os.path.basename(self._file(part)) for part in ("files", "facts", "solved")}
@@ -166,6 +187,18 @@ class Cache:
         except BaseException:
             os.unlink(temp)
             raise
+
+
+def _facts_of(result) -> tuple:
+    return tuple(getattr(result, name) for name in FACT_FIELDS)
+
+
+def _pickled_facts(table: dict) -> dict:
+    """The facts table as written: each file's facts pickled on their own (entries put in this
+    run still hold their result), so a later run unpickles only the files it lints."""
+    return {rel: (digest, value if isinstance(value, bytes) else
+                  pickle.dumps(_facts_of(value), protocol=pickle.HIGHEST_PROTOCOL))
+            for rel, (digest, value) in table.items()}
 
 
 def _without_facts(result):

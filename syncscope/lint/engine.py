@@ -16,6 +16,7 @@ from ..site import Site, with_occurrences
 from .cache import FACT_FIELDS, Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
+from .interning import Interner
 from .classinfo import VECTOR
 from .provenance import DEVICE, known_host
 from .owner_fields import OwnerFields
@@ -23,7 +24,7 @@ from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
-from .worker import RawResult, analyze_bytes, analyze_file, decode, init_worker
+from .worker import RawResult, analyze_bytes, analyze_file, analyze_in_worker, decode, init_worker
 
 
 PROGRESS_MIN_FILES = 50  # fewer files than this finish before a bar is worth drawing
@@ -82,7 +83,6 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     cache = Cache(config.root, config.cache_dir, config.analysis_key()) if use_cache else None
     triggers = trigger_pattern(config)
     results: dict[str, RawResult] = {}
-    texts: dict[str, bytes] = {}
     digests: dict[str, str] = {}  # the whole-program pass's input, for its cache
     todo: list[tuple] = []  # (absolute, rel, module, is_package, digest, stamp, facts only)
     for absolute, rel in files:
@@ -102,7 +102,9 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             results[rel] = RawResult(findings=[diagnostic("SYN001", f"cannot read file: {error.strerror}")])
             digests[rel] = f"unreadable {error.errno}"
             continue
-        texts[rel] = data
+        # the bytes are not kept: the workers read the file themselves, and the few files with
+        # findings are read again for their code frames (keeping every file's text held ~45 MB
+        # on whole vLLM through the run, and in the forked workers' copy of the parent)
         digest = content_hash(data)
         digests[rel] = digest
         cached = cache.get(rel, digest) if cache else None
@@ -125,8 +127,11 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             todo.append((absolute, rel, module, is_package, digest, stamp, facts_only))
     run.parsed = len(todo) - sum(1 for t in todo if t[6])
 
+    # one object per equal name across the workers' results (interning.py): on whole vLLM the
+    # parent holds them beside the workers, the run's peak
+    interner = Interner()
     for (absolute, rel, module, is_package, digest, stamp, _), result in _analyze_all(todo, config, jobs, progress):
-        results[rel] = result
+        result = results[rel] = interner.result(result)
         if cache is not None:
             cache.put(rel, digest, result, stamp)
         if result.internal_error:
@@ -163,13 +168,11 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
                 kept.append(diagnostic("SYN900", message, line, level="warning"))
         if not kept:
             continue
-        data = texts.get(rel)
-        if data is None:  # an unchanged file served from the cache: read it for the code frame
-            try:
-                with open(run.abs_paths[rel], "rb") as handle:
-                    data = handle.read()
-            except OSError:
-                data = b""
+        try:  # read again for the code frame (see above)
+            with open(run.abs_paths[rel], "rb") as handle:
+                data = handle.read()
+        except OSError:
+            data = b""
         lines = _text(data).splitlines()
         run.texts[rel] = lines
         for p in kept:
@@ -248,7 +251,10 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
                     facts = analyze_file(absolute, module, is_package, config, False)  # roots need the rules
                     # only the facts: the cached findings stay exactly what they were
                     full = replace(result, **{name: getattr(facts, name) for name in FACT_FIELDS}, has_facts=True)
+                # not interned: the walk costs ~5 s on whole vLLM, more than an edited file's
+                # whole run, and no workers run beside this pass (the run's peak is theirs)
                 results[rel] = full
+        cache.flush_facts()
     solved = solve(dict(sorted(results.items())), config.library(), config.cold_function)  # file order, not the workers' arrival order: the same roots every run
     if cache is not None:
         cache.put_solved(key, solved)
@@ -381,7 +387,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
     context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
     with ProcessPoolExecutor(max_workers=min(jobs, len(ordered)), mp_context=context,
                              initializer=init_worker) as pool:
-        futures = {pool.submit(analyze_file, t[0], t[2], t[3], config, t[6]): t for t in ordered}
+        futures = {pool.submit(analyze_in_worker, t[0], t[2], t[3], config, t[6]): t for t in ordered}
         for future in as_completed(futures):
             task = futures[future]
             try:

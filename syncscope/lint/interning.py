@@ -1,0 +1,64 @@
+"""One object for each equal string, number and frozen set across the files' results.
+
+A worker's result reaches the run through a pipe, and a file's cached facts through their own
+pickle: each arrives with its own copies of the names it mentions (module and class names,
+qualified functions, parameters, line numbers above 256). On whole vLLM 0.33.0 the parent held
+643,000 strings (50 MB) for 111,000 distinct values and 619,000 int objects (16.5 MB) for the
+whole run. `Interner.result` rebuilds a result's containers around one shared object per value.
+Values are equal before and after, and a container the result held twice (a fact kept in two
+places) is still one object after, so nothing that reads or changes them can tell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+
+class Interner:
+    """Shared per run; one table per type, so `1`, `1.0` and `True` (equal, and equal hashes)
+    never stand in for each other."""
+
+    def __init__(self) -> None:
+        self.strings: dict[str, str] = {}
+        self.ints: dict[int, int] = {}
+        self.frozensets: dict[frozenset, frozenset] = {}
+
+    def result(self, result, names=None):
+        """Intern the fields `names` (default: every field) of a RawResult in place; returns it."""
+        done: dict[int, object] = {}  # id of a container of this result -> its rebuilt one
+        for name in names if names is not None else [item.name for item in fields(result)]:
+            value = getattr(result, name)
+            if value is not None and type(value) is not bool:
+                setattr(result, name, self.value(value, done))
+        return result
+
+    def value(self, value, done: dict):
+        kind = type(value)
+        if kind is str:
+            return self.strings.setdefault(value, value)
+        if kind is int:
+            return value if -5 <= value <= 256 else self.ints.setdefault(value, value)  # CPython's own small ints
+        if kind is float or kind is bool or value is None:
+            return value
+        found = done.get(id(value))
+        if found is not None:
+            return found
+        if kind is tuple:
+            new = tuple([self.value(item, done) for item in value]) if value else value
+        elif kind is dict:
+            new = {self.value(key, done): self.value(item, done) for key, item in value.items()}
+        elif kind is list:
+            value[:] = [self.value(item, done) for item in value]
+            new = value
+        elif kind is frozenset:
+            new = self.frozensets.get(value)
+            if new is None:
+                new = self.frozensets[value] = frozenset([self.value(item, done) for item in value])
+        elif isinstance(value, tuple):  # a NamedTuple record (records.py)
+            new = tuple.__new__(kind, [self.value(item, done) for item in value])
+        elif kind is set:
+            new = {self.value(item, done) for item in value}
+        else:
+            return value  # enum members and other objects: shared already
+        done[id(value)] = new  # the old container stays alive in `value`'s owner until replaced
+        return new
