@@ -134,7 +134,7 @@ def main() -> int:
     parser.add_argument("--torchfix", help="an installed torchfix executable (skips making the venv)")
     parser.add_argument("--skip-whole-tree", action="store_true")
     parser.add_argument("--skip-v1", action="store_true", help="skip the vllm/v1 runs (whole tree only)")
-    parser.add_argument("--skip-edit", action="store_true", help="skip the one-file-edited run")
+    parser.add_argument("--skip-edit", action="store_true", help="skip the runs that edit a file of the tree (one-file-edited, subset)")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
@@ -234,8 +234,9 @@ def main() -> int:
 
     # subset lint, as the pre-commit hook runs it: one staged file of vllm/, its facts from a warm
     # whole-tree cache (the other 3,230 files' facts from the cache, the whole-program pass
-    # reused when nothing changed, rerun after an edit)
-    if not args.skip_whole_tree:
+    # reused when nothing changed, rerun after an edit). It edits a file of the tree too, so
+    # --skip-edit skips it (a read-only --src, such as an unpacked corpus, then works)
+    if not args.skip_whole_tree and not args.skip_edit:
         clear_cache()
         run("current", ["vllm"])
         staged = os.path.join("vllm", EDITED_FILE.split("/", 1)[1]) if EDITED_FILE.startswith("vllm/") else EDITED_FILE

@@ -25,30 +25,21 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
                     evidence.setdefault((node.name, item.target.id), set()).add(where)
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local: dict[str, P.Place] = {}  # locals known to hold host data, in order
-                for sub in _statements(item.body):
-                    if isinstance(sub, ast.Assign):
-                        targets, value, annotation = sub.targets, sub.value, None
-                    elif isinstance(sub, ast.AnnAssign):
-                        targets, value, annotation = [sub.target], sub.value, sub.annotation
-                    else:
-                        continue
-                    for target in targets:
-                        if isinstance(target, ast.Name):
-                            made = _from_value(value) if value is not None else None
-                            if made is None and value is not None:
-                                made = _from_host_local(value, local)
-                            if made == P.HOST:
-                                local[target.id] = P.HOST
-                            else:
-                                local.pop(target.id, None)
-                            continue
-                        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                                and target.value.id == "self"):
-                            where = _from_annotation(annotation) if annotation is not None else None
-                            if where is None and value is not None:
-                                where = _from_value(value) or _from_host_local(value, local)
-                            if where is not None:
-                                evidence.setdefault((node.name, target.attr), set()).add(where)
+                for target, value, annotation in assignments(item):
+                    if isinstance(target, ast.Name):
+                        made = _from_value(value) if value is not None else None
+                        if made is None and value is not None:
+                            made = _from_host_local(value, local)
+                        if made == P.HOST:
+                            local[target.id] = P.HOST
+                        else:
+                            local.pop(target.id, None)
+                    elif _is_self_attribute(target):
+                        where = _from_annotation(annotation) if annotation is not None else None
+                        if where is None and value is not None:
+                            where = _from_value(value) or _from_host_local(value, local)
+                        if where is not None:
+                            evidence.setdefault((node.name, target.attr), set()).add(where)
     hints = {}
     for key, wheres in evidence.items():
         if P.DEVICE in wheres or P.TENSOR in wheres:
@@ -60,10 +51,11 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
     return hints
 
 
-def self_assignments(function):
-    """(attribute, value, annotation) for every `self.attr = value` and `self.attr: T = value` in
-    a method, nested blocks and closures included; `value` is None for a bare annotation
-    (owner_fields reads it; the class hints above also follow locals, so they walk themselves)."""
+def assignments(function):
+    """(target, value, annotation) for every target of every `x = value` and `x: T = value` in a
+    method, in source order, nested blocks and closures included; `value` is None for a bare
+    annotation. The one walk behind `self_assignments` and the class hints (which also follow
+    the host locals that a `self.attr = local` reads, so they need the Name targets in order)."""
     for stmt in _statements(function.body):
         if isinstance(stmt, ast.Assign):
             targets, value, annotation = stmt.targets, stmt.value, None
@@ -72,8 +64,19 @@ def self_assignments(function):
         else:
             continue
         for target in targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                yield target.attr, value, annotation
+            yield target, value, annotation
+
+
+def self_assignments(function):
+    """(attribute, value, annotation) for every `self.attr = value` and `self.attr: T = value` in
+    a method, nested blocks and closures included (owner_fields reads it)."""
+    for target, value, annotation in assignments(function):
+        if _is_self_attribute(target):
+            yield target.attr, value, annotation
+
+
+def _is_self_attribute(target: ast.AST) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
 
 
 def _statements(body: list, into_classes: bool = False):
