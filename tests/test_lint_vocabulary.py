@@ -28,6 +28,11 @@ ANNOTATIONS = [
     ("CommonAttentionMetadata", None, "CommonAttentionMetadata"),
     ("Optional[Runner]", None, "Runner"),
     ("torch.Tensor | np.ndarray", P.TENSOR, ""),
+    # `Any` says nothing: it may hold a device tensor (not a Python value, not a class).
+    ("Any", None, ""),
+    ("typing.Any", None, ""),
+    ("Optional[Any]", None, ""),
+    ("object", None, ""),
 ]
 
 
