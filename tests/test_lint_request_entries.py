@@ -252,10 +252,11 @@ def test_loop_facts_of_a_function():
                     d = 4
                 return a
     """)
-    straight, bases = file_loops(ast.parse(source), "m", {"ABC": "abc.ABC", "nn": "torch.nn"})
+    straight, bases, spans, _ = file_loops(ast.parse(source), "m", {"ABC": "abc.ABC", "nn": "torch.nn"})
     assert bases["m.A"] == ("abc.ABC", "torch.nn.Module", "builtins.object")
     assert straight["m.A.f"] == ((6, 8), (13, 13), (16, 18))
     assert straight["m.A.f.inner"] == ((10, 11),)
+    assert spans["m.A.f"] == (6, 18) and spans["m.A.f.inner"] == (10, 11)
 
 
 def test_a_namespace_package_inside_a_package_is_named_through_its_parent(tmp_path):
