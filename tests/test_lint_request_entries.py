@@ -253,6 +253,20 @@ def test_a_dict_of_known_keys_passed_as_double_star_counts_as_its_keywords(tmp_p
     assert 7 in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, where(run)
 
 
+def test_a_call_that_leaves_out_a_required_parameter_does_not_bind(tmp_path):
+    # `mega.forward(tensors)` (SGLang's MoE megakernel) passes one argument: a stage's
+    # `forward(self, batch, server_args)` would raise, so it is not reached
+    one = BY_NAME_STAGES.replace("self.impl.forward(q, k, v, attn_metadata=None)", "self.impl.forward(q)")
+    run = lint_package(tmp_path, {"attn.py": one})
+    assert 7 not in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, where(run)
+    # INVALID: a default, a keyword or a `**kwargs` may fill the rest
+    for variant in (one.replace("def forward(self, batch, server_args):", "def forward(self, batch, server_args=None):"),
+                    one.replace("self.impl.forward(q)", "self.impl.forward(q, server_args=None)"),
+                    one.replace("self.impl.forward(q)", "self.impl.forward(q, **self.extra)")):
+        run = lint_package(tmp_path, {"attn.py": variant})
+        assert 7 in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, (variant, where(run))
+
+
 def test_loop_facts_of_a_function():
     source = textwrap.dedent("""
         from abc import ABC

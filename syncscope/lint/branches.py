@@ -373,7 +373,9 @@ class _Walk:
             for k in sub.keywords:  # `**kwargs` of a dict with known keys passes those keywords
                 if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in known:
                     keywords += known[k.value.id]
-            shape = (sum(1 for a in sub.args if not isinstance(a, ast.Starred)), keywords)
+            # open: a `*args`/`**kwargs` may pass more (then a missing argument proves nothing)
+            opened = any(isinstance(a, ast.Starred) for a in sub.args) or any(k.arg is None for k in sub.keywords)
+            shape = (sum(1 for a in sub.args if not isinstance(a, ast.Starred)), keywords, opened)
             self.dispatch.setdefault(self.qualify(function), []).append((sub.lineno, name, op, shape))
 
 

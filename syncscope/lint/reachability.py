@@ -344,12 +344,20 @@ def _binds(facts: dict, shape: tuple) -> bool:
     not, so such a target is never run:
     `self.attn_impl.forward(q, k, v, attn_metadata=m)` in SGLang's diffusion attention layer does
     not reach the pipeline stages' `forward(self, batch, server_args)`. Lenient where unsure: a
-    first parameter not named `self`/`cls` (a static method) is counted as one more place."""
-    positional, keywords = shape
+    first parameter not named `self`/`cls` (a static method) is counted as one more place, and
+    the receiver fills the first place when a parameter is missing."""
+    positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
     params = facts["params"]
     bound = 1 if params and params[0] in ("self", "cls") else 0
     if not facts.get("varargs", True) and positional > len(params) - bound:
         return False
+    if not opened:
+        # a parameter without a default that the call passes neither by place nor by name:
+        # `mega.forward(tensors)` cannot run a stage's `forward(self, batch, server_args)`
+        # (the receiver counted as the first place even where it is not named `self`)
+        required = params[1 + positional:facts.get("required", 0)]
+        if any(name not in keywords for name in required):
+            return False
     if not facts.get("varkw", True):
         names = set(params[bound:]) | set(facts.get("kwonly", ()))
         if any(keyword not in names for keyword in keywords):
