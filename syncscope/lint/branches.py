@@ -211,7 +211,7 @@ class _Walk:
         self.guards: dict[str, list[tuple[int, int, str]]] = {}
         self.params: dict[str, frozenset] = {}
         # function -> {name: keys}: locals that hold a dict of known keys, passed as `**name`
-        self.kw_dicts: dict[str, dict[str, tuple]] = {}
+        self.kw_dicts: dict[str, object] = {}  # (the function's node until first needed)
         self.host_functions = _patterns(library.host_functions)
         # error paths (errorpaths.py): functions all of whose paths raise, and per function the
         # blocks that end in a call the whole-program pass may find to be one of them
@@ -238,7 +238,7 @@ class _Walk:
                 local = f"{function}.{stmt.name}" if function else ".".join(classes + [stmt.name])
                 args = stmt.args
                 self.params[local] = frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
-                self.kw_dicts[local] = keyword_dicts(stmt)
+                self.kw_dicts[local] = stmt  # read by keyword_dicts() at its first `**name` call
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
                 elif self.host_functions and self.host_functions.match(self.qualify(local)):
@@ -369,10 +369,12 @@ class _Walk:
             # the call's shape, so that a target it cannot bind to is not followed (reachability):
             # the arguments it passes at least (`*args`, `**kwargs` may add more, never fewer)
             keywords = tuple(k.arg for k in sub.keywords if k.arg is not None)
-            known = self.kw_dicts.get(function, {})
             for k in sub.keywords:  # `**kwargs` of a dict with known keys passes those keywords
-                if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in known:
-                    keywords += known[k.value.id]
+                if k.arg is None and isinstance(k.value, ast.Name):
+                    known = self.kw_dicts.get(function)
+                    if known is not None and not isinstance(known, dict):
+                        known = self.kw_dicts[function] = keyword_dicts(known)
+                    keywords += (known or {}).get(k.value.id, ())
             # open: a `*args`/`**kwargs` may pass more (then a missing argument proves nothing)
             opened = any(isinstance(a, ast.Starred) for a in sub.args) or any(k.arg is None for k in sub.keywords)
             shape = (sum(1 for a in sub.args if not isinstance(a, ast.Starred)), keywords, opened)
