@@ -232,6 +232,41 @@ def test_a_call_by_name_reaches_only_the_methods_it_can_bind_to(tmp_path):
     assert 7 in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, where(run)
 
 
+def test_a_dict_of_known_keys_passed_as_double_star_counts_as_its_keywords(tmp_path):
+    # SGLang's MiniCPM adapter: `kwargs = {"sm_scale": ...}; self.active_wrapper.forward(q, (k,
+    # v), **kwargs)`: two positional arguments alone would bind to a stage's `forward(self,
+    # batch, server_args)`; `sm_scale` cannot
+    two = BY_NAME_STAGES.replace("self.impl.forward(q, k, v, attn_metadata=None)",
+                                 "self.impl.forward(q, (k, v), **kwargs)")
+    known = two.replace("return self.impl.forward(q, (k, v), **kwargs)",
+                        "kwargs = {\"sm_scale\": 1.0}\n            return self.impl.forward(q, (k, v), **kwargs)")
+    run = lint_package(tmp_path, {"attn.py": known})
+    assert 7 not in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, where(run)
+    # INVALID: keys a caller may remove (`kwargs.pop(...)`), or a dict of unknown keys, say nothing
+    popped = known.replace("return self.impl.forward(q, (k, v), **kwargs)",
+                           "kwargs.pop(\"sm_scale\")\n            return self.impl.forward(q, (k, v), **kwargs)")
+    run = lint_package(tmp_path, {"attn.py": popped})
+    assert 7 in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, where(run)
+    unknown = two.replace("return self.impl.forward(q, (k, v), **kwargs)",
+                          "kwargs = dict(self.options)\n            return self.impl.forward(q, (k, v), **kwargs)")
+    run = lint_package(tmp_path, {"attn.py": unknown})
+    assert 7 in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, where(run)
+
+
+def test_a_call_that_leaves_out_a_required_parameter_does_not_bind(tmp_path):
+    # `mega.forward(tensors)` (SGLang's MoE megakernel) passes one argument: a stage's
+    # `forward(self, batch, server_args)` would raise, so it is not reached
+    one = BY_NAME_STAGES.replace("self.impl.forward(q, k, v, attn_metadata=None)", "self.impl.forward(q)")
+    run = lint_package(tmp_path, {"attn.py": one})
+    assert 7 not in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, where(run)
+    # INVALID: a default, a keyword or a `**kwargs` may fill the rest
+    for variant in (one.replace("def forward(self, batch, server_args):", "def forward(self, batch, server_args=None):"),
+                    one.replace("self.impl.forward(q)", "self.impl.forward(q, server_args=None)"),
+                    one.replace("self.impl.forward(q)", "self.impl.forward(q, **self.extra)")):
+        run = lint_package(tmp_path, {"attn.py": variant})
+        assert 7 in {f[1] for f in where(run) if f[0] == "pkg/attn.py"}, (variant, where(run))
+
+
 def test_loop_facts_of_a_function():
     source = textwrap.dedent("""
         from abc import ABC
@@ -252,10 +287,11 @@ def test_loop_facts_of_a_function():
                     d = 4
                 return a
     """)
-    straight, bases = file_loops(ast.parse(source), "m", {"ABC": "abc.ABC", "nn": "torch.nn"})
+    straight, bases, spans, _ = file_loops(ast.parse(source), "m", {"ABC": "abc.ABC", "nn": "torch.nn"})
     assert bases["m.A"] == ("abc.ABC", "torch.nn.Module", "builtins.object")
     assert straight["m.A.f"] == ((6, 8), (13, 13), (16, 18))
     assert straight["m.A.f.inner"] == ((10, 11),)
+    assert spans["m.A.f"] == (6, 18) and spans["m.A.f.inner"] == (10, 11)
 
 
 def test_a_namespace_package_inside_a_package_is_named_through_its_parent(tmp_path):

@@ -213,6 +213,8 @@ class _Walk:
         # required parameters typed `Optional[X]`: callers pass None to them, so a None-test on
         # one is no guard that "every caller passes it" rules out (reachability.guarded_lines)
         self.nullable: dict[str, frozenset] = {}
+        # function -> {name: keys}: locals that hold a dict of known keys, passed as `**name`
+        self.kw_dicts: dict[str, object] = {}  # (the function's node until first needed)
         self.host_functions = _patterns(library.host_functions)
         # error paths (errorpaths.py): functions all of whose paths raise, and per function the
         # blocks that end in a call the whole-program pass may find to be one of them
@@ -240,6 +242,7 @@ class _Walk:
                 args = stmt.args
                 self.params[local] = frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
                 self.nullable[local] = _nullable_required(args)
+                self.kw_dicts[local] = stmt  # read by keyword_dicts() at its first `**name` call
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
                 elif self.host_functions and self.host_functions.match(self.qualify(local)):
@@ -370,8 +373,16 @@ class _Walk:
                 continue  # a module function: the whole-program pass resolves it by its import
             # the call's shape, so that a target it cannot bind to is not followed (reachability):
             # the arguments it passes at least (`*args`, `**kwargs` may add more, never fewer)
-            shape = (sum(1 for a in sub.args if not isinstance(a, ast.Starred)),
-                     tuple(k.arg for k in sub.keywords if k.arg is not None))
+            keywords = tuple(k.arg for k in sub.keywords if k.arg is not None)
+            for k in sub.keywords:  # `**kwargs` of a dict with known keys passes those keywords
+                if k.arg is None and isinstance(k.value, ast.Name):
+                    known = self.kw_dicts.get(function)
+                    if known is not None and not isinstance(known, dict):
+                        known = self.kw_dicts[function] = keyword_dicts(known)
+                    keywords += (known or {}).get(k.value.id, ())
+            # open: a `*args`/`**kwargs` may pass more (then a missing argument proves nothing)
+            opened = any(isinstance(a, ast.Starred) for a in sub.args) or any(k.arg is None for k in sub.keywords)
+            shape = (sum(1 for a in sub.args if not isinstance(a, ast.Starred)), keywords, opened)
             self.dispatch.setdefault(self.qualify(function), []).append((sub.lineno, name, op, shape))
 
 
@@ -390,6 +401,54 @@ def _patterns(patterns) -> re.Pattern | None:
     import fnmatch
 
     return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
+
+
+def keyword_dicts(function) -> dict[str, tuple]:
+    """The locals of a function bound once, to a dict display with string keys (`kwargs =
+    {"sm_scale": s, "k_scale": k}`), and never shrunk (`del`, `.pop`, `.clear`, rebinding, passed
+    on to a call that may change it): `f(q, **kwargs)` passes at least those keywords. SGLang's
+    MiniCPM attention adapter calls `self.active_wrapper.forward(q, (k, v), **kwargs)`: with
+    `sm_scale` among them, it cannot bind to a pipeline stage's `forward(self, batch,
+    server_args)`. Nested definitions are left out (their names are their own)."""
+    displays: dict[str, list] = {}
+    spoiled: set[str] = set()
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    displays.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            if isinstance(node.target, ast.Name):
+                spoiled.add(node.target.id)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            spoiled.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            spoiled.update(n.id for item in node.items if item.optional_vars is not None
+                           for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Delete):
+            spoiled.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                    func.attr in ("pop", "popitem", "clear", "__delitem__"):
+                spoiled.add(func.value.id)
+            spoiled.update(a.id for a in node.args if isinstance(a, ast.Name))
+            spoiled.update(k.value.id for k in node.keywords if k.arg is not None and isinstance(k.value, ast.Name))
+        pending.extend(ast.iter_child_nodes(node))
+    args = function.args
+    spoiled.update(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a)
+    found = {}
+    for name, values in displays.items():
+        if name in spoiled or len(values) != 1 or not isinstance(values[0], ast.Dict):
+            continue
+        keys = values[0].keys
+        if keys and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
+            found[name] = tuple(k.value for k in keys)
+    return found
 
 
 def _terminates(body) -> bool:

@@ -175,6 +175,8 @@ class FileFacts:
         facts = {
             "line": node.lineno,
             "params": positional,
+            # how many leading positional parameters have no default (the caller must pass them)
+            "required": len(positional) - len(args.defaults),
             "kwonly": keyword_only,
             "varargs": args.vararg is not None,
             "varkw": args.kwarg is not None,

@@ -40,6 +40,8 @@ class _Walk:
         self.defined = defined
         self.straight: dict[str, tuple] = {}
         self.bases: dict[str, tuple] = {}
+        self.spans: dict[str, tuple] = {}
+        self.makes: set[tuple] = set()
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -51,12 +53,16 @@ class _Walk:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local = f"{function}.{stmt.name}" if function else ".".join(classes + [stmt.name])
                 self.straight[self.qualify(local)] = tuple(self.once(stmt.body, stmt.lineno))
+                self.spans[self.qualify(local)] = (stmt.lineno, _end(stmt))
+                self.constructions(stmt.body, self.qualify(".".join(classes)) if classes else None)
                 self.definitions(_nested(stmt.body), classes, local)
             elif isinstance(stmt, ast.ClassDef):
                 names = classes + [stmt.name]
                 self.bases[self.qualify(".".join(names))] = tuple(self.base(b) for b in stmt.bases)
                 self.definitions(stmt.body, names, None)
             elif function is None:
+                # a module- or class-level statement (`_MODEL = Encoder()`, a class attribute)
+                self.constructions([stmt], self.qualify(".".join(classes)) if classes else None)
                 # definitions under `if TYPE_CHECKING:` / `try:` at module or class level
                 for field in ("body", "orelse", "finalbody"):
                     inner = getattr(stmt, field, None)
@@ -64,6 +70,22 @@ class _Walk:
                         self.definitions(inner, classes, None)
                 for handler in getattr(stmt, "handlers", ()) or ():
                     self.definitions(handler.body, classes, None)
+
+    def constructions(self, body, maker: str | None) -> None:
+        """The classes this code constructs (`Mistral3Model(config)`, `nn.ModuleList([Layer(c)
+        for _ in range(n)])`), as (maker, class): the class whose code it is, or None for a
+        module-level function or statement. A function nested in a method builds for that
+        method's class (definitions() walks it with the same maker)."""
+        pending = list(body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, _DEFS):
+                continue  # walked on its own by definitions() (a nested function: same maker)
+            if isinstance(node, ast.Call):
+                made = self.base(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
+                if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
+                    self.makes.add((maker, made))
+            pending.extend(ast.iter_child_nodes(node))
 
     def once(self, body, first: int) -> list[tuple[int, int]]:
         """The line ranges of `body` (a function's, starting at its `def` line) that run once
@@ -155,8 +177,10 @@ def _nested(body) -> list:
 
 def file_loops(tree: ast.Module, module: str, aliases: dict):
     """({function: ((start, end), ...) of the lines that run once per call},
-    {class: (base as a qualified name, or None where it cannot be told, ...)})."""
+    {class: (base as a qualified name, or None where it cannot be told, ...)},
+    {function: (first line, last line)},
+    ((maker class or None, constructed class as a qualified name), ...))."""
     defined = {n.name for n in tree.body if isinstance(n, _DEFS)}
     walk = _Walk(module, aliases, defined)
     walk.definitions(tree.body, [], None)
-    return walk.straight, walk.bases
+    return walk.straight, walk.bases, walk.spans, tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1])))

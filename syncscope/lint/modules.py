@@ -46,6 +46,16 @@ class ModuleKinds:
                     self.subclasses.setdefault(inner, []).append(cls)
         self._module: dict[str, int] = {}
         self._family: dict[str, bool] = {}
+        # who constructs each in-tree class (loops.py): class -> {the class whose code does, or
+        # None for a module-level function or statement}
+        self.makers: dict[str, set] = {}
+        for result in results.values():
+            for maker, made in getattr(result, "makes", ()) or ():
+                inner = program.chase(made, True)
+                if inner is not None:
+                    self.makers.setdefault(inner, set()).add(maker)
+        self.request_bases = _pattern(getattr(library, "request_modules", ()))
+        self._request: dict[str, bool] = {}
 
     def may_be_module(self, cls: str) -> bool:
         return self._kind(cls) != _PLAIN
@@ -103,3 +113,40 @@ class ModuleKinds:
         if not self.methods or owner not in self.program.classes or not self.methods.match(short):
             return False
         return not self.family_may_be_module(owner)
+
+    def request_module(self, cls: str) -> bool:
+        """A module that runs once per request (`[roots] request-modules`: a diffusion pipeline's
+        text encoder), or one that only such modules construct (the encoder's decoder layers,
+        its vision tower), and so does every in-tree subclass (they inherit its `forward`). A
+        class some other code constructs, or that nothing in the tree constructs and that has no
+        such base, stays a per-step module."""
+        known = self._request.get(cls)
+        if known is not None:
+            return known
+        self._request[cls] = False  # a cycle of makers proves nothing
+        found, pending, seen = True, [cls], set()
+        while pending and found:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            found = self._request_class(current)
+            pending.extend(self.subclasses.get(current, ()))
+        self._request[cls] = found
+        return found
+
+    def _request_class(self, cls: str) -> bool:
+        if not self.request_bases or not self.may_be_module(cls):
+            return False
+        makers = self.makers.get(cls, set())
+        if any(self.request_bases.match(klass) for klass in self.program.mro(cls)):
+            # an encoder by its base; unless a module that is not one builds it inside itself
+            return all(m is None or not self.may_be_module(m) or self.request_module(m) for m in makers)
+        return bool(makers) and None not in makers and all(self.request_module(m) for m in makers)
+
+    def request_module_method(self, qualname: str) -> bool:
+        """`forward` (a module method) of a module that runs once per request."""
+        owner, _, short = qualname.rpartition(".")
+        if not self.methods or owner not in self.program.classes or not self.methods.match(short):
+            return False
+        return self.request_module(owner)

@@ -93,6 +93,12 @@ class PerStep:
         for result in results.values():
             self.straight.update(getattr(result, "straight", None) or {})
         self.request: dict[str, tuple] = {}
+        # of those, the ones that run once per request whole, loops included: what a module
+        # that runs once per request (modules.py: a diffusion text encoder) reaches
+        self.whole: set[str] = set()
+        self.spans: dict[str, tuple] = {}
+        for result in results.values():
+            self.spans.update(getattr(result, "spans", None) or {})
         self._candidates: dict[str, list] = {}
 
     # -- what may be entered --------------------------------------------------------------
@@ -125,16 +131,19 @@ class PerStep:
     # -- the walk -----------------------------------------------------------------------
     def run(self) -> dict[str, tuple]:
         queue: deque[str] = deque()
-        entries = []
+        entries, modules = [], []
         for qualname in sorted(self.program.functions):
             if self.is_root(qualname) and self.enterable(qualname):
                 if self.kinds.request_entry(qualname):
                     entries.append(qualname)
+                elif self.kinds.request_module_method(qualname):
+                    modules.append(qualname)
                 else:
                     self.reached[qualname] = (None, 0)
                     queue.append(qualname)
         self.walk(queue)
         self.per_request(entries)
+        self.per_request_modules(modules)
         return self.reached
 
     def calls_of(self, caller: str):
@@ -200,19 +209,45 @@ class PerStep:
         for qualname in [q for q in self.request if q in self.reached]:
             del self.request[qualname]
 
+    def per_request_modules(self, entries: list[str]) -> None:
+        """From the `forward`s of modules that run once per request (modules.py): everything
+        they reach, loops included (a loop over an encoder's layers or a request's images is no
+        step), runs once per request, unless per-step code reaches it too (walked before) or a
+        stage's loop does (a prompt enhancer's `generate` loop calling the encoder's `forward`:
+        walked before, as per step)."""
+        queue = deque(q for q in entries if q not in self.reached and q not in self.request)
+        for qualname in queue:
+            self.request[qualname] = (None, 0)
+            self.whole.add(qualname)
+        while queue:
+            caller = queue.popleft()
+            for line, target in self.calls_of(caller):
+                if target in self.reached or target in self.request or not self.enterable(target):
+                    continue
+                self.request[target] = (caller, line)
+                self.whole.add(target)
+                queue.append(target)
+
     def request_lines(self) -> dict[str, list]:
         """{path: [(start, end, why)]}: the lines of per-request functions that run once per
         request (outside their loops), with the entry point that reaches them."""
         out: dict[str, list] = {}
         for qualname in self.request:
             once = self.straight.get(qualname)
+            if qualname in self.whole:
+                span = self.spans.get(qualname)
+                once = (span,) if span else once
             if not once:
                 continue
             entry = qualname
             while self.request[entry][0] is not None:
                 entry = self.request[entry][0]
             short = ".".join(entry.rsplit(".", 2)[-2:])
-            why = f"runs once per request, not per step: `{short}` is a per-request entry (its class is not an nn.Module)"
+            if qualname in self.whole:
+                why = (f"runs once per request, not per step: `{short}` is a module that runs once per request "
+                       f"(an encoder, or built only inside one)")
+            else:
+                why = f"runs once per request, not per step: `{short}` is a per-request entry (its class is not an nn.Module)"
             out.setdefault(self.program.path_of[qualname], []).extend((start, end, why) for start, end in once)
         return out
 
@@ -310,12 +345,20 @@ def _binds(facts: dict, shape: tuple) -> bool:
     not, so such a target is never run:
     `self.attn_impl.forward(q, k, v, attn_metadata=m)` in SGLang's diffusion attention layer does
     not reach the pipeline stages' `forward(self, batch, server_args)`. Lenient where unsure: a
-    first parameter not named `self`/`cls` (a static method) is counted as one more place."""
-    positional, keywords = shape
+    first parameter not named `self`/`cls` (a static method) is counted as one more place, and
+    the receiver fills the first place when a parameter is missing."""
+    positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
     params = facts["params"]
     bound = 1 if params and params[0] in ("self", "cls") else 0
     if not facts.get("varargs", True) and positional > len(params) - bound:
         return False
+    if not opened:
+        # a parameter without a default that the call passes neither by place nor by name:
+        # `mega.forward(tensors)` cannot run a stage's `forward(self, batch, server_args)`
+        # (the receiver counted as the first place even where it is not named `self`)
+        required = params[1 + positional:facts.get("required", 0)]
+        if any(name not in keywords for name in required):
+            return False
     if not facts.get("varkw", True):
         names = set(params[bound:]) | set(facts.get("kwonly", ()))
         if any(keyword not in names for keyword in keywords):

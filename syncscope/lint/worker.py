@@ -59,6 +59,9 @@ class RawResult:
     # in a loop), class -> its bases as qualified names (None: cannot be told)
     straight: dict = field(default_factory=dict)
     bases: dict = field(default_factory=dict)
+    # function -> (first, last line); (maker class or None, class it constructs) (loops.py)
+    spans: dict = field(default_factory=dict)
+    makes: tuple = ()
     # memos on `self` (memo.py): method -> [(start, end, field)] of the lines that fill one
     memos: dict = field(default_factory=dict)
     # attribute name -> the places this file stores into it (classinfo.attribute_places)
@@ -184,7 +187,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.const_guards, result.const_literals = file_const_guards(tree, module)
     from .loops import file_loops
 
-    result.straight, result.bases = file_loops(tree, module, aliases)
+    result.straight, result.bases, result.spans, result.makes = file_loops(tree, module, aliases)
     from .memo import file_memos
 
     result.memos = file_memos(tree, module)

@@ -1,0 +1,160 @@
+"""Modules that run once per request (syncscope/lint/modules.py `request_module`,
+reachability.py `per_request_modules`): a diffusion pipeline's text encoder (an in-tree subclass
+of `[roots] request-modules`: `models.encoders.base.TextEncoder`) runs in the encoding stage,
+once per request, and so do the modules only it builds (its layers, its vision tower). Their
+`forward` is no per-step root, and what they reach runs once per request, loops included. A
+module that per-step code also builds (a layer a DiT shares), or that something outside a
+module builds, stays a root; a stage's loop that calls the encoder (a prompt enhancer's
+token-by-token `generate`) makes it per step."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from syncscope.lint.loops import file_loops
+
+from test_lint_scope import lint_package
+
+
+def where(run) -> list[tuple[str, int, str]]:
+    return sorted((f.site.path, f.site.line, f.code) for f in run.findings)
+
+
+ENCODER_BASE = """
+    import torch
+
+    class TextEncoder(torch.nn.Module):
+        def forward(self, input_ids):
+            raise NotImplementedError
+"""
+
+LAYERS = """
+    import torch
+
+    class SharedMLP(torch.nn.Module):
+        def forward(self, x: torch.Tensor):
+            return x.max().item()
+"""
+
+ENCODER = """
+    import torch
+    from pkg.models.encoders.base import TextEncoder
+    from pkg.layers import SharedMLP
+
+    class VisionAttention(torch.nn.Module):
+        def forward(self, x: torch.Tensor, cu: torch.Tensor):
+            return cu.tolist()
+
+    class VisionTower(torch.nn.Module):
+        def __init__(self):
+            self.blocks = torch.nn.ModuleList([VisionAttention() for _ in range(2)])
+            self.mlp = SharedMLP()
+
+        def forward(self, x: torch.Tensor):
+            return x.sum().item()
+
+    class QwenEncoder(TextEncoder):
+        def __init__(self):
+            self.visual = VisionTower()
+
+        def forward(self, input_ids: torch.Tensor, mask: torch.Tensor):
+            for i in range(mask.shape[0]):
+                ids = input_ids[mask[i] == 1]
+            return self.visual(input_ids)
+
+        def generate(self, input_ids: torch.Tensor):
+            for _ in range(8):
+                input_ids = self.forward(input_ids, input_ids)
+            return input_ids
+"""
+
+DIT = """
+    import torch
+    from pkg.layers import SharedMLP
+
+    class DiT(torch.nn.Module):
+        def __init__(self):
+            self.mlp = SharedMLP()
+
+        def forward(self, x: torch.Tensor):
+            return self.mlp(x)
+"""
+
+ENHANCER = """
+    from abc import ABC
+
+    class PromptEnhanceStage(ABC):
+        def forward(self, batch, server_args):
+            return self.enhancer.generate(batch.input_ids)
+"""
+
+
+def _files(**extra) -> dict:
+    files = {"models/encoders/base.py": ENCODER_BASE, "models/encoders/qwen.py": ENCODER,
+             "layers.py": LAYERS, "dit.py": DIT}
+    files.update(extra)
+    return files
+
+
+def test_an_encoder_and_the_modules_only_it_builds_run_once_per_request(tmp_path):
+    run = lint_package(tmp_path, _files())
+    found = where(run)
+    # VALID (left out): the encoder's loop over a request's rows (line 24), its vision tower
+    # (line 16) and the attention only the tower builds (line 8)
+    assert not [f for f in found if f[0] == "pkg/models/encoders/qwen.py"], found
+    # INVALID (still reported): a layer the DiT builds too runs every step
+    assert any(f[:2] == ("pkg/layers.py", 6) for f in found), found
+
+
+def test_the_encoders_lines_are_cold_with_why(tmp_path):
+    run = lint_package(tmp_path, _files(), include_cold=True)
+    reasons = {f.site.line: f.cold for f in run.findings if f.site.path == "pkg/models/encoders/qwen.py"}
+    for line in (8, 16, 24):
+        assert reasons.get(line) and "module that runs once per request" in reasons[line], (line, reasons)
+    assert "QwenEncoder.forward" in reasons[24] and "VisionTower.forward" in reasons[16]
+
+
+def test_a_stage_loop_that_calls_the_encoder_makes_it_per_step(tmp_path):
+    # `generate` runs the encoder's `forward` once per generated token: per step
+    run = lint_package(tmp_path, _files(**{"stages.py": ENHANCER}))
+    found = where(run)
+    assert any(f[:2] == ("pkg/models/encoders/qwen.py", 24) for f in found), found
+
+
+def test_a_module_built_outside_a_module_stays_a_root(tmp_path):
+    # a module-level factory builds the tower too: whoever calls it may run it every step
+    factory = ENCODER + """
+    def build_tower():
+        return VisionTower()
+"""
+    run = lint_package(tmp_path, _files(**{"models/encoders/qwen.py": factory}))
+    lines = {f.site.line for f in run.findings if f.site.path == "pkg/models/encoders/qwen.py"}
+    assert 16 in lines and 8 in lines, where(run)
+    assert 24 not in lines, where(run)
+
+
+def test_construction_facts_of_a_file():
+    source = textwrap.dedent("""
+        import torch.nn as nn
+        from pkg.layers import Block, make
+
+        class Tower(nn.Module):
+            def __init__(self):
+                self.blocks = nn.ModuleList([Block() for _ in range(2)])
+                def inner():
+                    return Norm()
+                self.x = make()
+
+        class Norm(nn.Module):
+            pass
+
+        def build():
+            return Tower()
+
+        DEFAULT = Norm()
+    """)
+    _, _, _, makes = file_loops(ast.parse(source), "m", {"nn": "torch.nn", "Block": "pkg.layers.Block",
+                                                         "make": "pkg.layers.make"})
+    assert set(makes) == {("m.Tower", "torch.nn.ModuleList"), ("m.Tower", "pkg.layers.Block"),
+                          ("m.Tower", "m.Norm"), (None, "m.Tower"), (None, "m.Norm")}
