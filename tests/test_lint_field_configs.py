@@ -110,3 +110,30 @@ def test_a_warm_cache_keeps_the_inherited_fields_and_a_changed_processor_drops_t
     assert where(lint_paths([str(root)], config, jobs=1)) == []  # from the cache
     (root / "omni.py").write_text(textwrap.dedent(base(False)) + "\n")  # no longer kept on the CPU
     assert ("pkg/model.py", line_of(source), "SYN202") in where(lint_paths([str(root)], config, jobs=1))
+
+
+def test_a_field_declared_by_subscript_assignment_is_host_data(tmp_path):
+    # vLLM 0.33.0 mimo_v2_omni.py: `fields["video_audio_seg_lens"] = MultiModalFieldConfig.batched(
+    # "video", keep_on_cpu=True)`, then `video_audio_seg_lens[i][:n].tolist()` in the model
+    def module(flag: str) -> str:
+        return f"""
+            import torch
+            from pkg.inputs import MultiModalFieldConfig
+
+            class OwnMultiModalProcessor:
+                def _get_mm_fields_config(self, hf_inputs):
+                    fields = {{}}
+                    fields["seg_lens"] = MultiModalFieldConfig.batched("video"{flag})
+                    return fields
+
+            class Model(torch.nn.Module):
+                def embed_multimodal(self, **kwargs):
+                    seg_lens = kwargs.pop("seg_lens", None)
+                    return seg_lens[0][:2].tolist()
+        """
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "plain").mkdir()
+    assert where(lint_package(tmp_path / "kept", {"inputs.py": INPUTS, "m.py": module(", keep_on_cpu=True")})) == []
+    source = module("")
+    found = where(lint_package(tmp_path / "plain", {"inputs.py": INPUTS, "m.py": source}))
+    assert ("pkg/m.py", line_of(source), "SYN202") in found

@@ -48,6 +48,9 @@ def file_field_configs(tree, module: str, aliases: dict[str, str], text: str) ->
         elif isinstance(node, ast.Dict):
             plain.update(k.value for k, v in zip(node.keys, node.values)
                          if isinstance(k, ast.Constant) and isinstance(k.value, str) and _field_config(v))
+        elif isinstance(node, ast.Assign) and _field_config(node.value):
+            plain.update(t.slice.value for t in node.targets if isinstance(t, ast.Subscript)
+                         and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str))
     processors: set[str] = set()
     bases: list[tuple[str, tuple[str, ...]]] = []
     for stmt in tree.body:
