@@ -137,3 +137,17 @@ def test_a_field_declared_by_subscript_assignment_is_host_data(tmp_path):
     source = module("")
     found = where(lint_package(tmp_path / "plain", {"inputs.py": INPUTS, "m.py": source}))
     assert ("pkg/m.py", line_of(source), "SYN202") in found
+
+
+def test_a_device_copy_of_a_host_field_under_the_field_s_name_is_on_the_device(tmp_path):
+    # vLLM 0.33.0 qwen3_omni_moe_thinker.py `_process_audio_input`: `audio_feature_lengths =
+    # async_tensor_h2d(audio_input["audio_feature_lengths"], ...)`, then `.tolist()` of lengths
+    # computed from it: a real sync, although the key is a host-only field (inherited)
+    source = model(SUBCLASS).replace(
+        'grid_thw = kwargs.pop("image_grid_thw")',
+        'image_grid_thw = async_tensor_h2d(kwargs.pop("image_grid_thw"), "cuda")\n'
+        '                grid_thw = _lengths(image_grid_thw)').replace(
+        "import torch\n", "import torch\n        from pkg.utils import async_tensor_h2d\n\n"
+        "        def _lengths(t: torch.Tensor):\n            return (t - 1) // 2 + 1\n", 1)
+    utils = "import torch\n\ndef async_tensor_h2d(x, device):\n    return torch.as_tensor(x).to(device, non_blocking=True)\n"
+    assert ("pkg/model.py", line_of(source), "SYN202") in lint(tmp_path, source, extra={"utils.py": utils})
