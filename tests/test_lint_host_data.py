@@ -237,3 +237,30 @@ def test_isinstance_list_in_a_conditional_expression(tmp_path):
     # the other branch keeps a tensor: its items are tensors, whatever the test says
     found = where(lint_package(tmp_path / "invalid", {"m.py": source.format(kind="list", convert="cuda()")}))
     assert ("pkg/m.py", 7, "SYN206") in found
+
+
+def test_vllm_request_intake_is_host_only_code(tmp_path):
+    # vLLM 0.33.0 multimodal/hasher.py `serialize_item` (`obj.cpu()`) and renderers/base.py
+    # `_process_embeds` (`prompt_embeds.cpu()`): the API server process, once per request
+    from syncscope.lint.engine import lint_paths
+
+    from lint_helpers import make_config
+
+    source = textwrap.dedent("""
+        import torch
+
+        class MultiModalHasher:
+            def serialize_item(self, obj: torch.Tensor):
+                return obj.cpu().numpy().tobytes()
+    """)
+
+    def run(package: str, name: str):
+        root = tmp_path / name.replace(".py", "") / package
+        (root / "multimodal").mkdir(parents=True)
+        (root / "__init__.py").write_text("")
+        (root / "multimodal" / "__init__.py").write_text("")
+        (root / "multimodal" / name).write_text(source)
+        return where(lint_paths([str(root)], make_config(root.parent, include_cold=False), use_cache=False, jobs=1))
+
+    assert run("vllm", "hasher.py") == []
+    assert run("vllm", "encoder.py") == [("vllm/multimodal/encoder.py", 6, "SYN203")]

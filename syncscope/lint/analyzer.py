@@ -372,7 +372,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
     def _bind_name(self, name: str, where: P.Place, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
         ctx.parts.pop(name, None)  # `assign` records the members of a tuple literal after this
         # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
-        if self.hints.where(name.rsplit(".", 1)[-1]) == P.HOST and where != P.PY:
+        if self.hints.overrides(name.rsplit(".", 1)[-1], where):
             where = P.HOST
         # a value copied to the device (`lens = lens.to(device=x.device)`) is on the device
         # whatever the callers pass: no longer the parameter's data

@@ -167,11 +167,13 @@ def _from_value(node: ast.AST) -> P.Place | None:
     return None
 
 
-def keep_on_cpu_fields(tree) -> frozenset[str]:
+def keep_on_cpu_fields(tree, inherited: frozenset[str] = frozenset(), refills: bool = True) -> frozenset[str]:
     """Names of the fields a module declares host-only: `image_grid_thw=
     MultiModalFieldConfig.batched("image", keep_on_cpu=True)` (a keyword of a call, vLLM's
-    `dict(...)` of field configs) or `"image_grid_thw": MultiModalFieldConfig...(keep_on_cpu=True)`
-    (a dict literal). The processor builds them on the host and the runner leaves them there."""
+    `dict(...)` of field configs), `"image_grid_thw": MultiModalFieldConfig...(keep_on_cpu=True)`
+    (a dict literal) or `fields["image_grid_thw"] = MultiModalFieldConfig...(keep_on_cpu=True)`. The processor builds them on the host and the runner leaves them there.
+    `inherited`: those another module's processor declares for this one (field_configs.py);
+    `refills=False`: as declared, before taking out those the module refills on the device."""
 
     def host_only(value) -> bool:
         return isinstance(value, ast.Call) and any(
@@ -185,6 +187,14 @@ def keep_on_cpu_fields(tree) -> frozenset[str]:
         elif isinstance(node, ast.Dict):
             names.update(k.value for k, v in zip(node.keys, node.values)
                          if isinstance(k, ast.Constant) and isinstance(k.value, str) and host_only(v))
+        elif isinstance(node, ast.Assign) and host_only(node.value):
+            # `fields["video_audio_seg_lens"] = MultiModalFieldConfig.batched("video",
+            # keep_on_cpu=True)`: a dict filled one key at a time (vLLM's MiMo-V2-Omni)
+            names.update(t.slice.value for t in node.targets if isinstance(t, ast.Subscript)
+                         and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str))
+    names |= inherited
+    if not refills:
+        return frozenset(names)
     return frozenset(names - _refilled_on_the_device(tree, names)) if names else frozenset()
 
 

@@ -136,6 +136,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             cache.put(rel, digest, result, stamp)
         if result.internal_error:
             run.internal_errors.append(f"{rel}: {result.internal_error}")
+    _walk_inheritors_again(results, digests, cache, config, jobs, run)
     extra, host_params, host_origins, per_step = _whole_program(results, digests, cache, config, run.abs_paths) \
         if config.cross_file else ({}, set(), set(), None)
     scope = Scope(config, per_step)
@@ -190,6 +191,38 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
         run.findings.append(Finding(numbered_site, p.code, p.message, p.level, p.column, p.fix,
                                     numbered_site.fingerprint(), p.chain, p.per_step, p.cold))
     return run
+
+
+def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, config: LintConfig, jobs, run) -> None:
+    """Walk again the files that use another module's multimodal processor, with the fields
+    that processor keeps on the CPU as host-only keys (field_configs.py): the per-file walk
+    cannot see a declaration in another file. Only files whose inherited fields differ from
+    those their result was made with are walked (a few dozen on vLLM, none on a warm cache);
+    the digest the result is cached under names the fields, so the whole-program pass's cache
+    key changes with them."""
+    from .field_configs import inherited_fields
+
+    configs = {r.module: r.field_configs for r in results.values() if r.module and r.field_configs is not None}
+    inherited = inherited_fields(configs) if configs else {}
+    todo = []
+    for rel, result in results.items():
+        wanted = inherited.get(result.module, frozenset())
+        if wanted == result.inherited_fields or result.module is None:
+            continue
+        absolute = run.abs_paths[rel]
+        module, is_package = module_name(absolute)
+        try:
+            stat = os.stat(absolute)
+        except OSError:
+            continue
+        todo.append((absolute, rel, module, is_package, None, (stat.st_mtime_ns, stat.st_size), False, wanted))
+    for task, result in _analyze_all(todo, config, jobs, None):
+        rel = task[1]
+        base = digests[rel].split("+", 1)[0]
+        digest = base + ("+" + ",".join(sorted(task[7])) if task[7] else "")
+        results[rel], digests[rel] = result, digest
+        if cache is not None:
+            cache.put(rel, digest, result, task[5])
 
 
 def _with_project(paths: list[str], config: LintConfig) -> tuple[list[tuple[str, str]], set[str] | None]:
@@ -373,7 +406,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
     jobs = jobs or os.cpu_count() or 1
     if len(todo) == 1 or jobs == 1:
         for task in todo:
-            yield task, analyze_file(task[0], task[2], task[3], config, task[6])
+            yield task, analyze_file(task[0], task[2], task[3], config, task[6], _inherited(task))
             if progress is not None:
                 progress.advance(1)
         return
@@ -387,7 +420,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
     context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
     with ProcessPoolExecutor(max_workers=min(jobs, len(ordered)), mp_context=context,
                              initializer=init_worker) as pool:
-        futures = {pool.submit(analyze_in_worker, t[0], t[2], t[3], config, t[6]): t for t in ordered}
+        futures = {pool.submit(analyze_in_worker, t[0], t[2], t[3], config, t[6], _inherited(t)): t for t in ordered}
         for future in as_completed(futures):
             task = futures[future]
             try:
@@ -398,6 +431,10 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
             if progress is not None:
                 progress.advance(1)
             yield task, result
+
+
+def _inherited(task: tuple) -> frozenset:
+    return task[7] if len(task) > 7 else frozenset()
 
 
 def _size(path: str) -> int:

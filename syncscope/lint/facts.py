@@ -321,7 +321,7 @@ class _Scope:
     def bind(self, target, fact: Fact, value) -> None:
         if isinstance(target, ast.Name):
             name = target.id
-            if self.file.hints.where(name) == P.HOST and fact[0] != P.PY:
+            if self.file.hints.overrides(name, fact[0]):
                 fact = _HOST  # a name's own convention wins: `x_cpu = ...` is a host mirror
             self.env[name] = fact
             self.local_defs.pop(name, None)
@@ -568,6 +568,8 @@ class _Scope:
         if qualname.startswith(PY_MODULES):
             return _PY
         last = qualname.rsplit(".", 1)[-1]
+        if last.lower().endswith("h2d"):
+            return _DEVICE  # `async_tensor_h2d(x_cpu, device)`: a copy to the device (as evaluate.py)
         if last[:1].isupper():
             # a class: calling it runs its __init__ (once per object, not a step's work)
             return _UNKNOWN

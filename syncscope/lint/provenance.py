@@ -81,6 +81,11 @@ class NameHints:
         self.device_words = frozenset(s.strip("_").lower() for s in device_suffixes if s.strip("_"))
         self._memo: dict[str, Place] = {}
 
+    def overrides(self, name: str, assigned: Place) -> bool:
+        """Whether the name's place wins over the value bound to it: a host word (`x_cpu =
+        ...`) is a host mirror whatever the walk makes of its value."""
+        return self.where(name) == HOST and assigned != PY
+
     def where(self, name: str) -> Place:
         found = self._memo.get(name)
         if found is None:
@@ -114,3 +119,11 @@ class FileNameHints(NameHints):
         if name in self.host_names:
             return HOST
         return super()._classify(name)
+
+    def overrides(self, name: str, assigned: Place) -> bool:
+        # a field's key is no naming convention for locals: `audio_feature_lengths =
+        # async_tensor_h2d(audio_input["audio_feature_lengths"], dev)` (vLLM Qwen-Omni) is the
+        # device copy of the host field, so a known device value keeps its place
+        if name in self.host_names and super()._classify(name) != HOST:
+            return assigned not in (PY, DEVICE)
+        return super().overrides(name, assigned)

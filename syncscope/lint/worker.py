@@ -71,6 +71,10 @@ class RawResult:
     # callee name -> the number literals this file's calls pass it (python_args.literal_calls)
     literal_calls: dict = field(default_factory=dict)
     internal_error: str | None = None
+    # what field_configs.py needs from this file (None: nothing), and the inherited host-only
+    # fields this result was analyzed with (engine.py walks a file again when they change)
+    field_configs: object = None
+    inherited_fields: frozenset = frozenset()
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
 
@@ -119,7 +123,11 @@ def decode(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def analyze_file(path: str, module: str, is_package: bool, config, facts_only: bool = False) -> RawResult:
+def analyze_file(path: str, module: str, is_package: bool, config, facts_only: bool = False,
+                 inherited: frozenset[str] = frozenset()) -> RawResult:
+    """`inherited`: host-only multimodal fields another module's processor declares for this
+    one (field_configs.py); the engine passes them on a second walk of the few files that have
+    any."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -127,7 +135,21 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
         return RawResult(findings=[diagnostic("SYN001", f"cannot read file: {error.strerror}")])
     if facts_only:
         return facts_of_bytes(data, module, is_package, config)
-    return analyze_bytes(data, module, is_package, config)
+    global _inherited
+    _inherited = inherited
+    try:
+        result = analyze_bytes(data, module, is_package, config)
+    finally:
+        _inherited = frozenset()
+    result.inherited_fields = inherited
+    return result
+
+
+# The inherited fields of the file being analyzed: set by analyze_file for one call, read by
+# file_hints deep below it (rather than threading one more argument through every path a file
+# can be analyzed on: by function, whole module, on a deep stack). A worker runs one file at a
+# time.
+_inherited: frozenset[str] = frozenset()
 
 
 def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawResult:
@@ -135,8 +157,9 @@ def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawRes
     calls through it. Never raises; a file that does not parse simply contributes nothing."""
     result = RawResult()
     try:
-        tree = ast.parse(decode(data))
-        _add_facts(result, tree, module, is_package, config, frozenset())
+        text = decode(data)
+        tree = ast.parse(text)
+        _add_facts(result, tree, module, is_package, config, frozenset(), text=text)
     except Exception:
         pass
     if may_have_suppressions(data):
@@ -148,7 +171,7 @@ def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawRes
 
 
 def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers, hints=None,
-               name_hints=None) -> None:
+               name_hints=None, text: str = "") -> None:
     from .facts import file_facts
     from .imports import aliases_from_ast
 
@@ -161,6 +184,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
     result.module = module
     result.exports = aliases
+    from .field_configs import file_field_configs
+
+    result.field_configs = file_field_configs(tree, module, aliases, text)
     if hints is None:
         from .classinfo import class_hints
 
@@ -197,9 +223,9 @@ def file_hints(tree, config, text: str):
     """The project's name conventions, plus the module's own host-only field names."""
     from .classinfo import keep_on_cpu_fields
 
-    if "keep_on_cpu" not in text:  # the walk costs as much as a parse: only where it can find some
+    if "keep_on_cpu" not in text and not _inherited:  # the walk costs as much as a parse: only where it can find some
         return config.name_hints
-    names = keep_on_cpu_fields(tree)
+    names = keep_on_cpu_fields(tree, _inherited)
     if not names:
         return config.name_hints
     from .provenance import FileNameHints
@@ -385,7 +411,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         if analyzer.counter != len(spans):
             raise _FallBack()
         _collect(analyzer, spans, plain_lines, result)
-    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers), hints, name_hints)
+    _add_facts(result, tree, module, is_package, config, frozenset(cold_helpers), hints, name_hints, text=text)
     return result
 
 
@@ -472,7 +498,7 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config):
     _collect(analyzer, spans, text.splitlines(), result)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     if tree is not None:
-        _add_facts(result, tree, module, is_package, config, frozenset(), hints, name_hints)
+        _add_facts(result, tree, module, is_package, config, frozenset(), hints, name_hints, text=text)
     return result, analyzer
 
 
@@ -570,13 +596,14 @@ def init_worker() -> None:
 _analyzed = 0
 
 
-def analyze_in_worker(path: str, module: str, is_package: bool, config, facts_only: bool = False) -> RawResult:
+def analyze_in_worker(path: str, module: str, is_package: bool, config, facts_only: bool = False,
+                      inherited: frozenset[str] = frozenset()) -> RawResult:
     """`analyze_file` in a pool worker. Some of a file's analysis is cyclic garbage (68,000
     objects over 120 vLLM files) that a GC-less worker would keep: on whole vLLM each worker
     grew from ~50 to ~130 MB. Collected every COLLECT_EVERY files, it stays near its start;
     a collection then scans only the garbage and the last file's objects (~1% of the CPU)."""
     global _analyzed
-    result = analyze_file(path, module, is_package, config, facts_only)
+    result = analyze_file(path, module, is_package, config, facts_only, inherited)
     _analyzed += 1
     if _analyzed % COLLECT_EVERY == 0:
         gc.collect()
