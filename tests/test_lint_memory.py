@@ -9,7 +9,7 @@ import gc
 import pickle
 import textwrap
 
-from syncscope.lint import worker
+from syncscope.lint import pool_worker
 from syncscope.lint.cache import FACT_FIELDS, Cache
 from syncscope.lint.engine import lint_paths
 from syncscope.lint.interning import Interner
@@ -122,9 +122,9 @@ def test_a_worker_collects_its_cyclic_garbage_every_few_files(tmp_path, monkeypa
     path.write_text("import torch\ndef f(x: torch.Tensor):\n    return x.item()\n")
     collected = []
     monkeypatch.setattr(gc, "collect", lambda *a: collected.append(1) or 0)
-    monkeypatch.setattr(worker, "_analyzed", 0)
+    monkeypatch.setattr(pool_worker, "_analyzed", 0)
     config = make_config(tmp_path)
-    for _ in range(worker.COLLECT_EVERY * 2 + 1):
-        result = worker.analyze_in_worker(str(path), "m", False, config)
+    for _ in range(pool_worker.COLLECT_EVERY * 2 + 1):
+        result = pool_worker.analyze_in_worker(str(path), "m", False, config)
     assert [f.code for f in result.findings] == ["SYN201"]
     assert len(collected) == 2

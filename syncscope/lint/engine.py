@@ -24,7 +24,8 @@ from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
-from .worker import RawResult, analyze_bytes, analyze_file, analyze_in_worker, decode, init_worker
+from .pool_worker import analyze_in_worker, init_worker
+from .worker import RawResult, analyze_bytes, analyze_file, decode
 
 
 PROGRESS_MIN_FILES = 50  # fewer files than this finish before a bar is worth drawing
