@@ -180,22 +180,29 @@ def keep_on_cpu_fields(tree, inherited: frozenset[str] = frozenset(), refills: b
             k.arg == "keep_on_cpu" and isinstance(k.value, ast.Constant) and k.value.value is True
             for k in value.keywords)
 
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            names.update(k.arg for k in node.keywords if k.arg and host_only(k.value))
-        elif isinstance(node, ast.Dict):
-            names.update(k.value for k, v in zip(node.keys, node.values)
-                         if isinstance(k, ast.Constant) and isinstance(k.value, str) and host_only(v))
-        elif isinstance(node, ast.Assign) and host_only(node.value):
-            # `fields["video_audio_seg_lens"] = MultiModalFieldConfig.batched("video",
-            # keep_on_cpu=True)`: a dict filled one key at a time (vLLM's MiMo-V2-Omni)
-            names.update(t.slice.value for t in node.targets if isinstance(t, ast.Subscript)
-                         and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str))
+    names = declared_fields(tree, host_only)
     names |= inherited
     if not refills:
         return frozenset(names)
     return frozenset(names - _refilled_on_the_device(tree, names)) if names else frozenset()
+
+
+def declared_fields(tree, is_config) -> set[str]:
+    """Names of the fields a module gives a field config `is_config` accepts: as a keyword of a
+    call (vLLM's `dict(image_grid_thw=MultiModalFieldConfig.batched("image"), ...)`), as a key of a
+    dict literal, or one key at a time (`fields["video_audio_seg_lens"] = MultiModalFieldConfig...`,
+    vLLM's MiMo-V2-Omni)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            names.update(k.arg for k in node.keywords if k.arg and is_config(k.value))
+        elif isinstance(node, ast.Dict):
+            names.update(k.value for k, v in zip(node.keys, node.values)
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str) and is_config(v))
+        elif isinstance(node, ast.Assign) and is_config(node.value):
+            names.update(t.slice.value for t in node.targets if isinstance(t, ast.Subscript)
+                         and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str))
+    return names
 
 
 def _refilled_on_the_device(tree, names: set[str]) -> set[str]:

@@ -38,19 +38,10 @@ def file_field_configs(tree, module: str, aliases: dict[str, str], text: str) ->
     processor, no field config: most files, which then cost one substring test)."""
     if "Processor" not in text and "FieldConfig" not in text:
         return None
-    from .classinfo import keep_on_cpu_fields
+    from .classinfo import declared_fields, keep_on_cpu_fields
 
     kept = keep_on_cpu_fields(tree, refills=False) if "keep_on_cpu" in text else frozenset()
-    plain: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            plain.update(k.arg for k in node.keywords if k.arg and _field_config(k.value))
-        elif isinstance(node, ast.Dict):
-            plain.update(k.value for k, v in zip(node.keys, node.values)
-                         if isinstance(k, ast.Constant) and isinstance(k.value, str) and _field_config(v))
-        elif isinstance(node, ast.Assign) and _field_config(node.value):
-            plain.update(t.slice.value for t in node.targets if isinstance(t, ast.Subscript)
-                         and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str))
+    plain = declared_fields(tree, _field_config)
     processors: set[str] = set()
     bases: list[tuple[str, tuple[str, ...]]] = []
     for stmt in tree.body:
