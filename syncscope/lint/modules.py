@@ -95,16 +95,22 @@ class ModuleKinds:
         known = self._family.get(cls)
         if known is not None:
             return known
-        found, pending, seen = False, [cls], set()
-        while pending and not found:
+        found = self._any_in_family(cls, self.may_be_module)
+        self._family[cls] = found
+        return found
+
+    def _any_in_family(self, cls: str, test) -> bool:
+        """Whether `test` holds for `cls` or one of its in-tree subclasses, at any depth."""
+        pending, seen = [cls], set()
+        while pending:
             current = pending.pop()
             if current in seen:
                 continue
             seen.add(current)
-            found = self.may_be_module(current)
+            if test(current):
+                return True
             pending.extend(self.subclasses.get(current, ()))
-        self._family[cls] = found
-        return found
+        return False
 
     def request_entry(self, qualname: str) -> bool:
         """A method named like a module's per-step entry (`forward`) in a class that is not a
@@ -124,14 +130,7 @@ class ModuleKinds:
         if known is not None:
             return known
         self._request[cls] = False  # a cycle of makers proves nothing
-        found, pending, seen = True, [cls], set()
-        while pending and found:
-            current = pending.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            found = self._request_class(current)
-            pending.extend(self.subclasses.get(current, ()))
+        found = not self._any_in_family(cls, lambda current: not self._request_class(current))
         self._request[cls] = found
         return found
 
