@@ -85,7 +85,7 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     triggers = trigger_pattern(config)
     results: dict[str, RawResult] = {}
     digests: dict[str, str] = {}  # the whole-program pass's input, for its cache
-    todo: list[tuple] = []  # (absolute, rel, module, is_package, digest, stamp, facts only)
+    todo: list[tuple] = []  # (absolute, rel, module, is_package, digest, stamp, facts only, inherited fields)
     for absolute, rel in files:
         run.abs_paths[rel] = absolute
         try:
@@ -125,13 +125,13 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
             # no torch code: no rule can fire, but calls may pass through it (facts only)
             facts_only = not triggers.search(data)
             run.skipped += facts_only
-            todo.append((absolute, rel, module, is_package, digest, stamp, facts_only))
+            todo.append((absolute, rel, module, is_package, digest, stamp, facts_only, frozenset()))
     run.parsed = len(todo) - sum(1 for t in todo if t[6])
 
     # one object per equal name across the workers' results (interning.py): on whole vLLM the
     # parent holds them beside the workers, the run's peak
     interner = Interner()
-    for (absolute, rel, module, is_package, digest, stamp, _), result in _analyze_all(todo, config, jobs, progress):
+    for (absolute, rel, module, is_package, digest, stamp, _, _), result in _analyze_all(todo, config, jobs, progress):
         result = results[rel] = interner.result(result)
         if cache is not None:
             cache.put(rel, digest, result, stamp)
@@ -407,7 +407,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
     jobs = jobs or os.cpu_count() or 1
     if len(todo) == 1 or jobs == 1:
         for task in todo:
-            yield task, analyze_file(task[0], task[2], task[3], config, task[6], _inherited(task))
+            yield task, analyze_file(task[0], task[2], task[3], config, task[6], task[7])
             if progress is not None:
                 progress.advance(1)
         return
@@ -421,7 +421,7 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
     context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
     with ProcessPoolExecutor(max_workers=min(jobs, len(ordered)), mp_context=context,
                              initializer=init_worker) as pool:
-        futures = {pool.submit(analyze_in_worker, t[0], t[2], t[3], config, t[6], _inherited(t)): t for t in ordered}
+        futures = {pool.submit(analyze_in_worker, t[0], t[2], t[3], config, t[6], t[7]): t for t in ordered}
         for future in as_completed(futures):
             task = futures[future]
             try:
@@ -432,10 +432,6 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
             if progress is not None:
                 progress.advance(1)
             yield task, result
-
-
-def _inherited(task: tuple) -> frozenset:
-    return task[7] if len(task) > 7 else frozenset()
 
 
 def _size(path: str) -> int:
