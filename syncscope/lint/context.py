@@ -29,6 +29,21 @@ BOOL_METHODS = frozenset(
 BUILTIN_NAMES = frozenset(dir(builtins))
 
 
+# A name is read as English: its last word says what it holds (`keep_indices` are indices, of
+# what to keep; `valid_mask` is a mask), after the words that only say where it lives.
+_PLACE_WORDS = frozenset(("device", "dev", "gpu", "cuda", "cpu", "host", "buf", "buffer", "tensor", "t", "np"))
+_INDEX_NOUNS = frozenset(("indices", "index", "idx", "idxs", "ids", "positions", "pos", "offsets", "slots", "locs", "loc", "perm"))
+
+
+def _head_noun(words: list[str]) -> str:
+    """The last word of a snake_case name that is not a place word (`keep_indices_device` ->
+    `indices`), or "" when there is none."""
+    for word in reversed(words):
+        if word and word not in _PLACE_WORDS:
+            return word
+    return ""
+
+
 @dataclass
 class RawFinding:
     """One sync a rule reported, before it is placed on a line (worker.py) and judged against
@@ -138,6 +153,8 @@ class FunctionContext:
                 return True
             last = name.rsplit(".", 1)[-1] if name else (node.attr.value if isinstance(node, cst.Attribute) else "")
             words = last.lower().strip("_").split("_")
+            if _head_noun(words) in _INDEX_NOUNS:  # `keep_indices_device`: what to keep, by index
+                return False
             if "mask" in words or "masks" in words:
                 return True
             # a tensor named as a predicate (`is_prefill: torch.Tensor`, `valid`, `keep`) is a

@@ -21,11 +21,16 @@ class DeviceMaskIndex(Rule):
         "import torch\ndef build(x: torch.Tensor, n: int):\n    return x[:n]\n",
         "import numpy as np\ndef build(lens_np, n):\n    return lens_np[lens_np > n]\n",
         "import torch\ndef __init__(self, x: torch.Tensor):\n    self.y = x[x > 0]\n",  # runs once
+        # indices of what to keep, not a mask: the name's last word (before `_device`) says so
+        "import torch\ndef build(x: torch.Tensor, keep: list):\n"
+        "    keep_indices_device = torch.tensor(keep).to(x.device, non_blocking=True)\n"
+        "    return x[keep_indices_device]\n",
     ]
     INVALID = [
         "import torch\ndef build(x: torch.Tensor):\n    return x[x > 0]\n",
         "import torch\ndef build(x: torch.Tensor, seq_lens: torch.Tensor):\n    spec_mask = seq_lens > 1\n    return x[spec_mask]\n",
         "import torch\ndef build(x, spec_sequence_masks):\n    return x[~spec_sequence_masks]\n",
+        "import torch\ndef build(x: torch.Tensor, keep_device: torch.Tensor):\n    return x[keep_device]\n",
         # a device mask on one branch is a sync on that branch
         "import torch\ndef build(self, common, naive: bool):\n    spec_mask = common.num_draft_tokens > 0\n"
         "    if naive:\n        spec = spec_mask\n    else:\n        spec = self.upload_indices()\n"
