@@ -223,3 +223,69 @@ def test_a_fill_through_a_per_step_method_stays(tmp_path):
     """
     run = lint_package(tmp_path, {"backend.py": backend})
     assert ("pkg/backend.py", 10) in [(path, line) for path, line, _ in where(run)], where(run)
+
+
+# -- a module's cache filled on a miss (branches.py `cache_fill`) ------------------------------
+GEOMETRY = """
+    import torch
+    from pkg.tables import build_table
+
+    _GEOMETRY = {}
+
+    def geometry(offsets: tuple, device):
+        key = (offsets, device)
+        table = _GEOMETRY.get(key)
+        if table is None:
+            table = build_table(offsets, device)
+            _GEOMETRY[key] = table
+        return table
+
+    class Layer(torch.nn.Module):
+        def forward(self, x: torch.Tensor, offsets: tuple):
+            return x + geometry(offsets, x.device)
+"""
+TABLES = """
+    import torch
+
+    def build_table(offsets, device):
+        return torch.tensor(list(offsets), dtype=torch.int32, device=device)
+"""
+
+
+def test_a_module_cache_filled_on_a_miss_runs_once_per_key(tmp_path):
+    files = {"layer.py": GEOMETRY, "tables.py": TABLES}
+    assert where(lint_package(tmp_path, files)) == []
+    cold = cold_reasons(lint_package(tmp_path, files, include_cold=True))
+    assert cold[("pkg/layer.py", 11)] == "fills the module's cache `_GEOMETRY`: runs once per key", cold
+
+
+def test_the_not_in_form_of_a_module_cache_runs_once_per_key(tmp_path):
+    source = GEOMETRY.replace(
+        "table = _GEOMETRY.get(key)\n        if table is None:\n            table = build_table(offsets, device)\n"
+        "            _GEOMETRY[key] = table\n        return table",
+        "if key not in _GEOMETRY:\n            _GEOMETRY[key] = build_table(offsets, device)\n        return _GEOMETRY[key]")
+    assert "not in _GEOMETRY" in source
+    assert where(lint_package(tmp_path, {"layer.py": source, "tables.py": TABLES})) == []
+
+
+def test_a_cache_keyed_by_a_tensors_identity_stays_per_step(tmp_path):
+    # a new tensor every step is a new key: the fill runs every step
+    source = GEOMETRY.replace("key = (offsets, device)", "key = id(offsets)")
+    run = lint_package(tmp_path, {"layer.py": source, "tables.py": TABLES})
+    assert ("pkg/tables.py", 5) in [(path, line) for path, line, _ in where(run)], where(run)
+
+
+def test_a_fill_that_does_not_store_in_the_dict_stays_per_step(tmp_path):
+    # `table is None` after `.get`, but the body keeps nothing: every miss builds again
+    source = GEOMETRY.replace("            _GEOMETRY[key] = table\n", "")
+    run = lint_package(tmp_path, {"layer.py": source, "tables.py": TABLES})
+    assert ("pkg/tables.py", 5) in [(path, line) for path, line, _ in where(run)], where(run)
+
+
+def test_a_local_dict_is_no_module_cache(tmp_path):
+    # a dict made in the function lives for one call: no cache across steps
+    source = GEOMETRY.replace("    def geometry(offsets: tuple, device):\n",
+                              "    def geometry(offsets: tuple, device):\n        _GEOMETRY = {}\n")
+    source = source.replace("    _GEOMETRY = {}\n\n    def geometry", "    def geometry")
+    run = lint_package(tmp_path, {"layer.py": source, "tables.py": TABLES})
+    assert ("pkg/tables.py", 5) in [(path, line) for path, line, _ in where(run)], where(run)

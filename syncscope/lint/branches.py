@@ -221,6 +221,7 @@ class _Walk:
         self.raising: list[str] = []
         self.tails: dict[str, list[tuple[int, int, int]]] = {}
         self.in_try = 0  # depth of `try` bodies around the block walked, in this function
+        self.module_names: frozenset = frozenset()  # top-level assigned names (cache_fill)
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -277,6 +278,9 @@ class _Walk:
                         self.mark(rest[0], rest[1], why)
                 if isinstance(stmt, ast.If):
                     self.error_paths(stmt, function)
+                    cache = self.cache_fill(stmt, body[:index]) if function is not None else None
+                    if cache is not None:
+                        self.mark(stmt.body[0], stmt.body[-1], f"fills the module's cache `{cache}`: runs once per key")
                 self.block(stmt.body, classes, function)
                 self.block(stmt.orelse, classes, function)
                 continue
@@ -324,6 +328,34 @@ class _Walk:
                 if line is not None:
                     end = getattr(branch[-1], "end_lineno", None) or branch[-1].lineno
                     self.tails.setdefault(self.qualify(function), []).append((branch[0].lineno, end, line))
+
+    def cache_fill(self, stmt: ast.If, before: list) -> str | None:
+        """The module-level dict an `if` fills on a miss, else None: `if key not in _CACHE:
+        _CACHE[key] = build(...)`, or `geometry = _GEOMETRY.get(key)` then `if geometry is None:
+        ... _GEOMETRY[key] = geometry`. The process keeps such a dict for its lifetime, so the
+        body runs once per key (a shape, a configuration), not every step; a dict on `self` may
+        live only as long as a per-step object (memo.py decides those). A key read from an
+        object's identity (`id(t)`, `t.data_ptr()`) is new with each new tensor: no such fill."""
+        test = stmt.test
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+            return None
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, ast.NotIn) and isinstance(right, ast.Name):
+            cache, key = right.id, test.left
+        elif isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None \
+                and isinstance(test.left, ast.Name):
+            looked_up = _looked_up(test.left.id, before)
+            if looked_up is None:
+                return None
+            cache, key = looked_up
+        else:
+            return None
+        if cache not in self.module_names or _by_identity(key, before):
+            return None
+        stored = any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == cache
+                     for node in stmt.body for inner in ast.walk(node) if isinstance(inner, ast.Assign)
+                     for target in inner.targets)
+        return cache if stored else None
 
     def guard(self, stmt: ast.If, function: str) -> None:
         """`if chunk_indices is None: chunk_indices = prepare(...)` on a parameter: the body
@@ -451,6 +483,44 @@ def keyword_dicts(function) -> dict[str, tuple]:
     return found
 
 
+def _looked_up(name: str, before: list) -> tuple[str, ast.AST] | None:
+    """(the dict, the key) of the last `name = DICT.get(key)` among `before`, else None."""
+    for stmt in reversed(before):
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            value = stmt.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get" \
+                    and isinstance(value.func.value, ast.Name) and value.args:
+                return value.func.value.id, value.args[0]
+            return None
+    return None
+
+
+def _by_identity(key: ast.AST, before: list) -> bool:
+    """Whether the key (or the local it names, assigned among `before`) reads an object's
+    identity: `id(...)` or `.data_ptr()`."""
+    nodes = [key]
+    if isinstance(key, ast.Name):
+        nodes += [stmt.value for stmt in before if isinstance(stmt, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == key.id for t in stmt.targets)]
+    for node in nodes:
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Call):
+                called = inner.func
+                if (isinstance(called, ast.Name) and called.id == "id") or \
+                        (isinstance(called, ast.Attribute) and called.attr == "data_ptr"):
+                    return True
+    return False
+
+
+def _module_names(tree: ast.Module) -> frozenset:
+    """Names the module binds at its top level by assignment (`_CACHE = {}`)."""
+    names = set()
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return frozenset(names)
+
+
 def _terminates(body) -> bool:
     return bool(body) and isinstance(body[-1], _TERMINAL)
 
@@ -464,6 +534,7 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     {function: [(start, end, parameter)]} of None-guards on parameters, (functions all of whose
     paths raise, {function: [(start, end, line of the call the block ends in)]}))."""
     walk = _Walk(module, aliases, library)
+    walk.module_names = _module_names(tree)
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)
 
