@@ -378,7 +378,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         # whatever the callers pass: no longer the parameter's data
         source = ctx.param_of(value) if value is not None and where not in (P.PY, P.DEVICE) else None
         ctx.env[name] = where
-        attr = attribute_source(_root_value(value), ctx) if value is not None and where == P.UNKNOWN else None
+        attr = attribute_source(_root_value(value, ctx), ctx) if value is not None and where == P.UNKNOWN else None
         if attr is not None:
             ctx.attr_sources[name] = attr
         else:
