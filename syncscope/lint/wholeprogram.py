@@ -350,7 +350,10 @@ class Solver:
                 for call, resolved, _ in out:
                     if call.target[0] == PROP:
                         continue
-                    for target in (resolved, *overrides.get(resolved, ())):
+                    # a submodule's `forward` (module_edges) is not followed into subclasses: a
+                    # tower class is often subclassed by another model that feeds it otherwise
+                    below = overrides.get(resolved, ()) if edges is self.edges else ()
+                    for target in (resolved, *below):
                         shift = self.program.shift(call.target, target)
                         star = (caller, call.line, call.column) in starred
                         for param in self.program.functions[target]["params"]:
