@@ -155,3 +155,32 @@ def test_a_method_called_through_a_type_field_feeds_the_overrides(tmp_path):
     invalid = lint_package(tmp_path / "invalid", {"policy.py": policy, "state.py": state.format(copy="")},
                            include_cold=True)
     assert ("pkg/policy.py", 12, "SYN203") in where(invalid)
+
+
+def test_a_super_call_feeds_only_the_base_method(tmp_path):
+    # SGLang HunyuanImage3VisionModel(Siglip2Model).forward calls `super().forward(...)` without
+    # its own `attention_mask`: that call runs the base method, it is no caller of the override
+    # (whose `pixel_values[mask]` with a device mask is a sync, as long as no resolved call
+    # says otherwise)
+    base = """
+        import torch
+
+        class Base(torch.nn.Module):
+            def forward(self, pixel_values, attention_mask=None):
+                return pixel_values
+    """
+    model = """
+        import torch
+        from pkg.base import Base
+
+        class Sub(Base):
+            def forward(self, pixel_values, attention_mask):
+                mask = attention_mask.bool()
+                return super().forward(pixel_values[mask])
+
+        class Runner(torch.nn.Module):
+            def forward(self, tower, x, m):  # the tower's caller, which no call resolves to it
+                return tower(x.cuda(), m.cuda())
+    """
+    found = where(lint_package(tmp_path / "pkg", {"base.py": base, "m.py": model}, include_cold=True))
+    assert ("pkg/m.py", 8, "SYN101") in found

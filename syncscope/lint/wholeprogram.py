@@ -28,7 +28,7 @@ Findings, at call sites in hot code (functions that run every step, facts.py):
 from __future__ import annotations
 
 from . import provenance as P
-from .facts import PROP
+from .facts import METHOD, PROP, SUPER
 from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
 
@@ -352,7 +352,7 @@ class Solver:
                         continue
                     # a submodule's `forward` (module_edges) is not followed into subclasses: a
                     # tower class is often subclassed by another model that feeds it otherwise
-                    below = overrides.get(resolved, ()) if edges is self.edges else ()
+                    below = overrides.get(resolved, ()) if edges is self.edges and _virtual(call.target) else ()
                     for target in (resolved, *below):
                         shift = self.program.shift(call.target, target)
                         star = (caller, call.line, call.column) in starred
@@ -414,6 +414,15 @@ class Solver:
         params = self.program.functions[target]["params"]
         return any(keyword == param or (position is not None and 0 <= position and position + shift < len(params)
                                         and params[position + shift] == param) for position, keyword, _ in call.args)
+
+
+def _virtual(ref: tuple) -> bool:
+    """A method call an override may answer: on an object (`self.m()`, `self.policy.m()`), not
+    `super().m()` or `Base.m(self)`, which run that very method."""
+    if ref[0] != METHOD:
+        return False
+    _, hops, via_class = ref[1]
+    return not via_class and SUPER not in hops
 
 
 def _join(step: ChainStep, chain: tuple) -> tuple:
