@@ -184,3 +184,20 @@ def test_a_super_call_feeds_only_the_base_method(tmp_path):
     """
     found = where(lint_package(tmp_path / "pkg", {"base.py": base, "m.py": model}, include_cold=True))
     assert ("pkg/m.py", 8, "SYN101") in found
+
+
+def test_a_torch_function_on_a_list_parameter_stays_a_sync(tmp_path):
+    # `torch.cat(parts)`: a caller passing a list literal passes a Python value, which says
+    # nothing of where the tensors in it live, so the helper's sync is not the callers' to clear
+    source = """
+        import torch
+
+        def total(parts):
+            return torch.cat(parts).sum().item()
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return total([x, x + 1])
+    """
+    found = where(lint_package(tmp_path / "pkg", {"m.py": source}))
+    assert ("pkg/m.py", 5, "SYN201") in found

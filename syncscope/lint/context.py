@@ -19,7 +19,7 @@ from . import provenance as P
 from .imports import dotted
 from .records import FieldRef
 from .rules.base import Fix, Rule
-from .vocabulary import PY_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, TORCH_NON_TENSOR
+from .vocabulary import JOINING_FUNCTIONS, PY_METHODS, SEQUENCE_INPUTS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, TORCH_NON_TENSOR
 
 # Tensor methods whose result is a boolean mask (see `FunctionContext.is_bool`).
 BOOL_METHODS = frozenset(
@@ -355,6 +355,10 @@ def _torch_input(node: cst.Call, ctx: FunctionContext) -> cst.BaseExpression | N
     if qualified is None or not qualified.startswith("torch.") or qualified.startswith(TORCH_NON_TENSOR):
         return None
     short = qualified.rsplit(".", 1)[-1]
+    # `torch.cat(parts)`: the input is a sequence, and a caller passing a list (a Python value
+    # to the whole-program pass) says nothing of where its items live
+    if short in JOINING_FUNCTIONS or short in SEQUENCE_INPUTS:
+        return None
     if short in TORCH_FACTORIES or short in TORCH_HOST_FUNCTIONS or not node.args or node.args[0].keyword is not None \
             or node.args[0].star or any(a.keyword is not None and a.keyword.value == "device" for a in node.args):
         return None

@@ -286,4 +286,6 @@ def named_device_place(name: str, host_words: frozenset[str]) -> P.Place | None:
 
 # torch functions that join a Python sequence of tensors into one tensor on their device
 JOINING_FUNCTIONS = frozenset("cat concat concatenate stack hstack vstack".split())
+# Other torch functions whose first argument is a sequence of tensors, not one tensor.
+SEQUENCE_INPUTS = frozenset("dstack column_stack row_stack broadcast_tensors meshgrid block_diag cartesian_prod".split())
 
