@@ -22,7 +22,7 @@ import libcst as cst
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source
 from .evaluate import ExpressionEvaluator, annotation_where, class_check, element_where, plain_type_check as _plain_check
-from .branch_merge import keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
+from .branch_merge import always_exits, keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
 from .imports import dotted, record_import
 from .vocabulary import PASS_THROUGH, decorator_kind
 
@@ -234,7 +234,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 self.visit_stmt(stmt.orelse, ctx)
             elif isinstance(stmt.orelse, cst.Else):
                 self.visit_block(stmt.orelse.body, ctx)
-            if active:
+            if active and always_exits(stmt.body):
+                # `if mode > 0: kv = kv.to(device); return plan(kv)`: only the other path reaches
+                # the code after the `if`, so the names are as that path leaves them
+                pass
+            elif active:
                 else_sources = param_sources(ctx)
                 merge_names(ctx, before_names, taken_names)
                 keep_param_sources(ctx, before_sources, (taken_sources, taken_env), (else_sources, ctx.env))
@@ -378,7 +382,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         # whatever the callers pass: no longer the parameter's data
         source = ctx.param_of(value) if value is not None and where not in (P.PY, P.DEVICE) else None
         ctx.env[name] = where
-        attr = attribute_source(_root_value(value), ctx) if value is not None and where == P.UNKNOWN else None
+        attr = attribute_source(_root_value(value, ctx), ctx) if value is not None and where == P.UNKNOWN else None
         if attr is not None:
             ctx.attr_sources[name] = attr
         else:

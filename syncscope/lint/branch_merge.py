@@ -60,6 +60,26 @@ def keep_param_sources(ctx: FunctionContext, before: dict[str, str | None],
             ctx.derived[name] = source
 
 
+def always_exits(block: cst.BaseSuite) -> bool:
+    """Whether an arm of an `if` never falls through to the code after it: its last statement is
+    a `return` or a `raise`, or an `if`/`else` both of whose arms end so."""
+    body = block.body
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, cst.BaseSmallStatement):  # `if x: return y` on one line
+        return isinstance(last, (cst.Return, cst.Raise))
+    if isinstance(last, cst.SimpleStatementLine):
+        return bool(last.body) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+    if isinstance(last, cst.If):
+        orelse = last.orelse
+        if orelse is None:
+            return False
+        other = orelse.body if isinstance(orelse, cst.Else) else cst.IndentedBlock(body=[orelse])
+        return always_exits(last.body) and always_exits(other)
+    return False
+
+
 def merge_branches(ctx: FunctionContext, other_env: dict[str, P.Place], other_bools: set[str]) -> None:
     """After `if`/`else`: a name may hold either branch's value, so keep the more device-like
     one (a device mask on one path is a sync on that path) and any boolean-mask flag."""

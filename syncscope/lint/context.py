@@ -19,7 +19,7 @@ from . import provenance as P
 from .imports import dotted
 from .records import FieldRef
 from .rules.base import Fix, Rule
-from .vocabulary import PY_METHODS
+from .vocabulary import JOINING_FUNCTIONS, PY_METHODS, SEQUENCE_INPUTS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, TORCH_NON_TENSOR
 
 # Tensor methods whose result is a boolean mask (see `FunctionContext.is_bool`).
 BOOL_METHODS = frozenset(
@@ -192,7 +192,7 @@ class FunctionContext:
         """The parameter a value is computed from, if it is only that parameter's data. A field
         of `self` counts as the receiver's: where the object lives decides (a host copy of an
         output object, `out_cpu.tolists()`, holds host tensors)."""
-        node = _root_value(node)
+        node = _root_value(node, self)
         if isinstance(node, cst.BinaryOperation):
             return self.param_of(node.left) or self.param_of(node.right)
         if isinstance(node, cst.Attribute) and self.classes and self.params and self.params[0] in ("self", "cls"):
@@ -240,7 +240,7 @@ class FunctionContext:
         `buf` bound from `req.kv.track_buffer`), if any: a rule that needs a device tensor may
         report it on the condition that the linted tree keeps that attribute only on the device
         (`report(..., needs_device=...)`: the engine decides once every file is read)."""
-        return attribute_source(_root_value(node), self)
+        return attribute_source(_root_value(node, self), self)
 
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None,
@@ -260,7 +260,7 @@ class FunctionContext:
         if anchor:
             anchors.append(anchor)
         origin = self.origin_of(subject)
-        subject = _root_value(subject)
+        subject = _root_value(subject, self)
         field_read = None
         if isinstance(subject, cst.Attribute) and isinstance(subject.value, cst.Name):
             owner = subject.value.value
@@ -324,11 +324,24 @@ def _owner(root, hops: list[str], ctx: FunctionContext) -> tuple | None:
     return (cls.rsplit(".", 1)[-1], *hops) if cls else None
 
 
-def _root_value(node):
+def _root_value(node, ctx: FunctionContext | None = None):
     """The name a value is computed from through tensor methods and indexing: `mask.sum()`
-    and `x[:n]` come from `mask` and `x` (used to tell that a helper syncs on a parameter)."""
+    and `x[:n]` come from `mask` and `x` (used to tell that a helper syncs on a parameter).
+    With the function's context, a torch operation comes from its input tensor too:
+    `torch.sum(ent)` is `ent`'s data (torch does not move an op's result off its input's device),
+    while a torch factory (`torch.tensor(x)`) or a call naming a `device=` makes new data."""
     while True:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+        if ctx is not None and isinstance(node, cst.Call) and _is_module_call(node, ctx):
+            first = _torch_input(node, ctx)
+            if first is None:
+                return node
+            node = first
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value in ("self", "cls"):
+            # `self.get_mapped_blocks(ids)`: the result of a method of the object, not the object's
+            # own data; where it lives is that method's return to tell (`origin_of`)
+            return node
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value not in ("cpu", "numpy") and node.func.attr.value not in PY_METHODS:
             # `x.numel()`, `x.size(0)`, `x.item()` are no longer `x`: Python values (a size is
             # host metadata of any tensor)
@@ -341,3 +354,29 @@ def _root_value(node):
             node = node.expression
         else:
             return node
+
+
+def _is_module_call(node: cst.Call, ctx: FunctionContext) -> bool:
+    """`torch.sum(x)`, `np.asarray(x)`: a function of an imported module, not a method of a value."""
+    func = node.func
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    return isinstance(func, cst.Name) and func is not node.func and func.value in ctx.alias_table() \
+        and func.value not in ctx.env and func.value not in ctx.params
+
+
+def _torch_input(node: cst.Call, ctx: FunctionContext) -> cst.BaseExpression | None:
+    """The input tensor of a torch operation (`torch.sum(ent)` -> `ent`); None for anything
+    that makes new data or is no torch tensor op (factories, `from_numpy`, `device=`, numpy)."""
+    qualified = ctx.resolve(node.func)
+    if qualified is None or not qualified.startswith("torch.") or qualified.startswith(TORCH_NON_TENSOR):
+        return None
+    short = qualified.rsplit(".", 1)[-1]
+    # `torch.cat(parts)`: the input is a sequence, and a caller passing a list (a Python value
+    # to the whole-program pass) says nothing of where its items live
+    if short in JOINING_FUNCTIONS or short in SEQUENCE_INPUTS:
+        return None
+    if short in TORCH_FACTORIES or short in TORCH_HOST_FUNCTIONS or not node.args or node.args[0].keyword is not None \
+            or node.args[0].star or any(a.keyword is not None and a.keyword.value == "device" for a in node.args):
+        return None
+    return node.args[0].value

@@ -23,7 +23,7 @@ from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
-                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
+                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS,
                          compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
@@ -108,6 +108,17 @@ class FileFacts:
             return None
         return self.resolve_name(name, scope)
 
+    def class_field(self, info: dict, attr: str, annotation, scope=None) -> None:
+        """`policy: type[AbstractEplbPolicy]`: the field holds a class, so a method called on it
+        (`self.policy.rebalance_experts(w)`) is that class's (a classmethod, or an override in
+        a subclass: wholeprogram.host_fed). Calling the field itself makes an object and runs
+        no `forward`: `class_fields` keeps it out of `Program.module_call`."""
+        if isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or "").rsplit(".", 1)[-1] in ("type", "Type"):
+            found = self.class_of_annotation(annotation.slice, scope)
+            if found:
+                info["fields"].setdefault(attr, found)
+                info.setdefault("class_fields", []).append(attr)
+
     # -- module and classes --------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
         for node in _flat(tree.body):
@@ -135,6 +146,8 @@ class FileFacts:
                 field_class = self.class_of_annotation(item.annotation, scope)
                 if field_class:
                     info["fields"][item.target.id] = field_class
+                else:
+                    self.class_field(info, item.target.id, item.annotation, scope)
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decorators = decorator_names(item)
                 if any(d.endswith("property") for d in decorators):  # property, cached_property
@@ -215,6 +228,16 @@ def _flat(body):
             yield node
 
 
+def _always_exits(body) -> bool:
+    """An arm that ends in `return` / `raise` (or an `if`/`else` whose arms both do)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and bool(last.orelse) and _always_exits(last.body) and _always_exits(last.orelse)
+
+
 class _Scope:
     """One function being walked."""
 
@@ -263,10 +286,12 @@ class _Scope:
                     fact = (where, None, None)
             elif isinstance(stmt.target, ast.Attribute) and dotted(stmt.target.value) == "self" and self.classes:
                 found = self.file.class_of_annotation(stmt.annotation, self.local_defs)
+                info = self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
+                                                    {"bases": [], "props": {}, "fields": {}, "line": 0})
                 if found:  # `self.runner: Runner = ...` types the field for every method
-                    self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
-                                                 {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(
-                        stmt.target.attr, found)
+                    info["fields"].setdefault(stmt.target.attr, found)
+                else:
+                    self.file.class_field(info, stmt.target.attr, stmt.annotation, self.local_defs)
             self.bind(stmt.target, fact, stmt.value)
         elif isinstance(stmt, ast.AugAssign):
             fact = _combine([self.eval(stmt.target), self.eval(stmt.value)])
@@ -292,7 +317,14 @@ class _Scope:
                 if item.optional_vars is not None:
                     self.bind(item.optional_vars, _UNKNOWN, None)
             self.block(stmt.body)
-        elif isinstance(stmt, (ast.If, ast.While)):
+        elif isinstance(stmt, ast.If):
+            self.eval(stmt.test)
+            before = dict(self.env)
+            self.block(stmt.body)
+            if _always_exits(stmt.body):  # only the other path reaches what follows the `if`
+                self.env = before
+            self.block(stmt.orelse)
+        elif isinstance(stmt, ast.While):
             self.eval(stmt.test)
             self.block(stmt.body)
             self.block(stmt.orelse)
@@ -483,6 +515,11 @@ class _Scope:
             if method in HOST_METHODS or (method in KEYED_READ_METHODS and node.args and isinstance(node.args[0], ast.Constant)
                                           and keyed_place(node.args[0].value, self.file.hints)):  # `kwargs.pop("key")`
                 return _HOST
+            if method in SPLITTING_METHODS and (receiver[1] is not None or receiver[2] is not None
+                                                or receiver[0] in (P.HOST, P.TENSOR, P.DEVICE)):
+                # `images_crop.split(sizes)` of a tensor (or of what a caller passes): its pieces
+                # are where it is; only a string's `.split(",")` gives Python values
+                return receiver
             if method in PY_METHODS:
                 return _PY
             if method == "cuda":

@@ -164,6 +164,9 @@ class Program:
         if ref[0] != METHOD:
             return None
         cls, hops, via_class = ref[1]
+        owner = self.class_of((cls, hops, via_class))[0]
+        if owner is not None and any(ref[2] in self.classes.get(k, {}).get("class_fields", ()) for k in self.mro(owner)):
+            return None  # `self.policy(...)` with `policy: type[P]`: it makes an object
         return self.member((cls, (*hops, ref[2]), via_class), "forward", properties=False)
 
     def shift(self, ref: tuple, target: str) -> int:

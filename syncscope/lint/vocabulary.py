@@ -28,6 +28,9 @@ PY_METHODS = frozenset(
     "is_inference is_signed is_shared is_set_to is_same_size is_coalesced is_conj is_neg "
     "join format split strip lower upper keys items values append extend".split()
 )
+# Of those, the ones a tensor has too, giving pieces of itself (`x.split(sizes)`): Python values
+# only for a string receiver (facts.py keeps a tensor receiver's place).
+SPLITTING_METHODS = frozenset(("split",))
 # Methods whose result is host memory.
 HOST_METHODS = frozenset("cpu numpy pin_memory".split())
 # What a class's own code says about where it keeps an attribute (classinfo.py reads these):
@@ -283,4 +286,6 @@ def named_device_place(name: str, host_words: frozenset[str]) -> P.Place | None:
 
 # torch functions that join a Python sequence of tensors into one tensor on their device
 JOINING_FUNCTIONS = frozenset("cat concat concatenate stack hstack vstack".split())
+# Other torch functions whose first argument is a sequence of tensors, not one tensor.
+SEQUENCE_INPUTS = frozenset("dstack column_stack row_stack broadcast_tensors meshgrid block_diag cartesian_prod".split())
 

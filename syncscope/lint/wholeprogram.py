@@ -28,7 +28,7 @@ Findings, at call sites in hot code (functions that run every step, facts.py):
 from __future__ import annotations
 
 from . import provenance as P
-from .facts import PROP
+from .facts import METHOD, PROP, SUPER
 from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
 
@@ -90,6 +90,7 @@ class Solver:
             self.edges[qualname] = out
         self.callers = callers
         self.summaries: dict[str, Summary] = {q: Summary() for q in program.functions}
+        self._by_class: dict[str, list[str]] | None = None  # class -> its methods (_overrides)
 
     def run(self) -> None:
         pending = list(self.program.functions)
@@ -343,29 +344,35 @@ class Solver:
         the calls with `*args` / `**kwargs`, which may pass any parameter they do not name."""
         needs: dict[tuple[str, str], set | None] = {}  # None: some call passes device or unknown data
         carries: set[tuple[str, str]] = set()  # some call passes host memory
+        overrides = self._overrides()
         for edges in (self.edges, self.module_edges):
             for caller, out in edges.items():
-                for call, target, shift in out:
+                for call, resolved, _ in out:
                     if call.target[0] == PROP:
                         continue
-                    star = (caller, call.line, call.column) in starred
-                    for param in self.program.functions[target]["params"]:
-                        key = (target, param)
-                        if key in needs and needs[key] is None:
-                            continue
-                        if star and not self._names(call, target, shift, param):
-                            needs[key] = None
-                            continue
-                        where, follows = self.argument(caller, call, target, shift, param)
-                        if follows is None:
-                            if not P.known_host(where):
+                    # a submodule's `forward` (module_edges) is not followed into subclasses: a
+                    # tower class is often subclassed by another model that feeds it otherwise
+                    below = overrides.get(resolved, ()) if edges is self.edges and _virtual(call.target) else ()
+                    for target in (resolved, *below):
+                        shift = self.program.shift(call.target, target)
+                        star = (caller, call.line, call.column) in starred
+                        for param in self.program.functions[target]["params"]:
+                            key = (target, param)
+                            if key in needs and needs[key] is None:
+                                continue
+                            if star and not self._names(call, target, shift, param):
                                 needs[key] = None
+                                continue
+                            where, follows = self.argument(caller, call, target, shift, param)
+                            if follows is None:
+                                if not P.known_host(where):
+                                    needs[key] = None
+                                else:
+                                    needs.setdefault(key, set())
+                                    if where == P.HOST:
+                                        carries.add(key)
                             else:
-                                needs.setdefault(key, set())
-                                if where == P.HOST:
-                                    carries.add(key)
-                        else:
-                            needs.setdefault(key, set()).add((caller, follows))
+                                needs.setdefault(key, set()).add((caller, follows))
         fed = {key for key, needed in needs.items() if needed is not None and not needed}
         host = {key for key in fed if key in carries}
         pending = {key: needed for key, needed in needs.items() if needed}
@@ -378,11 +385,44 @@ class Solver:
                 del pending[key]
         return fed | host, host
 
+    def _overrides(self) -> dict[str, list[str]]:
+        """method -> the methods of the same name in its subclasses: a call resolved by the
+        receiver's declared class (`self.policy.rebalance_experts(w.cpu())` with `policy:
+        type[AbstractEplbPolicy]`) runs whichever override the object has, so what it passes
+        reaches each of them (for `host_fed` only: which override syncs stays its own finding)."""
+        program = self.program
+        found: dict[str, list[str]] = {}
+        for cls in program.classes:
+            for base in program.mro(cls)[1:]:
+                for qualname in self._methods_of(cls):
+                    inherited = f"{base}.{qualname.rsplit('.', 1)[-1]}"
+                    if inherited in program.functions:
+                        found.setdefault(inherited, []).append(qualname)
+        return found
+
+    def _methods_of(self, cls: str) -> list[str]:
+        if self._by_class is None:
+            self._by_class = {}
+            for qualname in self.program.functions:
+                owner = qualname.rpartition(".")[0]
+                if owner in self.program.classes:
+                    self._by_class.setdefault(owner, []).append(qualname)
+        return self._by_class.get(cls, [])
+
     def _names(self, call: CallRecord, target: str, shift: int, param: str) -> bool:
         """Whether a call passes `param` by name or position (not through `*args`)."""
         params = self.program.functions[target]["params"]
         return any(keyword == param or (position is not None and 0 <= position and position + shift < len(params)
                                         and params[position + shift] == param) for position, keyword, _ in call.args)
+
+
+def _virtual(ref: tuple) -> bool:
+    """A method call an override may answer: on an object (`self.m()`, `self.policy.m()`), not
+    `super().m()` or `Base.m(self)`, which run that very method."""
+    if ref[0] != METHOD:
+        return False
+    _, hops, via_class = ref[1]
+    return not via_class and SUPER not in hops
 
 
 def _join(step: ChainStep, chain: tuple) -> tuple:
