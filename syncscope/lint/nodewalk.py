@@ -64,3 +64,26 @@ def own_nodes(body: list, wanted, skip=SCOPES, enter_block_definitions: bool = T
             elif value is not None:
                 stack.append(value)
     return found
+
+
+def nodes_breadth_first(node, wanted) -> list:
+    """The nodes under `node` (itself included, nested definitions too) whose type is in
+    `wanted`, in `ast.walk`'s breadth-first order: for the walks whose first hit decides
+    (branches.py's dispatch calls, flagguards.py's passes)."""
+    found = []
+    queue = [node]
+    fields_of = _FIELDS
+    for current in queue:  # the list grows while it is read: a queue without a deque
+        kind = type(current)
+        if kind in wanted:
+            found.append(current)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = _code_fields(kind)
+        for name in fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                queue.extend(value)
+            elif value is not None:
+                queue.append(value)
+    return found
