@@ -68,3 +68,25 @@ def test_lambdas_skipped_and_a_block_definition_entered():
     assert "Hidden" in calls and "Built" in calls
     returns = own_nodes(tree.body, {ast.Return})
     assert [r.lineno for r in returns] == [19]
+
+
+def test_breadth_first_is_ast_walks_order():
+    from syncscope.lint.nodewalk import nodes_breadth_first
+
+    function = ast.parse(SOURCE).body[0]
+    for wanted in ({ast.Call}, {ast.FunctionDef, ast.If, ast.Call}, {ast.Name}):
+        expected = [node for node in ast.walk(function) if type(node) in wanted]
+        assert nodes_breadth_first(function, wanted) == expected
+    # nested definitions and lambdas are walked too, as ast.walk does
+    assert {"Hidden", "Built", "Inner"} <= {ast.unparse(c.func) for c in nodes_breadth_first(function, {ast.Call})}
+
+
+def test_host_function_patterns_translated_once_and_matching_as_globs():
+    from syncscope.lint.branches import _patterns
+
+    patterns = ("vllm.v1.engine.*", "*.detokenizer.decode_*")
+    compiled = _patterns(patterns)
+    assert _patterns(tuple(patterns)) is compiled  # cached for an equal tuple
+    assert compiled.match("vllm.v1.engine.core.step") and compiled.match("a.detokenizer.decode_one")
+    assert not compiled.match("vllm.v1.worker.gpu_model_runner.execute_model")
+    assert _patterns(()) is None
