@@ -29,10 +29,12 @@ Everything returned is plain tuples: it is pickled into the lint cache.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from .errorpaths import always_raises, error_block, tail_call_line
 from .library import LibraryFacts, words
+from .nodewalk import nodes_breadth_first
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -386,8 +388,8 @@ class _Walk:
         `torch.ops.vllm.unified_attention(...)`), by name, for the dispatch fallback."""
         if function is None:
             return
-        for sub in ast.walk(node):
-            if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Attribute):
+        for sub in nodes_breadth_first(node, _CALL):
+            if not isinstance(sub.func, ast.Attribute):
                 continue
             name = sub.func.attr
             if name in self.lib.no_dispatch or name.startswith("__"):
@@ -429,7 +431,11 @@ class _Walk:
         return False
 
 
-def _patterns(patterns) -> re.Pattern | None:
+_CALL = frozenset({ast.Call})
+
+
+@functools.lru_cache(maxsize=8)  # one library per run: translating its patterns once, not per file
+def _patterns(patterns: tuple) -> re.Pattern | None:
     import fnmatch
 
     return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from . import provenance as P
+from .nodewalk import own_nodes
 from .vocabulary import HOST_RESULT_METHODS, HOST_RESULT_WORDS, PLAIN_VALUE_TYPES, TORCH_SIZED_FACTORIES
 
 
@@ -187,13 +188,16 @@ def keep_on_cpu_fields(tree, inherited: frozenset[str] = frozenset(), refills: b
     return frozenset(names - _refilled_on_the_device(tree, names)) if names else frozenset()
 
 
+_DECLARING = frozenset({ast.Call, ast.Dict, ast.Assign})  # where declared_fields finds a field config
+
+
 def declared_fields(tree, is_config) -> set[str]:
     """Names of the fields a module gives a field config `is_config` accepts: as a keyword of a
     call (vLLM's `dict(image_grid_thw=MultiModalFieldConfig.batched("image"), ...)`), as a key of a
     dict literal, or one key at a time (`fields["video_audio_seg_lens"] = MultiModalFieldConfig...`,
     vLLM's MiMo-V2-Omni)."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in own_nodes(tree.body, _DECLARING, skip=frozenset()):  # the whole module, nested code too
         if isinstance(node, ast.Call):
             names.update(k.arg for k in node.keywords if k.arg and is_config(k.value))
         elif isinstance(node, ast.Dict):

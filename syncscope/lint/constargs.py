@@ -24,10 +24,11 @@ from __future__ import annotations
 import ast
 import operator
 
-from .errorpaths import own_nodes
+from .nodewalk import own_nodes
 
 UNKNOWN = object()  # a value the call does not fix (never pickled: only used while evaluating)
 NO_DEFAULT = ("nodefault",)
+_IF_OR_CALL = frozenset({ast.If, ast.Call})
 _OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _APPLY = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
           "eq": operator.eq, "ne": operator.ne}
@@ -128,7 +129,7 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict]
         params = _params(node)
         names = frozenset(params) - {"self", "cls"}
         found = []
-        for sub in own_nodes(node.body):
+        for sub in own_nodes(node.body, _IF_OR_CALL):
             if isinstance(sub, ast.If) and names:
                 test = compile_test(sub.test, names)
                 if test is None:

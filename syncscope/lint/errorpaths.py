@@ -21,19 +21,12 @@ from __future__ import annotations
 
 import ast
 
+from .nodewalk import own_nodes
+
 _LEAVES = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)
-
-
-def own_nodes(body):
-    """The nodes of a block, not descending into nested functions, classes and lambdas (their
-    `return` leaves them, not the block)."""
-    stack = list(body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                stack.append(child)
+# what may leave a block early, or catch its raise (`try`, and `try/except*` where Python has it)
+_EXITS = frozenset(_LEAVES + (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+_RAISE = frozenset({ast.Raise})
 
 
 def ends_in_raise(body) -> bool:
@@ -54,8 +47,7 @@ def ends_in_raise(body) -> bool:
 def _cannot_leave(body) -> bool:
     """No `return`, `break`, `continue` (or `yield`, which hands control out) in the block:
     a path that leaves early is a normal path. A `try` in it may swallow the raise: refused too."""
-    return not any(isinstance(node, _LEAVES + (ast.Try,)) or type(node).__name__ == "TryStar"
-                   for node in own_nodes(body))
+    return not own_nodes(body, _EXITS)
 
 
 def error_block(body) -> bool:
@@ -73,8 +65,8 @@ def always_raises(function) -> bool:
         name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
         if "abstract" in name:
             return False
-    for node in own_nodes(function.body):
-        if isinstance(node, ast.Raise) and node.exc is not None:
+    for node in own_nodes(function.body, _RAISE):
+        if node.exc is not None:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             if (exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")) == "NotImplementedError":
                 return False

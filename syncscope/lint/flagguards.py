@@ -20,6 +20,10 @@ from __future__ import annotations
 
 import ast
 
+from .nodewalk import nodes_breadth_first
+
+_FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
+
 OFF, ON = "off", "on"  # what a call passes for a parameter: a literal False/None, or anything else
 STAR = "*"  # the call passes `*args` or a `**mapping` not its own `**kwargs`: anything may be on
 
@@ -107,7 +111,7 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
         qualname = f"{module}.{local}" if module else local
         flags = _flag_params(node)
         var_kw = node.args.kwarg.arg if node.args.kwarg else None
-        for sub in ast.walk(node):
+        for sub in nodes_breadth_first(node, _FLAG_NODES):
             if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 function(sub, f"{local}.{sub.name}")  # its own parameters; walked again below, harmless
             elif isinstance(sub, ast.If) and flags:

@@ -24,9 +24,11 @@ import ast
 import builtins
 
 from .ast_annotations import dotted
+from .nodewalk import DEFINITIONS, own_nodes
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_CALL = frozenset({ast.Call})
 
 
 def _end(node) -> int:
@@ -76,16 +78,11 @@ class _Walk:
         for _ in range(n)])`), as (maker, class): the class whose code it is, or None for a
         module-level function or statement. A function nested in a method builds for that
         method's class (definitions() walks it with the same maker)."""
-        pending = list(body)
-        while pending:
-            node = pending.pop()
-            if isinstance(node, _DEFS):
-                continue  # walked on its own by definitions() (a nested function: same maker)
-            if isinstance(node, ast.Call):
-                made = self.base(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
-                if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
-                    self.makes.add((maker, made))
-            pending.extend(ast.iter_child_nodes(node))
+        # definitions are walked on their own by definitions() (a nested function: same maker)
+        for node in own_nodes(body, _CALL, skip=DEFINITIONS, enter_block_definitions=False):
+            made = self.base(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
+            if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
+                self.makes.add((maker, made))
 
     def once(self, body, first: int) -> list[tuple[int, int]]:
         """The line ranges of `body` (a function's, starting at its `def` line) that run once
