@@ -54,6 +54,7 @@ class ModuleKinds:
                 inner = program.chase(made, True)
                 if inner is not None:
                     self.makers.setdefault(inner, set()).add(maker)
+        self.module_types = _pattern(getattr(library, "module_types", ()))
         self.request_bases = _pattern(getattr(library, "request_modules", ()))
         self._request: dict[str, bool] = {}
 
@@ -84,6 +85,16 @@ class ModuleKinds:
                 break
         self._module[cls] = kind
         return kind
+
+    def declared_module(self, receiver: tuple) -> bool:
+        """A receiver declared as `nn.Module` itself (`[roots] module-types`: `self.base_layer:
+        nn.Module`, a parameter `layer: torch.nn.Module`): whatever it holds is a module, so a
+        method called on it is a method of a class that may be one."""
+        if self.module_types is None:
+            return False
+        declared = self.program.declared_class(receiver)
+        return declared is not None and self.program.chase(declared, True) is None \
+            and bool(self.module_types.match(declared))
 
     def known_module(self, cls: str) -> bool:
         """Its in-tree chain ends in a base the linter cannot follow (`torch.nn.Module`): a

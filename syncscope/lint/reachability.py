@@ -30,6 +30,7 @@ import re
 from collections import deque
 
 from .branches import platform_path
+from .facts import METHOD
 from .library import LibraryFacts
 from .modules import ModuleKinds
 
@@ -100,6 +101,7 @@ class PerStep:
         for result in results.values():
             self.spans.update(getattr(result, "spans", None) or {})
         self._candidates: dict[str, list] = {}
+        self._module_calls: dict[str, frozenset] = {}
 
     # -- what may be entered --------------------------------------------------------------
     def line_cold(self, path: str, line: int) -> str | None:
@@ -155,15 +157,38 @@ class PerStep:
             resolved.add((call.line, call.name))
             if self.line_cold(path, call.line) is None:
                 yield call.line, target
-        for line, name, op, shape in self.dispatch.get(caller, ()):
+        dispatched = self.dispatch.get(caller, ())
+        on_modules = self.module_calls(caller) if dispatched else frozenset()
+        for line, name, op, shape in dispatched:
             if (line, name) in resolved:  # the receiver's class is known: that call is followed above
                 continue
             candidates = self.module_functions.get(name, ()) if op else self.candidates(name)
             if not candidates or len(candidates) > MAX_DISPATCH or self.line_cold(path, line) is not None:
                 continue
+            modules_only = (line, name) in on_modules
             for target in candidates:
+                if modules_only and not self.kinds.family_may_be_module(target.rpartition(".")[0]):
+                    continue  # the receiver is declared an `nn.Module`: not this class's method
                 if op or _binds(self.program.functions[target], shape):
                     yield line, target
+
+    def module_calls(self, caller: str) -> frozenset:
+        """(line, name) of the method calls `caller` makes on a receiver declared as `nn.Module`
+        itself (modules.py `declared_module`): such a call reaches only classes that may be
+        modules. A line that also holds a call of that name on another receiver is left out
+        (every call dispatched by that name on the line must be one of them)."""
+        found = self._module_calls.get(caller)
+        if found is None:
+            declared: dict[tuple, int] = {}
+            for call in self.program.functions[caller]["calls"]:
+                if call.target[0] == METHOD and self.kinds.declared_module(call.target[1]):
+                    key = (call.line, call.name)
+                    declared[key] = declared.get(key, 0) + 1
+            dispatched: dict[tuple, int] = {}
+            for line, name, _op, _shape in self.dispatch.get(caller, ()):
+                dispatched[(line, name)] = dispatched.get((line, name), 0) + 1
+            found = self._module_calls[caller] = frozenset(k for k, n in declared.items() if dispatched.get(k) == n)
+        return found
 
     def candidates(self, name: str) -> list[str]:
         """The methods a call `x.<name>(...)` on a receiver of unknown class may reach, less the
