@@ -116,3 +116,98 @@ def test_an_untyped_receiver_may_still_be_anything(tmp_path):
 
 def test_the_module_types_are_library_facts():
     assert "torch.nn.Module" in load().module_types
+
+
+# -- a field only ever given a typed parameter (`self.primary = primary`) ----------------------
+BACKENDS = """
+    import torch
+    from abc import ABC
+
+    class AttentionBackend(ABC):
+        def forward(self, *args, **kwargs):
+            raise NotImplementedError
+
+    class FlashBackend(AttentionBackend):
+        def forward(self, q: torch.Tensor, k: torch.Tensor, scale=1.0):
+            return q.sum().item()
+
+    class OverlapBackend(AttentionBackend):
+        def __init__(self, primary: AttentionBackend):
+            self.primary = primary
+
+        def forward(self, *args, **kwargs):
+            return self.primary.forward(*args, **kwargs)
+
+    class Attention(torch.nn.Module):
+        def __init__(self, backend):
+            self.backend = backend
+
+        def forward(self, q: torch.Tensor, k: torch.Tensor):
+            return self.backend.forward(q, k, scale=1.0)
+"""
+
+ANY_HOLDER = """
+    class AnyHolder(AttentionBackend):
+        def __init__(self, primary: AttentionBackend, other):
+            self.primary = primary
+            self.primary = other
+
+        def forward(self, *args, **kwargs):
+            return self.primary.forward(*args, **kwargs)
+"""
+
+
+def test_a_field_given_a_typed_parameter_reaches_only_that_familys_entries(tmp_path):
+    # INVALID (reported): the backends run every step (the module's `self.backend.forward(q, k)`,
+    # by name), FlashBackend's sync too.
+    # VALID (left out): `OverlapBackend.forward(*args, **kwargs)` delegates to
+    # `self.primary.forward(*args, **kwargs)`, a field only ever given `primary: AttentionBackend`:
+    # it does not run the stage's `forward(batch, server_args)` (a class that is not a module and
+    # not an AttentionBackend)
+    run = lint_package(tmp_path, {"stages.py": STAGES, "backends.py": BACKENDS})
+    assert 11 in lines_of(run, "pkg/backends.py"), where(run)
+    assert 8 not in lines_of(run, "pkg/stages.py"), where(run)
+
+
+def test_a_field_given_anything_else_too_may_hold_anything(tmp_path):
+    # INVALID (reported): `AnyHolder.primary` is also given an untyped `other`: by name it may
+    # still be the stage, whose `forward` then runs per step
+    run = lint_package(tmp_path, {"stages.py": STAGES, "backends.py": BACKENDS + ANY_HOLDER})
+    assert 8 in lines_of(run, "pkg/stages.py"), where(run)
+
+
+# -- `base_cls.forward(self, x)`: a call through a class passes `self` itself --------------------
+EMBEDDING = """
+    import torch
+
+    def scaled(module):
+        base_cls = module.__class__
+
+        class ScaledEmbedding(base_cls):
+            def forward(self, input_):
+                return base_cls.forward(self, input_) * 2
+
+        return ScaledEmbedding
+
+    class Layer(torch.nn.Module):
+        def __init__(self, impl):
+            self.impl = impl
+
+        def forward(self, q: torch.Tensor, k: torch.Tensor):
+            return self.impl.forward(self, q, k)
+
+    class Impl:
+        def forward(self, layer, q: torch.Tensor, k: torch.Tensor):
+            return q.sum().item()
+"""
+
+
+def test_a_call_through_a_class_passes_self_in_the_receivers_place(tmp_path):
+    # VALID (left out): `base_cls.forward(self, input_)` passes one argument besides `self`; the
+    # stage's `forward(self, batch, server_args)` needs two: it is not run (SGLang's
+    # `ScaledEmbedding` in srt/models/transformers.py)
+    # INVALID (reported): `self.impl.forward(self, q, k)` on an instance field gives the layer as
+    # an argument (vLLM's attention layers): the implementation's `forward(self, layer, q, k)` runs
+    run = lint_package(tmp_path, {"stages.py": STAGES, "embedding.py": EMBEDDING})
+    assert 8 not in lines_of(run, "pkg/stages.py"), where(run)
+    assert 22 in lines_of(run, "pkg/embedding.py"), where(run)

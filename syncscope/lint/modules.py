@@ -96,6 +96,11 @@ class ModuleKinds:
         return declared is not None and self.program.chase(declared, True) is None \
             and bool(self.module_types.match(declared))
 
+    def protocol(self, cls: str) -> bool:
+        """A class on whose chain a base is a `Protocol`: a class may match it without inheriting."""
+        return any(str(base).endswith("Protocol") for klass in self.program.mro(cls)
+                   for base in (self.bases.get(klass) or ()))
+
     def known_module(self, cls: str) -> bool:
         """Its in-tree chain ends in a base the linter cannot follow (`torch.nn.Module`): a
         module as far as the program shows (a bare class is no evidence)."""

@@ -133,6 +133,15 @@ class Program:
                 return info["fields"][hops[-1]]
         return None
 
+    def field_owner(self, receiver: tuple) -> tuple[str | None, str | None]:
+        """(the class that holds the field, the field's name) of a receiver read off a field
+        (`self.primary`), or (None, None)."""
+        cls, hops, _ = receiver
+        if not hops or hops[-1] == SUPER:
+            return None, None
+        owner, _ = self.class_of((cls, hops[:-1], False))
+        return owner, (hops[-1] if owner is not None else None)
+
     def member(self, receiver: tuple, name: str, properties: bool) -> str | None:
         cls, skip_self = self.class_of(receiver)
         if cls is None:
