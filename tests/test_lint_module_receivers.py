@@ -116,6 +116,7 @@ def test_an_untyped_receiver_may_still_be_anything(tmp_path):
 
 def test_the_module_types_are_library_facts():
     assert "torch.nn.Module" in load().module_types
+    assert "*ComfyUI*Stage" in load().step_stages
 
 
 # -- a field only ever given a typed parameter (`self.primary = primary`) ----------------------
@@ -211,3 +212,25 @@ def test_a_call_through_a_class_passes_self_in_the_receivers_place(tmp_path):
     run = lint_package(tmp_path, {"stages.py": STAGES, "embedding.py": EMBEDDING})
     assert 8 not in lines_of(run, "pkg/stages.py"), where(run)
     assert 22 in lines_of(run, "pkg/embedding.py"), where(run)
+
+
+# -- a stage that runs once per denoising step (`[roots] step-stages`) ---------------------------
+COMFY = """
+    import torch
+    from pkg.stages import Stage
+
+    class ComfyUIStepStage(Stage):
+        def forward(self, batch, server_args):
+            sigma: torch.Tensor = batch.sigma
+            return sigma.sum().item()
+"""
+
+
+def test_a_step_stage_stays_a_per_step_root(tmp_path):
+    # INVALID (reported): ComfyUI calls SGLang once per DiT step, so a `--comfyui-mode` stage's
+    # `forward` runs every step although its class is no module (its sync stays, with nothing
+    # reaching it: it is a root itself)
+    # VALID (left out): the plain stage's `forward` stays a per-request entry
+    run = lint_package(tmp_path, {"stages.py": STAGES, "comfy.py": COMFY})
+    assert 8 in lines_of(run, "pkg/comfy.py"), where(run)
+    assert 8 not in lines_of(run, "pkg/stages.py"), where(run)

@@ -55,6 +55,7 @@ class ModuleKinds:
                 if inner is not None:
                     self.makers.setdefault(inner, set()).add(maker)
         self.module_types = _pattern(getattr(library, "module_types", ()))
+        self.step_stages = _pattern(getattr(library, "step_stages", ()))
         self.request_bases = _pattern(getattr(library, "request_modules", ()))
         self._request: dict[str, bool] = {}
 
@@ -130,11 +131,15 @@ class ModuleKinds:
 
     def request_entry(self, qualname: str) -> bool:
         """A method named like a module's per-step entry (`forward`) in a class that is not a
-        module: it runs when its caller decides (a pipeline stage: once per request)."""
+        module: it runs when its caller decides (a pipeline stage: once per request), unless
+        the class is a stage that runs once per denoising step (`[roots] step-stages`)."""
         owner, _, short = qualname.rpartition(".")
         if not self.methods or owner not in self.program.classes or not self.methods.match(short):
             return False
-        return not self.family_may_be_module(owner)
+        return not self.family_may_be_module(owner) and not self.step_stage(owner)
+
+    def step_stage(self, cls: str) -> bool:
+        return self.step_stages is not None and any(self.step_stages.match(klass) for klass in self.program.mro(cls))
 
     def request_module(self, cls: str) -> bool:
         """A module that runs once per request (`[roots] request-modules`: a diffusion pipeline's
