@@ -139,7 +139,10 @@ class ModuleKinds:
         return not self.family_may_be_module(owner) and not self.step_stage(owner)
 
     def step_stage(self, cls: str) -> bool:
-        return self.step_stages is not None and any(self.step_stages.match(klass) for klass in self.program.mro(cls))
+        """The class or an in-tree base on its chain is named as a stage that runs once per
+        denoising step (`[roots] step-stages`, fnmatch on the class's own name)."""
+        return self.step_stages is not None and any(self.step_stages.match(klass.rsplit(".", 1)[-1])
+                                                    for klass in self.program.mro(cls))
 
     def request_module(self, cls: str) -> bool:
         """A module that runs once per request (`[roots] request-modules`: a diffusion pipeline's
