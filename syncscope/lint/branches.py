@@ -416,7 +416,10 @@ class _Walk:
                     keywords += (known or {}).get(k.value.id, ())
             # open: a `*args`/`**kwargs` may pass more (then a missing argument proves nothing)
             opened = any(isinstance(a, ast.Starred) for a in sub.args) or any(k.arg is None for k in sub.keywords)
-            shape = (sum(1 for a in sub.args if not isinstance(a, ast.Starred)), keywords, opened)
+            positional = sum(1 for a in sub.args if not isinstance(a, ast.Starred))
+            if _base_call(sub, name, function) and self._bound("self", function):
+                positional -= 1  # `base_cls.forward(self, x)`: `self` fills the place the receiver would
+            shape = (positional, keywords, opened)
             self.dispatch.setdefault(self.qualify(function), []).append((sub.lineno, name, op, shape))
 
 
@@ -429,6 +432,26 @@ class _Walk:
                 return True
             function = function.rpartition(".")[0]
         return False
+
+
+def _base_call(call: ast.Call, name: str, function: str) -> bool:
+    """`base_cls.forward(self, input_)` in a `forward`: a method's override calling the same
+    method through a class (SGLang's `ScaledEmbedding(base_cls)` wraps a class picked at run
+    time), so the call passes `self` itself, in the place the receiver fills in a bound call.
+    Told by the idiom: the same name as the calling function, `self` as the first argument, and
+    a receiver that is a class by its form (`type(x)`, `x.__class__`) or its name (`base_cls`,
+    `Base`). Not `self.impl.forward(self, q, kv_cache)`: an instance given the layer."""
+    first = call.args[0] if call.args else None
+    if not (isinstance(first, ast.Name) and first.id == "self" and function.rsplit(".", 1)[-1] == name):
+        return False
+    receiver = call.func.value
+    if isinstance(receiver, ast.Call):
+        return isinstance(receiver.func, ast.Name) and receiver.func.id == "type"
+    if isinstance(receiver, ast.Attribute):
+        return receiver.attr == "__class__"
+    if isinstance(receiver, ast.Name):
+        return receiver.id[:1].isupper() or receiver.id.lower().endswith(("cls", "class"))
+    return False
 
 
 _CALL = frozenset({ast.Call})

@@ -374,6 +374,14 @@ class _Scope:
             name = dotted(target)
             if name:
                 self.env[name] = fact
+            if dotted(target.value) == "self" and self.classes:
+                # `self.primary = primary` with `primary: AttentionBackend`: the class the field
+                # is given (None for any other source); reachability.py reads it only to keep a
+                # by-name call on the field out of classes that are not modules and not that one
+                given = self.types.get(value.id) if isinstance(value, ast.Name) and value.id in self.facts["params"] + self.facts["kwonly"] else None
+                self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
+                                             {"bases": [], "props": {}, "fields": {}, "line": 0}) \
+                    .setdefault("given", {}).setdefault(target.attr, set()).add(given)
             if isinstance(value, ast.Call) and dotted(target.value) == "self" and self.classes:
                 # `self.builder = Builder(device)` (no annotation): the class types the field
                 made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)

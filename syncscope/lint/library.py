@@ -37,6 +37,8 @@ class LibraryFacts:
     hot_roots: tuple
     module_methods: tuple
     not_module_bases: tuple
+    module_types: tuple
+    step_stages: tuple
     request_modules: tuple
     no_dispatch: frozenset
     host_functions: tuple
@@ -85,6 +87,8 @@ _KEYS = {
     ("roots", "hot"): "hot_roots",
     ("roots", "module-methods"): "module_methods",
     ("roots", "not-module-bases"): "not_module_bases",
+    ("roots", "module-types"): "module_types",
+    ("roots", "step-stages"): "step_stages",
     ("roots", "request-modules"): "request_modules",
     ("roots", "no-dispatch"): "no_dispatch",
     ("host", "functions"): "host_functions",
@@ -112,7 +116,7 @@ def load(extra_file: str | None = None, extra_roots: tuple = ()) -> LibraryFacts
         if unknown:
             raise LibraryFactsError(f"{path}: unknown keys: {', '.join(sorted(unknown))}")
     merged["hot_roots"].extend(extra_roots)
-    ordered = ("hot_roots", "module_methods", "not_module_bases", "request_modules", "host_functions")
+    ordered = ("hot_roots", "module_methods", "not_module_bases", "module_types", "step_stages", "request_modules", "host_functions")
     facts = LibraryFacts(**{k: (tuple(v) if k in ordered else frozenset(v)) for k, v in merged.items()})
     _LOADED[key] = facts
     return facts

@@ -54,6 +54,8 @@ class ModuleKinds:
                 inner = program.chase(made, True)
                 if inner is not None:
                     self.makers.setdefault(inner, set()).add(maker)
+        self.module_types = _pattern(getattr(library, "module_types", ()))
+        self.step_stages = _pattern(getattr(library, "step_stages", ()))
         self.request_bases = _pattern(getattr(library, "request_modules", ()))
         self._request: dict[str, bool] = {}
 
@@ -85,6 +87,21 @@ class ModuleKinds:
         self._module[cls] = kind
         return kind
 
+    def declared_module(self, receiver: tuple) -> bool:
+        """A receiver declared as `nn.Module` itself (`[roots] module-types`: `self.base_layer:
+        nn.Module`, a parameter `layer: torch.nn.Module`): whatever it holds is a module, so a
+        method called on it is a method of a class that may be one."""
+        if self.module_types is None:
+            return False
+        declared = self.program.declared_class(receiver)
+        return declared is not None and self.program.chase(declared, True) is None \
+            and bool(self.module_types.match(declared))
+
+    def protocol(self, cls: str) -> bool:
+        """A class on whose chain a base is a `Protocol`: a class may match it without inheriting."""
+        return any(str(base).endswith("Protocol") for klass in self.program.mro(cls)
+                   for base in (self.bases.get(klass) or ()))
+
     def known_module(self, cls: str) -> bool:
         """Its in-tree chain ends in a base the linter cannot follow (`torch.nn.Module`): a
         module as far as the program shows (a bare class is no evidence)."""
@@ -114,11 +131,18 @@ class ModuleKinds:
 
     def request_entry(self, qualname: str) -> bool:
         """A method named like a module's per-step entry (`forward`) in a class that is not a
-        module: it runs when its caller decides (a pipeline stage: once per request)."""
+        module: it runs when its caller decides (a pipeline stage: once per request), unless
+        the class is a stage that runs once per denoising step (`[roots] step-stages`)."""
         owner, _, short = qualname.rpartition(".")
         if not self.methods or owner not in self.program.classes or not self.methods.match(short):
             return False
-        return not self.family_may_be_module(owner)
+        return not self.family_may_be_module(owner) and not self.step_stage(owner)
+
+    def step_stage(self, cls: str) -> bool:
+        """The class or an in-tree base on its chain is named as a stage that runs once per
+        denoising step (`[roots] step-stages`, fnmatch on the class's own name)."""
+        return self.step_stages is not None and any(self.step_stages.match(klass.rsplit(".", 1)[-1])
+                                                    for klass in self.program.mro(cls))
 
     def request_module(self, cls: str) -> bool:
         """A module that runs once per request (`[roots] request-modules`: a diffusion pipeline's

@@ -117,6 +117,31 @@ class Program:
             skip_self = False
         return cls, skip_self
 
+    def declared_class(self, receiver: tuple) -> str | None:
+        """The class a receiver is declared as, by its qualified name as written, also where the
+        tree does not define it (`self.base_layer: nn.Module` -> `torch.nn.Module`): the
+        parameter's or the last field's annotation, or the constructor that fills the field."""
+        cls, hops, _ = receiver
+        if not hops:
+            return cls
+        owner, skip_self = self.class_of((cls, hops[:-1], False))
+        if owner is None or hops[-1] == SUPER:
+            return None
+        for klass in self.mro(owner)[1 if skip_self else 0:]:
+            info = self.classes.get(klass)
+            if info and hops[-1] in info["fields"]:
+                return info["fields"][hops[-1]]
+        return None
+
+    def field_owner(self, receiver: tuple) -> tuple[str | None, str | None]:
+        """(the class that holds the field, the field's name) of a receiver read off a field
+        (`self.primary`), or (None, None)."""
+        cls, hops, _ = receiver
+        if not hops or hops[-1] == SUPER:
+            return None, None
+        owner, _ = self.class_of((cls, hops[:-1], False))
+        return owner, (hops[-1] if owner is not None else None)
+
     def member(self, receiver: tuple, name: str, properties: bool) -> str | None:
         cls, skip_self = self.class_of(receiver)
         if cls is None:

@@ -30,11 +30,13 @@ import re
 from collections import deque
 
 from .branches import platform_path
+from .facts import METHOD
 from .library import LibraryFacts
 from .modules import ModuleKinds
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
 MAX_DISPATCH = 200  # a name defined by more methods than this is too generic to dispatch on
+MODULE = "module"  # a receiver declared as `nn.Module` (module_calls)
 
 
 class ColdLines:
@@ -100,6 +102,7 @@ class PerStep:
         for result in results.values():
             self.spans.update(getattr(result, "spans", None) or {})
         self._candidates: dict[str, list] = {}
+        self._module_calls: dict[str, frozenset] = {}
 
     # -- what may be entered --------------------------------------------------------------
     def line_cold(self, path: str, line: int) -> str | None:
@@ -155,15 +158,83 @@ class PerStep:
             resolved.add((call.line, call.name))
             if self.line_cold(path, call.line) is None:
                 yield call.line, target
-        for line, name, op, shape in self.dispatch.get(caller, ()):
+        dispatched = self.dispatch.get(caller, ())
+        on_modules = self.module_calls(caller) if dispatched else {}
+        for line, name, op, shape in dispatched:
             if (line, name) in resolved:  # the receiver's class is known: that call is followed above
                 continue
             candidates = self.module_functions.get(name, ()) if op else self.candidates(name)
             if not candidates or len(candidates) > MAX_DISPATCH or self.line_cold(path, line) is not None:
                 continue
+            limit = on_modules.get((line, name))
             for target in candidates:
+                if limit is not None and not self._within(limit, target):
+                    continue
                 if op or _binds(self.program.functions[target], shape):
                     yield line, target
+
+    def _within(self, limit, target: str) -> bool:
+        """May a receiver so declared hold an object of `target`'s class? MODULE: declared an
+        `nn.Module`: only a class that may be one. A tuple of classes (the field is only ever
+        given parameters typed so): a per-request entry (a method of a class known not to be a
+        module) only in one of those classes' families; any other method still."""
+        owner = target.rpartition(".")[0]
+        if limit == MODULE:
+            return self.kinds.family_may_be_module(owner)
+        if not self.kinds.request_entry(target):
+            return True
+        mro = self.program.mro(owner)
+        return any(cls in mro for cls in limit)
+
+    def module_calls(self, caller: str) -> dict:
+        """(line, name) -> what the receiver may hold, for the method calls `caller` makes by name
+        on a receiver whose declaration says more than nothing: MODULE where it is declared as
+        `nn.Module` itself (modules.py `declared_module`: reaches only classes that may be
+        modules), or the in-tree classes a field is only ever given from typed parameters
+        (`self.primary = primary`, `primary: AttentionBackend`: its per-request entries reached
+        only in those families). A line that also holds a call of that name on another receiver
+        is left out (every call dispatched by that name on the line must be one of them)."""
+        found = self._module_calls.get(caller)
+        if found is None:
+            limits: dict[tuple, list] = {}
+            for call in self.program.functions[caller]["calls"]:
+                if call.target[0] == METHOD:
+                    limit = MODULE if self.kinds.declared_module(call.target[1]) else self.given(call.target[1])
+                    if limit is not None:
+                        limits.setdefault((call.line, call.name), []).append(limit)
+            dispatched: dict[tuple, int] = {}
+            for line, name, _op, _shape in self.dispatch.get(caller, ()):
+                dispatched[(line, name)] = dispatched.get((line, name), 0) + 1
+            found = self._module_calls[caller] = {
+                key: each[0] for key, each in limits.items() if dispatched.get(key) == len(each) and len(set(each)) == 1}
+        return found
+
+    def given(self, receiver: tuple) -> tuple | None:
+        """The in-tree classes a field is given (`self.primary = primary`, `primary:
+        AttentionBackend`) in its class, its bases and its subclasses, when every assignment to
+        it is of a parameter typed with one; None otherwise, or when one is a Protocol (a class
+        may match it without inheriting it)."""
+        owner, field = self.program.field_owner(receiver)
+        if owner is None:
+            return None
+        classes = set(self.program.mro(owner))
+        pending = [owner]
+        while pending:
+            current = pending.pop()
+            for sub in self.kinds.subclasses.get(current, ()):
+                if sub not in classes:
+                    classes.add(sub)
+                    pending.append(sub)
+        given: set = set()
+        for cls in classes:
+            info = self.program.classes.get(cls)
+            given |= ((info or {}).get("given") or {}).get(field, set())
+        if not given or None in given:
+            return None
+        chased = tuple(sorted(self.program.chase(name, True) or "" for name in given))
+        if "" in chased or any(self.kinds.protocol(cls) for cls in chased):
+            return None
+        return chased
 
     def candidates(self, name: str) -> list[str]:
         """The methods a call `x.<name>(...)` on a receiver of unknown class may reach, less the
