@@ -118,3 +118,13 @@ def error_lines(program, edges: dict, results: dict) -> dict[str, list]:
                     found.setdefault(program.path_of[qualname], []).append(
                         (start, end, f"error path: the block ends in a call to `{short}`, every path of which raises"))
     return found
+
+
+def always_exits(body) -> bool:
+    """An arm that ends in `return` / `raise` (or an `if`/`else` whose arms both do)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and bool(last.orelse) and always_exits(last.body) and always_exits(last.orelse)

@@ -27,32 +27,10 @@ from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HO
                          TORCH_HOST_FUNCTIONS,
                          compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
-
-# A call's target, as far as one file can tell (resolved against the whole tree later):
-FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
-METHOD = "m"  # ("m", receiver, name): `self.m()`, `cls.m()`, `obj.m()` with obj's class known
-PROP = "p"  # ("p", receiver or None, attr): an attribute read that may be a property
-# A receiver is (class qualified name, attribute hops, called through the class itself):
-# `self.runner.step()` in class A is ("mod.A", ("runner",), False) with method "step"; hops are
-# resolved through class field types.
-SUPER = "__super__"
-
-Fact = tuple  # (where, parameter or None, call index or None)
-_PY: Fact = (P.PY, None, None)
-_HOST: Fact = (P.HOST, None, None)
-_DEVICE: Fact = (P.DEVICE, None, None)
-_UNKNOWN: Fact = (P.UNKNOWN, None, None)
-
-
-def _combine(facts: list[Fact]) -> Fact:
-    """An operation on these values: a known device operand makes the result device; else it
-    follows a parameter (its device decides), else the most device-like operand."""
-    if any(f[0] == P.DEVICE for f in facts):
-        return _DEVICE
-    for fact in facts:
-        if fact[1] is not None or fact[2] is not None:
-            return fact
-    return (P.combine(*[f[0] for f in facts]), None, None) if facts else _PY
+from .errorpaths import always_exits
+from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, PY_FACT as _PY, UNKNOWN_FACT as _UNKNOWN
+from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine
+from .nodewalk import flat_statements
 
 
 class FileFacts:
@@ -121,14 +99,14 @@ class FileFacts:
 
     # -- module and classes --------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
-        for node in _flat(tree.body):
+        for node in flat_statements(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defined.add(node.name)
         self.walk_body(tree.body, [], None, {})
 
     def walk_body(self, body, classes: list[str], outer: "_Scope | None", local_defs: dict[str, str]) -> None:
         """Definitions in a module, class or (for nested ones) function body."""
-        for node in _flat(body):
+        for node in flat_statements(body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(node, classes, outer)
             elif isinstance(node, ast.ClassDef):
@@ -141,7 +119,7 @@ class FileFacts:
         bases = [self.resolve_name(dotted(b), scope) for b in node.bases if dotted(b)]
         info = {"bases": [b for b in bases if b], "props": {}, "fields": {}, "line": node.lineno}
         self.classes[qualname] = info
-        for item in _flat(node.body):
+        for item in flat_statements(node.body):
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                 field_class = self.class_of_annotation(item.annotation, scope)
                 if field_class:
@@ -207,35 +185,12 @@ class FileFacts:
         scope.facts = facts
         self.functions[qualname] = facts
         # nested definitions are visible by name before the statements that call them
-        for inner in _flat(node.body):
+        for inner in flat_statements(node.body):
             if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 scope.local_defs[inner.name] = self.qualify(f"{local}.{inner.name}")
             elif isinstance(inner, ast.ClassDef):
                 scope.local_defs[inner.name] = self.qualify(".".join(classes + [inner.name]))
         scope.block(node.body)
-
-
-def _flat(body):
-    """Statements of a body, looking into `if`/`try`/`with` blocks (conditional definitions)."""
-    for node in body:
-        if isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
-            yield from _flat(node.body)
-            yield from _flat(getattr(node, "orelse", []))
-            for handler in getattr(node, "handlers", []):
-                yield from _flat(handler.body)
-            yield from _flat(getattr(node, "finalbody", []))
-        else:
-            yield node
-
-
-def _always_exits(body) -> bool:
-    """An arm that ends in `return` / `raise` (or an `if`/`else` whose arms both do)."""
-    if not body:
-        return False
-    last = body[-1]
-    if isinstance(last, (ast.Return, ast.Raise)):
-        return True
-    return isinstance(last, ast.If) and bool(last.orelse) and _always_exits(last.body) and _always_exits(last.orelse)
 
 
 class _Scope:
@@ -321,7 +276,7 @@ class _Scope:
             self.eval(stmt.test)
             before = dict(self.env)
             self.block(stmt.body)
-            if _always_exits(stmt.body):  # only the other path reaches what follows the `if`
+            if always_exits(stmt.body):  # only the other path reaches what follows the `if`
                 self.env = before
             self.block(stmt.orelse)
         elif isinstance(stmt, ast.While):

@@ -87,3 +87,16 @@ def nodes_breadth_first(node, wanted) -> list:
             elif value is not None:
                 queue.append(value)
     return found
+
+
+def flat_statements(body):
+    """Statements of a body, looking into `if`/`try`/`with` blocks (conditional definitions)."""
+    for node in body:
+        if isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
+            yield from flat_statements(node.body)
+            yield from flat_statements(getattr(node, "orelse", []))
+            for handler in getattr(node, "handlers", []):
+                yield from flat_statements(handler.body)
+            yield from flat_statements(getattr(node, "finalbody", []))
+        else:
+            yield node

@@ -4,7 +4,7 @@ re-exports, class fields and inheritance (wholeprogram.py runs the summaries ove
 
 from __future__ import annotations
 
-from .facts import FUNC, METHOD, PROP, SUPER
+from .fact_values import FUNC, METHOD, PROP, SUPER
 from .records import Root
 
 MAX_ALIAS_HOPS = 6

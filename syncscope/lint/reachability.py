@@ -30,7 +30,7 @@ import re
 from collections import deque
 
 from .branches import platform_path
-from .facts import METHOD
+from .fact_values import METHOD
 from .library import LibraryFacts
 from .modules import ModuleKinds
 

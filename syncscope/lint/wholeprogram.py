@@ -28,7 +28,7 @@ Findings, at call sites in hot code (functions that run every step, facts.py):
 from __future__ import annotations
 
 from . import provenance as P
-from .facts import METHOD, PROP, SUPER
+from .fact_values import METHOD, PROP, SUPER
 from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
 

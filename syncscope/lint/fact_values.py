@@ -1,0 +1,35 @@
+"""The values of the whole-program facts (facts.py records them, wholeprogram.py solves them):
+what a call's target is, as far as one file can tell, and where a value lives (`Fact`).
+
+Plain strings and tuples: they are pickled into the lint cache.
+"""
+
+from __future__ import annotations
+
+from . import provenance as P
+
+# A call's target, as far as one file can tell (resolved against the whole tree later):
+FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
+METHOD = "m"  # ("m", receiver, name): `self.m()`, `cls.m()`, `obj.m()` with obj's class known
+PROP = "p"  # ("p", receiver or None, attr): an attribute read that may be a property
+# A receiver is (class qualified name, attribute hops, called through the class itself):
+# `self.runner.step()` in class A is ("mod.A", ("runner",), False) with method "step"; hops are
+# resolved through class field types.
+SUPER = "__super__"
+
+Fact = tuple  # (where, parameter or None, call index or None)
+PY_FACT: Fact = (P.PY, None, None)
+HOST_FACT: Fact = (P.HOST, None, None)
+DEVICE_FACT: Fact = (P.DEVICE, None, None)
+UNKNOWN_FACT: Fact = (P.UNKNOWN, None, None)
+
+
+def combine(facts: list[Fact]) -> Fact:
+    """An operation on these values: a known device operand makes the result device; else it
+    follows a parameter (its device decides), else the most device-like operand."""
+    if any(f[0] == P.DEVICE for f in facts):
+        return DEVICE_FACT
+    for fact in facts:
+        if fact[1] is not None or fact[2] is not None:
+            return fact
+    return (P.combine(*[f[0] for f in facts]), None, None) if facts else PY_FACT
