@@ -73,6 +73,8 @@ def nodes_breadth_first(node, wanted) -> list:
     found = []
     queue = [node]
     fields_of = _FIELDS
+    # The child loop below is written out as in `own_nodes` rather than shared through a helper:
+    # a function call per node is the kind of cost this module exists to avoid.
     for current in queue:  # the list grows while it is read: a queue without a deque
         kind = type(current)
         if kind in wanted:
