@@ -15,8 +15,9 @@ SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call grap
 A `forward` is a root by its name only in a class that is, or may be, an `nn.Module`
 (modules.py). In a class that is not one (a diffusion pipeline stage) it is a per-request entry:
 what it calls outside its loops runs once per request as well (walked on, the same way), the
-lines inside the loops of all of these run every step (loops.py), and so does everything a call
-on such a line reaches. A per-request function reached from a per-step one is per-step whole.
+lines inside the loops of all of these run every step (loops.py; a loop around the denoising
+loop, over a request's chunks, runs once per chunk: steploops.py), and so does everything a
+call on such a line reaches. A per-request function reached from a per-step one is per-step whole.
 A finding is per-step when its function is reached and its line is not cold (nor a per-request
 function's line outside its loops); it then carries the path from its root ("why"). Everything
 else is cold: reported only on request.
