@@ -158,3 +158,49 @@ def test_construction_facts_of_a_file():
                                                          "make": "pkg.layers.make"})
     assert set(makes) == {("m.Tower", "torch.nn.ModuleList"), ("m.Tower", "pkg.layers.Block"),
                           ("m.Tower", "m.Norm"), (None, "m.Tower"), (None, "m.Norm")}
+
+
+# a diffusion VAE (any module defined under SGLang diffusion's `models/vaes/`, the component
+# directory its registry loads VAEs from): its decode runs in the decoding stage, once per
+# request, unless a denoising loop calls it
+VAE = """
+    import torch
+
+    class TiledVAE(torch.nn.Module):
+        def forward(self, z: torch.Tensor):
+            return self.decode(z)
+
+        def decode(self, z: torch.Tensor):
+            sizes = torch.tensor([z.shape[0], z.shape[1]], device=z.device)
+            return z * sizes.max().item()
+"""
+
+VAE_STAGES = """
+    import torch
+    from abc import ABC
+    from pkg.multimodal_gen.runtime.models.vaes.tiled import TiledVAE
+
+    class StreamingStage(ABC):
+        def __init__(self):
+            self.vae = TiledVAE()
+
+        def forward(self, batch, server_args):
+            latents: torch.Tensor = batch.latents
+            for i, t in enumerate(batch.timesteps):
+                frames = self.vae.decode(latents)
+            return frames
+"""
+
+
+def test_a_vae_runs_once_per_request_unless_the_denoising_loop_calls_it(tmp_path):
+    vae_path = "pkg/multimodal_gen/runtime/models/vaes/tiled.py"
+    # VALID (left out): nothing per step calls the VAE (the decoding stage's call to a component
+    # from the registry does not resolve): its decode is once per request
+    run = lint_package(tmp_path, {"multimodal_gen/runtime/models/vaes/tiled.py": VAE}, include_cold=True)
+    reasons = {f.site.line: f.cold for f in run.findings if f.site.path == vae_path}
+    assert reasons.get(9) and "once per request" in reasons[9], reasons
+    # INVALID (per step): a streaming stage decodes inside its denoising loop
+    run = lint_package(tmp_path, {"multimodal_gen/runtime/models/vaes/tiled.py": VAE, "stages.py": VAE_STAGES},
+                       include_cold=True)
+    reasons = {f.site.line: f.cold for f in run.findings if f.site.path == vae_path}
+    assert 9 in reasons and reasons[9] is None, reasons

@@ -22,22 +22,25 @@ import pickle
 import tempfile
 from dataclasses import replace
 
-CACHE_FORMAT = 29  # bump when RawResult or a record it holds (records.py) changes shape
+CACHE_FORMAT = 30  # bump when RawResult or a record it holds (records.py) changes shape
 # what only the whole-program pass reads
 FACT_FIELDS = ("exports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes",
-               "straight", "bases", "error_paths",
+               "straight", "loops", "bases", "error_paths",
                "const_guards", "const_literals", "memos")
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
 
 
 def code_stamp() -> str:
-    """Changes whenever the linter's own code does (size and mtime of its modules), so a new
-    version or a local edit of a rule never reads results computed by the old code."""
+    """Changes whenever the linter's own code does (size and mtime of its modules and of its
+    built-in library facts), so a new version or a local edit of a rule or a fact never reads
+    results computed by the old code."""
     base = os.path.dirname(os.path.abspath(__file__))
     parts = []
     for directory in (base, os.path.join(base, "rules")):
         for name in sorted(os.listdir(directory)):
-            if name.endswith(".py"):
+            # the built-in library facts too: the whole-program pass reads them, and its
+            # output is cached by the tree's files alone
+            if name.endswith((".py", ".toml")):
                 stat = os.stat(os.path.join(directory, name))
                 parts.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.blake2b("|".join(parts).encode(), digest_size=6).hexdigest()

@@ -10,6 +10,12 @@ their own). A `for` header runs once (its iterable is evaluated once); a `while`
 iteration, so a `while` statement is a loop from its first line. Comprehensions are not loops
 here: they iterate over a request's items, not over steps.
 
+Each loop is kept too (`loops`): its span, whether its header names the denoising schedule
+(`for i, t in enumerate(timesteps)`, `for step_idx in range(len(sigmas) - 1)`), the loop it is
+nested in, and its own lines (its body less the loops and definitions inside it). A loop
+around a denoising loop (over a request's chunks, clips or samples, each of which runs a whole
+schedule) is no step loop: steploops.py decides which, over the whole program.
+
 A class's bases are kept as written, resolved through the imports where they can be
 (`nn.Module` -> `torch.nn.Module`, `Generic[T]` -> `typing.Generic`, `object` ->
 `builtins.object`) and as None where they cannot (a name from a star import, a call): an
@@ -25,6 +31,7 @@ import builtins
 
 from .ast_annotations import dotted
 from .nodewalk import DEFINITIONS, own_nodes
+from .steploops import names_steps
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -44,6 +51,7 @@ class _Walk:
         self.bases: dict[str, tuple] = {}
         self.spans: dict[str, tuple] = {}
         self.makes: set[tuple] = set()
+        self.loops: dict[str, tuple] = {}
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -54,7 +62,10 @@ class _Walk:
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local = f"{function}.{stmt.name}" if function else ".".join(classes + [stmt.name])
-                self.straight[self.qualify(local)] = tuple(self.once(stmt.body, stmt.lineno))
+                straight, loops = self.once(stmt.body, stmt.lineno)
+                self.straight[self.qualify(local)] = straight
+                if loops:
+                    self.loops[self.qualify(local)] = loops
                 self.spans[self.qualify(local)] = (stmt.lineno, _end(stmt))
                 self.constructions(stmt.body, self.qualify(".".join(classes)) if classes else None)
                 self.definitions(_nested(stmt.body), classes, local)
@@ -84,12 +95,17 @@ class _Walk:
             if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
                 self.makes.add((maker, made))
 
-    def once(self, body, first: int) -> list[tuple[int, int]]:
+    def once(self, body, first: int) -> tuple[tuple, tuple]:
         """The line ranges of `body` (a function's, starting at its `def` line) that run once
-        per call: everything but loop bodies and nested definitions."""
-        out: list[list[int]] = []
+        per call: everything but loop bodies and nested definitions; and its loops, each as
+        (first line, last line, whether its header names steps, index of the loop it is in or
+        -1, its own line ranges: the lines that run once per iteration of it and of no inner
+        loop)."""
+        owned: list[list[list[int]]] = [[]]  # [0]: the function's own lines; [i + 1]: loop i's
+        loops: list[list] = []
 
-        def add(start: int, end: int) -> None:
+        def add(owner: int, start: int, end: int) -> None:
+            out = owned[owner + 1]
             if start > end:
                 return
             if out and start <= out[-1][1] + 1:
@@ -97,30 +113,45 @@ class _Walk:
             else:
                 out.append([start, end])
 
-        def walk(stmts) -> None:
+        def enter(stmt, owner: int, steps: bool) -> int:
+            loops.append([stmt.lineno, _end(stmt), steps, owner])
+            owned.append([])
+            return len(loops) - 1
+
+        def walk(stmts, owner: int) -> None:
             for stmt in stmts:
                 if isinstance(stmt, _DEFS):
                     continue
                 if isinstance(stmt, (ast.For, ast.AsyncFor)):
-                    add(stmt.lineno, stmt.body[0].lineno - 1 if stmt.body[0].lineno > stmt.lineno else stmt.lineno)
+                    # the header runs once per iteration of the enclosing code (the iterable is
+                    # evaluated once)
+                    add(owner, stmt.lineno, stmt.body[0].lineno - 1 if stmt.body[0].lineno > stmt.lineno else stmt.lineno)
+                    inner = enter(stmt, owner, names_steps(stmt.target) or names_steps(stmt.iter))
+                    walk(stmt.body, inner)
                     if stmt.orelse:
-                        walk(stmt.orelse)
+                        walk(stmt.orelse, owner)
                     continue
                 if isinstance(stmt, ast.While):
+                    # the test runs per iteration
+                    inner = enter(stmt, owner, names_steps(stmt.test))
+                    add(inner, stmt.lineno, stmt.body[0].lineno - 1 if stmt.body[0].lineno > stmt.lineno else stmt.lineno)
+                    walk(stmt.body, inner)
                     if stmt.orelse:
-                        walk(stmt.orelse)
+                        walk(stmt.orelse, owner)
                     continue
                 blocks = _blocks(stmt)
                 if not blocks:
-                    add(stmt.lineno, _end(stmt))
+                    add(owner, stmt.lineno, _end(stmt))
                     continue
-                add(stmt.lineno, blocks[0][0].lineno - 1 if blocks[0][0].lineno > stmt.lineno else stmt.lineno)
+                add(owner, stmt.lineno, blocks[0][0].lineno - 1 if blocks[0][0].lineno > stmt.lineno else stmt.lineno)
                 for block in blocks:
-                    walk(block)
+                    walk(block, owner)
 
-        add(first, body[0].lineno - 1 if body and body[0].lineno > first else first)
-        walk(body)
-        return [(start, end) for start, end in out]
+        add(-1, first, body[0].lineno - 1 if body and body[0].lineno > first else first)
+        walk(body, -1)
+        straight = tuple((start, end) for start, end in owned[0])
+        return straight, tuple((start, end, steps, parent, tuple((a, b) for a, b in owned[index + 1]))
+                               for index, (start, end, steps, parent) in enumerate(loops))
 
     def base(self, node) -> str | None:
         if isinstance(node, ast.Subscript):  # `Generic[T]`, `AttentionImplBase[T]`
@@ -177,7 +208,13 @@ def file_loops(tree: ast.Module, module: str, aliases: dict):
     {class: (base as a qualified name, or None where it cannot be told, ...)},
     {function: (first line, last line)},
     ((maker class or None, constructed class as a qualified name), ...))."""
+    return file_loop_facts(tree, module, aliases)[:4]
+
+
+def file_loop_facts(tree: ast.Module, module: str, aliases: dict):
+    """file_loops(), and {function: its loops (see _Walk.once), for functions that have any}."""
     defined = {n.name for n in tree.body if isinstance(n, _DEFS)}
     walk = _Walk(module, aliases, defined)
     walk.definitions(tree.body, [], None)
-    return walk.straight, walk.bases, walk.spans, tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1])))
+    return (walk.straight, walk.bases, walk.spans, tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1]))),
+            walk.loops)

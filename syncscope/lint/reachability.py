@@ -15,8 +15,9 @@ SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call grap
 A `forward` is a root by its name only in a class that is, or may be, an `nn.Module`
 (modules.py). In a class that is not one (a diffusion pipeline stage) it is a per-request entry:
 what it calls outside its loops runs once per request as well (walked on, the same way), the
-lines inside the loops of all of these run every step (loops.py), and so does everything a call
-on such a line reaches. A per-request function reached from a per-step one is per-step whole.
+lines inside the loops of all of these run every step (loops.py; a loop around the denoising
+loop, over a request's chunks, runs once per chunk: steploops.py), and so does everything a
+call on such a line reaches. A per-request function reached from a per-step one is per-step whole.
 A finding is per-step when its function is reached and its line is not cold (nor a per-request
 function's line outside its loops); it then carries the path from its root ("why"). Everything
 else is cold: reported only on request.
@@ -33,6 +34,7 @@ from .branches import platform_path
 from .fact_values import METHOD
 from .library import LibraryFacts
 from .modules import ModuleKinds
+from .steploops import StepLoops
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
 MAX_DISPATCH = 200  # a name defined by more methods than this is too generic to dispatch on
@@ -94,6 +96,13 @@ class PerStep:
         self.straight: dict[str, tuple] = {}
         for result in results.values():
             self.straight.update(getattr(result, "straight", None) or {})
+        loops: dict[str, tuple] = {}
+        for result in results.values():
+            loops.update(getattr(result, "loops", None) or {})
+        # the lines of a per-request function that run once per call: outside its loops, or in
+        # a loop around the denoising loop (over chunks: steploops.py)
+        self.steps = StepLoops(loops, self.straight, self.calls_of, self.enterable,
+                               lambda q: self.is_root(q) and not self.kinds.request_entry(q))
         self.request: dict[str, tuple] = {}
         # of those, the ones that run once per request whole, loops included: what a module
         # that runs once per request (modules.py: a diffusion text encoder) reaches
@@ -267,7 +276,7 @@ class PerStep:
             caller = queue.popleft()
             if caller in self.reached:
                 continue
-            once = self.straight.get(caller)
+            once = self.steps.once(caller)
             for line, target in self.calls_of(caller):
                 if target in self.reached or not self.enterable(target):
                     continue
@@ -304,7 +313,7 @@ class PerStep:
         request (outside their loops), with the entry point that reaches them."""
         out: dict[str, list] = {}
         for qualname in self.request:
-            once = self.straight.get(qualname)
+            once = self.steps.once(qualname)
             if qualname in self.whole:
                 span = self.spans.get(qualname)
                 once = (span,) if span else once

@@ -61,6 +61,8 @@ class RawResult:
     # function -> (first, last line); (maker class or None, class it constructs) (loops.py)
     spans: dict = field(default_factory=dict)
     makes: tuple = ()
+    # function -> its loops: span, header names steps, enclosing loop, own lines (loops.py)
+    loops: dict = field(default_factory=dict)
     # memos on `self` (memo.py): method -> [(start, end, field)] of the lines that fill one
     memos: dict = field(default_factory=dict)
     # attribute name -> the places this file stores into it (classinfo.attribute_places)
@@ -210,9 +212,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .constargs import file_const_guards
 
     result.const_guards, result.const_literals = file_const_guards(tree, module)
-    from .loops import file_loops
+    from .loops import file_loop_facts
 
-    result.straight, result.bases, result.spans, result.makes = file_loops(tree, module, aliases)
+    result.straight, result.bases, result.spans, result.makes, result.loops = file_loop_facts(tree, module, aliases)
     from .memo import file_memos
 
     result.memos = file_memos(tree, module)
