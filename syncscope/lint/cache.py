@@ -120,6 +120,12 @@ class Cache:
                 return None
         return replace(result, **dict(zip(FACT_FIELDS, values)), has_facts=True)
 
+    def previous(self, rel_path: str):
+        """What this cache holds for a file, with its whole-program facts (None when it holds
+        no whole result): called before an edited file's new result replaces it (lineshift.py)."""
+        entry = self.entries.get(rel_path)
+        return self.with_facts(rel_path, entry[2]) if entry is not None else None
+
     def flush_facts(self) -> None:
         """Write the facts table now and let go of it: called once every result's facts are
         loaded, before the whole-program pass, so the pass does not run beside the table's
