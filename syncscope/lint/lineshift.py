@@ -23,6 +23,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from .wholeprogram import MAX_CHAIN
+
 LINE = object()  # where a line was taken out
 
 
@@ -236,8 +238,11 @@ def _move_finding(path: str, finding, maps: dict):
         if message.count(old) != 1:
             raise _Unmoved
         message = message.replace(old, f" down: {moved_chain[-1].path}:{moved_chain[-1].line} ")
-    if finding.cold and _RULED_LINE.search(finding.cold) and any(step.path in maps for step in chain):
-        raise _Unmoved  # the guard's line may be in an edited file: not rewritten here
+    if finding.cold and _RULED_LINE.search(finding.cold) and \
+            (len(chain) >= MAX_CHAIN or any(step.path in maps for step in chain)):
+        # the guard's line is in the file of a step of the chain (one a long chain may have
+        # left out): maybe an edited one, and not rewritten here
+        raise _Unmoved
     if finding.per_step:  # filled later by the engine's Scope; never in the pass's output
         raise _Unmoved
     return finding._replace(line=_moved(mapping, finding.line), stmt_start=_moved(mapping, finding.stmt_start),
