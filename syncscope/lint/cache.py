@@ -16,6 +16,7 @@ seen in a run are kept, so linting a subdirectory does not evict the rest of the
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -214,9 +215,16 @@ def _without_facts(result):
 
 
 def _load(path: str, kind):
+    # the cyclic collector paused: unpickling makes millions of objects (none cyclic), and the
+    # full collections they set off scan the growing heap (0.27 -> 0.13 s for whole vLLM's files)
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         with open(path, "rb") as handle:
             loaded = pickle.load(handle)
         return loaded if isinstance(loaded, kind) else kind()
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
         return kind()  # no cache yet, or one we cannot read: start over
+    finally:
+        if was_enabled:
+            gc.enable()
