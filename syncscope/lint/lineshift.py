@@ -223,7 +223,8 @@ def _moved(mapping: dict[int, int] | None, line: int) -> int:
         raise _Unmoved from None
 
 
-_RULED_LINE = re.compile(r"\(line \d+\)")  # constargs.ruled_out's reason names the guard's line
+# constargs.ruled_out's reason names the guarded function and the guard's line in its file
+_RULED_LINE = re.compile(r"the branch of `([^`]+)` that syncs \(line \d+\)")
 
 
 def _move_finding(path: str, finding, maps: dict):
@@ -238,11 +239,13 @@ def _move_finding(path: str, finding, maps: dict):
         if message.count(old) != 1:
             raise _Unmoved
         message = message.replace(old, f" down: {moved_chain[-1].path}:{moved_chain[-1].line} ")
-    if finding.cold and _RULED_LINE.search(finding.cold) and \
-            (len(chain) >= MAX_CHAIN or any(step.path in maps for step in chain)):
-        # the guard's line is in the file of a step of the chain (one a long chain may have
-        # left out): maybe an edited one, and not rewritten here
-        raise _Unmoved
+    ruled = _RULED_LINE.search(finding.cold) if finding.cold else None
+    if ruled is not None:
+        # the guard's line is in the file of the function it names, a step of the chain (one a
+        # long chain may have left out): when that may be an edited file, not rewritten here
+        guarded = [step for step in chain if step.function.rsplit(".", 1)[-1] == ruled.group(1)]
+        if len(chain) >= MAX_CHAIN or not guarded or any(step.path in maps for step in guarded):
+            raise _Unmoved
     if finding.per_step:  # filled later by the engine's Scope; never in the pass's output
         raise _Unmoved
     return finding._replace(line=_moved(mapping, finding.line), stmt_start=_moved(mapping, finding.stmt_start),
