@@ -181,3 +181,25 @@ def test_an_edit_that_adds_a_call_is_not_taken_for_moved_lines(tmp_path):
     assert line_map(before, analyzed(source.replace("return x.split", "x = x.relu()\n        return x.split"))) is None
     # same lines, another column: not a move either
     assert line_map(before, analyzed(source.replace("return x.split(", "return  x.split("))) is None
+
+
+def test_moving_the_pass_output_rewrites_lines_and_messages_or_gives_up():
+    from syncscope.lint.lineshift import shift_solution
+    from syncscope.lint.records import ChainStep, FileFinding
+
+    chain = (ChainStep("a.py", 10, "a.f", "calls `g`"), ChainStep("b.py", 5, "b.g", "SYN201 `x.item()`"))
+    ruled = "constant arguments rule out the branch of `g` that syncs (line 4)"
+    finding = FileFinding("SYN602", 10, 5, 10, 11, "f", "calls `g`, which syncs 1 call down: b.py:5 SYN201 (via g())",
+                          None, "error", chain, cold=ruled)
+    solved = ({"a.py": [finding]}, set(), set(), {"functions": {"a.f": (("a.f", "a.py", 9),)}, "cold": {}})
+    # the caller's file moved: its lines move, the guard's line in b.py stays as it is
+    extra, _, _, scope = shift_solution(solved, {"a.py": {9: 12, 10: 13, 11: 14}})
+    assert (extra["a.py"][0].line, extra["a.py"][0].stmt_end, extra["a.py"][0].chain[0].line) == (13, 14, 13)
+    assert extra["a.py"][0].cold == ruled and scope["functions"]["a.f"] == (("a.f", "a.py", 12),)
+    # the root's file moved: the message names its new line
+    extra, _, _, _ = shift_solution(({"a.py": [finding._replace(cold=None)]},) + solved[1:], {"b.py": {4: 6, 5: 7}})
+    assert " down: b.py:7 SYN201" in extra["a.py"][0].message
+    # the guarded function's file moved: its line in the reason is not rewritten, so no move
+    assert shift_solution(solved, {"b.py": {4: 6, 5: 7}}) is None
+    # a line the map does not know: no move
+    assert shift_solution(solved, {"a.py": {9: 12, 10: 13}}) is None
