@@ -80,3 +80,126 @@ def test_the_pre_commit_hooks_command_sees_across_files(tmp_path):
     assert result.returncode == 1, result.stderr
     assert "pkg/model.py:7" in result.stdout and "SYN601" in result.stdout
     assert "pkg/ops/chunks.py" in result.stdout  # the chain's root, in the other module
+
+
+# -- a staged file edited after a whole run (lineshift.py) ----------------------------------------
+
+def _edit(tmp_path, name, source):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    stat = path.stat()  # a new size or mtime, as after an editor's save
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+
+
+def _staged(tmp_path, config):
+    return lint_paths([str(tmp_path / "pkg" / "ops" / "chunks.py"), str(tmp_path / "pkg" / "model.py")],
+                      config, jobs=1)
+
+
+def _staged_of_whole(tmp_path, config):
+    """What a whole run without the cache reports for the two staged files."""
+    whole = lint_paths([str(tmp_path)], config, use_cache=False, jobs=1)
+    return [f for f in found(whole) if f[0] in ("pkg/model.py", "pkg/ops/chunks.py")]
+
+
+def _counting_solves(monkeypatch):
+    from syncscope.lint import engine
+
+    calls = []
+    real = engine.solve
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "solve", counted)
+    return calls
+
+
+MOVED_CHUNKS = """
+    # a comment and a blank line above: every line below moves down by three
+
+    import torch
+
+    def chunk_lens(cu_seqlens):
+        # why: the host needs the lengths to split
+        return (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()
+"""
+
+
+def test_an_edit_that_only_moves_lines_reuses_the_pass_and_reports_what_a_whole_run_does(tmp_path, monkeypatch):
+    config = make_project(tmp_path)
+    lint_paths([str(tmp_path)], config, jobs=1)
+    _edit(tmp_path, "pkg/ops/chunks.py", MOVED_CHUNKS)
+    _edit(tmp_path, "pkg/model.py", textwrap.dedent(FILES["pkg/model.py"]) + "\n# staged edit\n")
+    solves = _counting_solves(monkeypatch)
+    staged = _staged(tmp_path, config)
+    assert solves == []  # moved, not solved again
+    monkeypatch.undo()
+    assert found(staged) == _staged_of_whole(tmp_path, config)
+    # the caller's message names the helper's sync on its new line
+    assert [(path, line, code) for path, line, code, _ in found(staged)] == [
+        ("pkg/model.py", 7, "SYN601"), ("pkg/ops/chunks.py", 8, "SYN202")]
+    assert "pkg/ops/chunks.py:8 " in found(staged)[0][3]
+
+
+def test_an_edit_in_the_staged_helper_that_removes_or_adds_a_sync_reaches_the_staged_caller(tmp_path, monkeypatch):
+    config = make_project(tmp_path)
+    lint_paths([str(tmp_path)], config, jobs=1)
+    _edit(tmp_path, "pkg/ops/chunks.py", """
+        import torch
+
+        def chunk_lens(cu_seqlens):
+            return cu_seqlens[1:] - cu_seqlens[:-1]
+    """)
+    solves = _counting_solves(monkeypatch)
+    staged = _staged(tmp_path, config)
+    assert solves == [1]  # the helper's facts changed: the pass ran again
+    monkeypatch.undo()
+    assert found(staged) == _staged_of_whole(tmp_path, config) == []
+    # the sync comes back, on another line than before: found at the caller again
+    _edit(tmp_path, "pkg/ops/chunks.py", MOVED_CHUNKS)
+    staged = _staged(tmp_path, config)
+    assert found(staged) == _staged_of_whole(tmp_path, config)
+    assert [code for _, _, code, _ in found(staged)] == ["SYN601", "SYN202"]
+
+
+def test_an_edit_that_adds_a_call_is_not_taken_for_moved_lines(tmp_path):
+    from syncscope.lint.lineshift import line_map
+    from syncscope.lint.worker import analyze_bytes
+
+    config = make_project(tmp_path)
+    source = textwrap.dedent(FILES["pkg/model.py"])
+
+    def analyzed(text):
+        return analyze_bytes(text.encode(), "pkg.model", False, config)
+
+    before = analyzed(source)
+    assert line_map(before, analyzed(source + "\n# a comment\n")) == {5: 5, 6: 6, 7: 7}
+    moved = line_map(before, analyzed(source.replace("    def forward", "    # why\n\n    def forward")))
+    assert moved == {5: 5, 6: 8, 7: 9}  # class, def, return
+    assert line_map(before, analyzed(source.replace("return x.split", "x = x.relu()\n        return x.split"))) is None
+    # same lines, another column: not a move either
+    assert line_map(before, analyzed(source.replace("return x.split(", "return  x.split("))) is None
+
+
+def test_moving_the_pass_output_rewrites_lines_and_messages_or_gives_up():
+    from syncscope.lint.lineshift import shift_solution
+    from syncscope.lint.records import ChainStep, FileFinding
+
+    chain = (ChainStep("a.py", 10, "a.f", "calls `g`"), ChainStep("b.py", 5, "b.g", "SYN201 `x.item()`"))
+    ruled = "constant arguments rule out the branch of `g` that syncs (line 4)"
+    finding = FileFinding("SYN602", 10, 5, 10, 11, "f", "calls `g`, which syncs 1 call down: b.py:5 SYN201 (via g())",
+                          None, "error", chain, cold=ruled)
+    solved = ({"a.py": [finding]}, set(), set(), {"functions": {"a.f": (("a.f", "a.py", 9),)}, "cold": {}})
+    # the caller's file moved: its lines move, the guard's line in b.py stays as it is
+    extra, _, _, scope = shift_solution(solved, {"a.py": {9: 12, 10: 13, 11: 14}})
+    assert (extra["a.py"][0].line, extra["a.py"][0].stmt_end, extra["a.py"][0].chain[0].line) == (13, 14, 13)
+    assert extra["a.py"][0].cold == ruled and scope["functions"]["a.f"] == (("a.f", "a.py", 12),)
+    # the root's file moved: the message names its new line
+    extra, _, _, _ = shift_solution(({"a.py": [finding._replace(cold=None)]},) + solved[1:], {"b.py": {4: 6, 5: 7}})
+    assert " down: b.py:7 SYN201" in extra["a.py"][0].message
+    # the guarded function's file moved: its line in the reason is not rewritten, so no move
+    assert shift_solution(solved, {"b.py": {4: 6, 5: 7}}) is None
+    # a line the map does not know: no move
+    assert shift_solution(solved, {"a.py": {9: 12, 10: 13}}) is None
