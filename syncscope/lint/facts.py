@@ -554,6 +554,9 @@ class _Scope:
                 return _PY
             if short in TORCH_HOST_FUNCTIONS:
                 return _HOST
+            device = next((k.value for k in node.keywords if k.arg == "device"), None)
+            if device is not None:  # `torch.normal(..., device="cpu")`: where it says (as evaluate.py)
+                return (self._device_place(device) or P.DEVICE, None, None)
             if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
                     and node.args[0].id in self.items:
                 # `torch.cat(pruned_states_list)`: where the appended items live, not the list's

@@ -371,6 +371,10 @@ class Solver:
                                     needs.setdefault(key, set())
                                     if where == P.HOST:
                                         carries.add(key)
+                            elif (caller, follows) == key:
+                                # a recursive call passing the parameter on as it is (SGLang's
+                                # `dfs(child, retrieve_next_token, ...)`) brings no new value
+                                needs.setdefault(key, set())
                             else:
                                 needs.setdefault(key, set()).add((caller, follows))
         fed = {key for key, needed in needs.items() if needed is not None and not needed}
