@@ -1,0 +1,137 @@
+"""Host data the linter took for device data, third pass (issue 24, class 4; branch w-host3;
+docs/lint.md, "2026-11-27 (session 5): host data, third pass"): a torch function given
+`device="cpu"` that is no factory (`torch.normal`), the rows of a parameter a loop unpacks
+(`for t, h, w in grid_thw:`), a nested function reading its enclosing function's parameter (a
+closure), and a recursive call passing its own parameter on. Each VALID package has an INVALID
+twin where the value is on the device, still reported."""
+
+from __future__ import annotations
+
+from test_lint_host_data import lint_package
+from test_lint_host_facts import where
+
+
+def line(source: str, text: str) -> int:
+    return next(i for i, row in enumerate(source.splitlines(), 1) if text in row)
+
+
+def test_a_torch_function_given_a_host_device_builds_on_the_host(tmp_path):
+    # SGLang 0.5.23 spec_utils.sample_simulated_acc_len: `torch.normal(..., device="cpu")`,
+    # clamped, then `.item()`: no factory name, yet `device=` says where the result lives
+    source = """
+        import torch
+
+        class Worker:
+            def forward_batch(self, acc_len: float, max_len: int) -> int:
+                values = torch.normal(mean=acc_len, std=1.0, size=(1,), device={device})
+                values = torch.clamp(values, min=1.0, max=max_len)
+                return int(values.round().item())
+    """
+    assert where(lint_package(tmp_path / "valid", {"m.py": source.format(device='"cpu"')})) == []
+    found = where(lint_package(tmp_path / "invalid", {"m.py": source.format(device='"cuda"')}))
+    assert found == [("pkg/m.py", line(source, ".item()"), "SYN201")]
+
+
+# vLLM 0.33.0 openpangu_vl.py: the tower's `rot_pos_emb` unpacks the rows of `grid_thw` and
+# sizes `torch.arange(h)` with them; its only caller chain passes a host grid
+ROWS = """
+    import torch
+
+    class Tower(torch.nn.Module):
+        def rot_pos_emb(self, grid_thw: torch.Tensor) -> torch.Tensor:
+            pos_ids = []
+            for t, h, w in grid_thw:
+                pos_ids.append(torch.arange(h).unsqueeze(1).expand(-1, w))
+            return torch.cat(pos_ids)
+
+        def forward(self, x: torch.Tensor, grid_thw: torch.Tensor) -> torch.Tensor:
+            return x + self.rot_pos_emb(grid_thw)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.visual = Tower()
+
+        def forward(self, x: torch.Tensor, sizes: list) -> torch.Tensor:
+            grid = torch.tensor(sizes{device})
+            return self.visual(x, grid_thw=grid)
+"""
+
+
+def test_the_rows_of_a_parameter_are_what_the_callers_pass(tmp_path):
+    assert where(lint_package(tmp_path / "valid", {"m.py": ROWS.format(device="")})) == []
+
+
+def test_the_rows_of_a_device_parameter_are_still_reported(tmp_path):
+    found = where(lint_package(tmp_path / "invalid", {"m.py": ROWS.format(device=", device=x.device")}))
+    assert ("pkg/m.py", line(ROWS, "torch.arange(h)"), "SYN408") in found
+
+
+# SGLang 0.5.23 spec_utils.traverse_tree: the nested, recursive `dfs` reads `draft_tokens` and
+# the bitmask from the enclosing function and is handed `retrieve_next_token` on each call;
+# `generate_token_bitmask` passes `.cpu()` copies of all of them
+CLOSURE = """
+    import torch
+
+    def traverse_tree(next_token: torch.Tensor, draft_tokens: torch.Tensor, bitmask: torch.Tensor, vocab: int):
+        def dfs(curr: int, next_token: torch.Tensor, parent: int):
+            if curr == 0:
+                accepted = True
+            else:
+                current = draft_tokens[curr]
+                if vocab and current >= vocab:
+                    accepted = False
+                else:
+                    accepted = (bitmask[parent][current // 32] & (1 << (current % 32))) != 0
+            if accepted and next_token[curr] != -1:
+                dfs(int(next_token[curr]), next_token, curr)
+
+        dfs(0, next_token, -1)
+
+    class Worker:
+        def forward_batch(self, tokens: torch.Tensor, next_token: torch.Tensor, vocab: int):
+            tokens_here = tokens{copy}
+            next_here = next_token{copy}
+            bitmask = torch.zeros((4, 8), dtype=torch.int32{copy_device})
+            traverse_tree(next_here[0], tokens_here[0], bitmask, vocab)
+"""
+
+
+def test_a_closure_over_a_host_parameter_and_a_recursive_call_are_no_sync(tmp_path):
+    source = CLOSURE.format(copy=".cpu()", copy_device="")
+    found = where(lint_package(tmp_path / "valid", {"m.py": source}))
+    # only the two blocking copies the caller makes remain
+    assert found == [("pkg/m.py", line(source, "tokens_here ="), "SYN203"),
+                     ("pkg/m.py", line(source, "next_here ="), "SYN203")]
+
+
+def test_a_closure_over_a_device_parameter_is_reported_at_the_caller(tmp_path):
+    source = CLOSURE.format(copy=".cuda()", copy_device=", device=tokens.device")
+    found = where(lint_package(tmp_path / "invalid", {"m.py": source}))
+    assert ("pkg/m.py", line(source, "current >= vocab"), "SYN206") in found  # device draft tokens
+    # `next_token[curr] != -1`: the nested function's own parameter, fed by the enclosing one's
+    assert ("pkg/m.py", line(source, "!= -1"), "SYN206") in found
+    # the caller passes device data into the tree walk
+    assert ("pkg/m.py", line(source, "traverse_tree(next_here"), "SYN601") in found
+
+
+def test_a_closure_shadowed_by_the_nested_functions_own_parameter_is_its_own(tmp_path):
+    # `dfs(curr, draft_tokens)` names the value itself: its callers decide, not the enclosing
+    # function's (here the nested function is handed a device tensor)
+    source = """
+        import torch
+
+        def walk(draft_tokens: torch.Tensor):
+            def dfs(curr: int, draft_tokens: torch.Tensor):
+                if draft_tokens[curr] > 0:
+                    return curr
+                return -1
+
+            return dfs(0, draft_tokens.cuda())
+
+        class Worker:
+            def forward_batch(self, tokens: torch.Tensor):
+                return walk(tokens.cpu())
+    """
+    found = where(lint_package(tmp_path, {"m.py": source}))
+    assert ("pkg/m.py", line(source, "draft_tokens[curr] > 0"), "SYN206") in found
