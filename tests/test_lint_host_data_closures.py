@@ -135,3 +135,48 @@ def test_a_closure_shadowed_by_the_nested_functions_own_parameter_is_its_own(tmp
     """
     found = where(lint_package(tmp_path, {"m.py": source}))
     assert ("pkg/m.py", line(source, "draft_tokens[curr] > 0"), "SYN206") in found
+
+
+# vLLM 0.33.0 ernie45_vl.py: `prepare_encoder_metadata(grid_thw)` replaces a list with a host
+# tensor under `not isinstance(...)`, then hands `grid_thw` to `rot_pos_emb`, which unpacks its
+# rows; the tower is fed a host grid by one caller and a device copy by another
+# (`encoder_eager_forward`, `async_tensor_h2d(...)`): a real sync on that path
+ERNIE = """
+    import torch
+
+    class Tower(torch.nn.Module):
+        def rot_pos_emb(self, grid_thw: torch.Tensor) -> torch.Tensor:
+            pos_ids = []
+            for t, h, w in grid_thw:
+                pos_ids.append(torch.arange(h, device=self.w.device))
+            return torch.cat(pos_ids)
+
+        def prepare_encoder_metadata(self, grid_thw, device=None):
+            if not isinstance(grid_thw, torch.Tensor):
+                grid_thw = torch.tensor(grid_thw, dtype=torch.int32)
+            return {{"rot": self.rot_pos_emb(grid_thw).to(device)}}
+
+        def forward(self, x: torch.Tensor, grid_thw: torch.Tensor):
+            return x + self.prepare_encoder_metadata(grid_thw, device=x.device)["rot"]
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.vision_model = Tower()
+
+        def encoder_eager_forward(self, mm_kwargs: dict) -> torch.Tensor:
+            grid_thw = mm_kwargs["image_grid_thw"]{copy}
+            return self.vision_model(mm_kwargs["pixel_values"], grid_thw)
+
+        def forward(self, x, grid_thw_cpu):
+            return self.vision_model(x, grid_thw_cpu)
+"""
+
+
+def test_a_parameter_replaced_by_host_data_in_one_arm_is_still_the_parameters_in_the_call_facts(tmp_path):
+    source = ERNIE.format(copy=".cuda()")
+    found = where(lint_package(tmp_path / "invalid", {"m.py": source}))
+    assert ("pkg/m.py", line(source, "torch.arange(h"), "SYN408") in found
+    source = ERNIE.format(copy=".cpu()")
+    found = where(lint_package(tmp_path / "valid", {"m.py": source}))
+    assert ("pkg/m.py", line(source, "torch.arange(h"), "SYN408") not in found

@@ -262,8 +262,15 @@ class _Scope:
                 if len(self.facts["returns"]) < 8:
                     self.facts["returns"].append(fact)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self.eval(stmt.iter)
-            self.bind(stmt.target, _UNKNOWN, None)
+            rows = self.eval(stmt.iter)
+            # the rows of a parameter (`for t, h, w in grid_thw:`) are still what the callers
+            # passed, as in the rules' walk (evaluate.bind_loop); other items are unknown
+            row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] not in (P.PY, P.DEVICE) else _UNKNOWN
+            for name in _names_bound(stmt.target):
+                self.env[name] = row
+                self.local_defs.pop(name, None)
+            if row is _UNKNOWN:
+                self.bind(stmt.target, _UNKNOWN, None)
             self.block(stmt.body)
             self.block(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -279,6 +286,14 @@ class _Scope:
             if always_exits(stmt.body):  # only the other path reaches what follows the `if`
                 self.env = before
             self.block(stmt.orelse)
+            # a parameter one arm replaces with host data (`if not isinstance(grid_thw,
+            # torch.Tensor): grid_thw = torch.tensor(grid_thw)`) is still the parameter's data
+            # after the `if`: what the callers pass decides (as analyzer.py's walk has it,
+            # branch_merge.keep_param_sources; vLLM ernie45_vl's `prepare_encoder_metadata`)
+            for name, fact in before.items():
+                if fact[1] is not None and fact[2] is None and P.known_host(self.env.get(name, fact)[0]) \
+                        and self.env.get(name) != fact:
+                    self.env[name] = fact
         elif isinstance(stmt, ast.While):
             self.eval(stmt.test)
             self.block(stmt.body)
@@ -592,3 +607,12 @@ def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.
     return walker.functions, walker.classes
 
 
+def _names_bound(target) -> list[str]:
+    """The plain names a `for` target binds (`t, (h, w)`: t, h, w)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _names_bound(element)]
+    if isinstance(target, ast.Starred):
+        return _names_bound(target.value)
+    return []
