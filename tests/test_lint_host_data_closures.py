@@ -180,3 +180,25 @@ def test_a_parameter_replaced_by_host_data_in_one_arm_is_still_the_parameters_in
     source = ERNIE.format(copy=".cpu()")
     found = where(lint_package(tmp_path / "valid", {"m.py": source}))
     assert ("pkg/m.py", line(source, "torch.arange(h"), "SYN408") not in found
+
+
+def test_the_items_of_a_list_parameter_are_not_the_callers_data(tmp_path):
+    # vLLM 0.33.0 evs.recompute_mrope_positions: `for mm_pos in multimodal_positions:` over a
+    # `list[torch.Tensor]` its callers build from device embeddings; a caller passing a list
+    # (a Python value) says nothing of where its items live: the sync stays
+    source = """
+        import torch
+
+        def recompute(multimodal_positions: list[torch.Tensor]) -> int:
+            n = 0
+            for mm_pos in multimodal_positions:
+                if torch.any(mm_pos[4, :]).item():
+                    n += 1
+            return n
+
+        class Model(torch.nn.Module):
+            def forward(self, embeds: list[torch.Tensor]):
+                return recompute([mm[:, -5:].permute(1, 0).long() for mm in embeds])
+    """
+    found = where(lint_package(tmp_path, {"m.py": source}))
+    assert ("pkg/m.py", line(source, ".item()"), "SYN201") in found

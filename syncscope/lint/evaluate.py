@@ -339,10 +339,13 @@ class ExpressionEvaluator:
             return
         where = P.combine(*parts) if parts else self._iter_where(iterable, ctx)
         self.bind(target, where, None, ctx)
-        # the rows of a parameter (`for t, h, w in grid_thw:`) are still what the callers passed:
-        # a sync on `h` happens only where a caller passes device data (vLLM OpenPangu-VL's
-        # `rot_pos_emb`, whose only callers pass the keep_on_cpu `image_grid_thw`)
-        source = ctx.param_of(iterable) if parts is None and where not in (P.PY, P.DEVICE) else None
+        # the rows of a tensor parameter (`for t, h, w in grid_thw:`) are still what the callers
+        # passed: a sync on `h` happens only where a caller passes device data (vLLM
+        # OpenPangu-VL's `rot_pos_emb`, whose only callers pass the keep_on_cpu
+        # `image_grid_thw`). Not the items of a list (`multimodal_positions: list[Tensor]`): a
+        # caller passing a list says nothing of where its items live
+        tensor_rows = parts is None and self.peek(iterable, ctx) == P.TENSOR
+        source = ctx.param_of(iterable) if tensor_rows and where not in (P.PY, P.DEVICE) else None
         if source is not None:
             for name in _target_names(target):
                 if ctx.env.get(name) not in (P.PY, P.DEVICE):

@@ -263,9 +263,10 @@ class _Scope:
                     self.facts["returns"].append(fact)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             rows = self.eval(stmt.iter)
-            # the rows of a parameter (`for t, h, w in grid_thw:`) are still what the callers
-            # passed, as in the rules' walk (evaluate.bind_loop); other items are unknown
-            row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] not in (P.PY, P.DEVICE) else _UNKNOWN
+            # the rows of a tensor parameter (`for t, h, w in grid_thw:`) are still what the
+            # callers passed, as in the rules' walk (evaluate.bind_loop); other items (of a
+            # list, of anything else) are unknown
+            row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR else _UNKNOWN
             for name in _names_bound(stmt.target):
                 self.env[name] = row
                 self.local_defs.pop(name, None)
