@@ -202,3 +202,45 @@ def test_the_items_of_a_list_parameter_are_not_the_callers_data(tmp_path):
     """
     found = where(lint_package(tmp_path, {"m.py": source}))
     assert ("pkg/m.py", line(source, ".item()"), "SYN201") in found
+
+
+# vLLM 0.33.0 mimo_v2_omni.py: the tower's `forward` makes a host tensor of the Python list its
+# callers pass (`grid_thw_list = image_grid_thw.tolist()`) and hands it to `rot_pos_emb`,
+# which reads its rows with `int(...)`; a Python value passed for such a parameter is host data
+# one call down, not only host memory
+MIMO = """
+    import torch
+
+    class Tower(torch.nn.Module):
+        def rot_pos_emb(self, grid_thw: torch.Tensor):
+            out = []
+            for i in range(grid_thw.size(0)):
+                h = int(grid_thw[i, 1])
+                out.append(torch.arange(h))
+            return out
+
+        def forward(self, x: torch.Tensor, grid_thw: torch.Tensor):
+            if not isinstance(grid_thw, torch.Tensor):
+                grid_thw = torch.tensor(grid_thw, dtype=torch.long)
+            return self.rot_pos_emb(grid_thw)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.visual = Tower()
+
+        def forward(self, x, image_grid_thw: torch.Tensor):
+            return self.visual(x, grid_thw=image_grid_thw{passed})
+"""
+
+
+def test_a_python_list_made_a_host_tensor_one_call_up_is_host_data(tmp_path):
+    source = MIMO.format(passed=".tolist()")
+    found = where(lint_package(tmp_path / "valid", {"m.py": source}))
+    assert found == [("pkg/m.py", line(source, ".tolist()"), "SYN202")]  # the caller's own read
+
+
+def test_a_device_grid_passed_through_the_same_conversion_is_still_reported(tmp_path):
+    source = MIMO.format(passed="")
+    found = where(lint_package(tmp_path / "invalid", {"m.py": source}))
+    assert ("pkg/m.py", line(source, "h = int("), "SYN205") in found

@@ -291,10 +291,12 @@ class _Scope:
             # torch.Tensor): grid_thw = torch.tensor(grid_thw)`) is still the parameter's data
             # after the `if`: what the callers pass decides (as analyzer.py's walk has it,
             # branch_merge.keep_param_sources; vLLM ernie45_vl's `prepare_encoder_metadata`)
+            # Host where it follows the parameter: a Python value passed for it becomes host
+            # data here (wholeprogram.host_fed), a device tensor stays on the device.
             for name, fact in before.items():
                 if fact[1] is not None and fact[2] is None and P.known_host(self.env.get(name, fact)[0]) \
                         and self.env.get(name) != fact:
-                    self.env[name] = fact
+                    self.env[name] = (P.HOST, fact[1], None)
         elif isinstance(stmt, ast.While):
             self.eval(stmt.test)
             self.block(stmt.body)
