@@ -20,7 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from . import provenance as P
-from .context import FunctionContext, RawFinding, _root_value, attribute_source
+from .context import FunctionContext, RawFinding, _root_value, attribute_source, inherit_closure_sources
 from .evaluate import ExpressionEvaluator, annotation_where, class_check, element_where, plain_type_check as _plain_check
 from .branch_merge import always_exits, keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
 from .imports import dotted, record_import
@@ -103,6 +103,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
         # drops the findings on a parameter every caller passes host data for).
         host_function = "h2d" in name.lower()
         self._bind_params(node.params, ctx, host_function=host_function)
+        if outer.kind == "function":
+            inherit_closure_sources(ctx, outer, node.params)
         memo = [d for d in node.decorators if _decorator_kind(d) == "memo"]
         if memo or _fills_cache(node):
             # a memoizing function runs its work once per key: once per object for a cached

@@ -102,8 +102,10 @@ class FunctionContext:
     # target to its own member, not the most device-like one
     parts: dict[str, tuple[P.Place, ...]] = field(default_factory=dict)
     # name -> the parameter it was computed from (`lens = cu_seqlens[1:] - cu_seqlens[:-1]`):
-    # a sync on it happens only where a caller passes a device value for that parameter
-    derived: dict[str, str] = field(default_factory=dict)
+    # a sync on it happens only where a caller passes a device value for that parameter. In a
+    # nested function, a name it reads from its enclosing function (a closure) maps to
+    # (enclosing function, its parameter): `inherit_closure_sources`
+    derived: dict[str, str | tuple[str, str]] = field(default_factory=dict)
     # name -> the function whose result it holds (`lens = helper(cu)` -> "helper")
     origins: dict[str, str] = field(default_factory=dict)
     # name -> the attribute an unknown value was read from (`buf = req.kv.track_buffer[i]` ->
@@ -268,7 +270,10 @@ class FunctionContext:
             if owner_class:
                 field_read = (owner_class, subject.attr.value)
         source = self.param_of(subject)
-        param = (_qualify(self.analyzer.module_name, self.qualname), source) if source is not None else None
+        if isinstance(source, tuple):  # a closure's value: the enclosing function's parameter
+            param = source
+        else:
+            param = (_qualify(self.analyzer.module_name, self.qualname), source) if source is not None else None
         if python_arg is not None:  # python_args.PythonArgs.fed decides
             python_arg = (_qualify(self.analyzer.module_name, self.qualname), python_arg,
                           self.params.index(python_arg), bool(self.classes) and self.params[:1] == ["self"])
@@ -279,6 +284,23 @@ class FunctionContext:
 
 def _qualify(module: str, qualname: str) -> str:
     return f"{module}.{qualname}" if module else qualname
+
+
+def inherit_closure_sources(ctx: FunctionContext, outer: FunctionContext, params: cst.Parameters) -> None:
+    """A nested function reads its enclosing function's names as they are: one that holds a
+    parameter's data of the enclosing function (`draft_tokens` in SGLang's `traverse_tree`,
+    read by its recursive `dfs`) is still that parameter's data, so a sync on it happens only
+    where the enclosing function's callers pass a device value. Its own parameters shadow them."""
+    own = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    own |= {star.name.value for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param)}
+    here = _qualify(ctx.analyzer.module_name, outer.qualname)
+    for name in set(outer.params) | set(outer.derived):
+        if name in own or "." in name:
+            continue  # `self.x` of a method: the receiver is the nested function's too, left alone
+        source = name if name in outer.params and name not in outer.reassigned else outer.derived.get(name)
+        if source is None or source in ("self", "cls"):
+            continue
+        ctx.derived[name] = source if isinstance(source, tuple) else (here, source)
 
 
 # Attributes that are never tensors, whatever the object (`x.shape`, `self.device`).

@@ -337,7 +337,19 @@ class ExpressionEvaluator:
             for element, where in zip(target.elements, parts):
                 self.bind(element.value, where, None, ctx)
             return
-        self.bind(target, P.combine(*parts) if parts else self._iter_where(iterable, ctx), None, ctx)
+        where = P.combine(*parts) if parts else self._iter_where(iterable, ctx)
+        self.bind(target, where, None, ctx)
+        # the rows of a tensor parameter (`for t, h, w in grid_thw:`) are still what the callers
+        # passed: a sync on `h` happens only where a caller passes device data (vLLM
+        # OpenPangu-VL's `rot_pos_emb`, whose only callers pass the keep_on_cpu
+        # `image_grid_thw`). Not the items of a list (`multimodal_positions: list[Tensor]`): a
+        # caller passing a list says nothing of where its items live
+        tensor_rows = parts is None and self.peek(iterable, ctx) == P.TENSOR
+        source = ctx.param_of(iterable) if tensor_rows and where not in (P.PY, P.DEVICE) else None
+        if source is not None:
+            for name in _target_names(target):
+                if ctx.env.get(name) not in (P.PY, P.DEVICE):
+                    ctx.derived[name] = source
 
     def _row_parts(self, node: cst.BaseExpression, width: int, ctx: FunctionContext) -> list[P.Place] | None:
         """`for weight, gain_center, name in ((w1, g1, "post"), (w2, g2, "pre")):` iterates a
@@ -471,6 +483,11 @@ class ExpressionEvaluator:
                                      info.args[0][1] if info.args else None)
             if short in TORCH_HOST_FUNCTIONS:
                 return P.HOST
+            device = info.kwarg("device")
+            if device is not None:
+                # any torch function told where to build its result puts it there
+                # (`torch.normal(mean, std, size=(1,), device="cpu")`, `torch.tril_indices(n, n, device=d)`)
+                return device_where(device, ctx) or P.DEVICE
             wheres = [w for _, w in info.args] + [w for _, w in info.kwargs.values()]
             if any(w == P.DEVICE for w in wheres):
                 return P.DEVICE
@@ -586,3 +603,14 @@ def plain_type_check(test: cst.BaseExpression) -> tuple[str | None, bool]:
     if not names or not all(isinstance(n, cst.Name) and n.value in _PLAIN_TYPES for n in names):
         return None, False
     return dotted(call.args[0].value), negated
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    """The plain names a `for` target binds (`t, (h, w)`: t, h, w)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []

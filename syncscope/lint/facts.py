@@ -262,8 +262,16 @@ class _Scope:
                 if len(self.facts["returns"]) < 8:
                     self.facts["returns"].append(fact)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self.eval(stmt.iter)
-            self.bind(stmt.target, _UNKNOWN, None)
+            rows = self.eval(stmt.iter)
+            # the rows of a tensor parameter (`for t, h, w in grid_thw:`) are still what the
+            # callers passed, as in the rules' walk (evaluate.bind_loop); other items (of a
+            # list, of anything else) are unknown
+            row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR else _UNKNOWN
+            for name in _names_bound(stmt.target):
+                self.env[name] = row
+                self.local_defs.pop(name, None)
+            if row is _UNKNOWN:
+                self.bind(stmt.target, _UNKNOWN, None)
             self.block(stmt.body)
             self.block(stmt.orelse)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -279,6 +287,16 @@ class _Scope:
             if always_exits(stmt.body):  # only the other path reaches what follows the `if`
                 self.env = before
             self.block(stmt.orelse)
+            # a parameter one arm replaces with host data (`if not isinstance(grid_thw,
+            # torch.Tensor): grid_thw = torch.tensor(grid_thw)`) is still the parameter's data
+            # after the `if`: what the callers pass decides (as analyzer.py's walk has it,
+            # branch_merge.keep_param_sources; vLLM ernie45_vl's `prepare_encoder_metadata`)
+            # Host where it follows the parameter: a Python value passed for it becomes host
+            # data here (wholeprogram.host_fed), a device tensor stays on the device.
+            for name, fact in before.items():
+                if fact[1] is not None and fact[2] is None and P.known_host(self.env.get(name, fact)[0]) \
+                        and self.env.get(name) != fact:
+                    self.env[name] = (P.HOST, fact[1], None)
         elif isinstance(stmt, ast.While):
             self.eval(stmt.test)
             self.block(stmt.body)
@@ -554,6 +572,9 @@ class _Scope:
                 return _PY
             if short in TORCH_HOST_FUNCTIONS:
                 return _HOST
+            device = next((k.value for k in node.keywords if k.arg == "device"), None)
+            if device is not None:  # `torch.normal(..., device="cpu")`: where it says (as evaluate.py)
+                return (self._device_place(device) or P.DEVICE, None, None)
             if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
                     and node.args[0].id in self.items:
                 # `torch.cat(pruned_states_list)`: where the appended items live, not the list's
@@ -589,3 +610,12 @@ def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.
     return walker.functions, walker.classes
 
 
+def _names_bound(target) -> list[str]:
+    """The plain names a `for` target binds (`t, (h, w)`: t, h, w)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in _names_bound(element)]
+    if isinstance(target, ast.Starred):
+        return _names_bound(target.value)
+    return []

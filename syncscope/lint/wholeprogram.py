@@ -371,13 +371,23 @@ class Solver:
                                     needs.setdefault(key, set())
                                     if where == P.HOST:
                                         carries.add(key)
+                            elif (caller, follows) == key:
+                                # a recursive call passing the parameter on as it is (SGLang's
+                                # `dfs(child, retrieve_next_token, ...)`) brings no new value
+                                needs.setdefault(key, set())
                             else:
-                                needs.setdefault(key, set()).add((caller, follows))
+                                # host data made of the caller's parameter unless that is a
+                                # device tensor (facts.py: `if not isinstance(grid_thw,
+                                # torch.Tensor): grid_thw = torch.tensor(grid_thw)`): a Python
+                                # value passed for it is enough, not only host memory
+                                loose = P.known_host(where)
+                                needs.setdefault(key, set()).add((caller, follows, loose))
         fed = {key for key, needed in needs.items() if needed is not None and not needed}
         host = {key for key in fed if key in carries}
         pending = {key: needed for key, needed in needs.items() if needed}
         while pending:
-            grown = {key for key, needed in pending.items() if needed <= host}
+            grown = {key for key, needed in pending.items()
+                     if all((c, f) in host or (loose and (c, f) in fed) for c, f, loose in needed)}
             if not grown:
                 break
             host |= grown

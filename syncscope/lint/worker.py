@@ -527,6 +527,11 @@ def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: i
     parameter (the finding's value is computed from it)."""
     function = f"{module}.{raw.function}" if module else raw.function
     param = raw.param[1] if raw.param else None
+    if raw.param and raw.param[0] != function:
+        # a nested function's sync on its enclosing function's parameter (a closure): a sync
+        # of the enclosing function when its callers pass a device value, not of each call of
+        # the nested one (context.inherit_closure_sources)
+        function = raw.param[0]
     result.roots.setdefault(function, []).append(Root(raw.code, line, start, end, raw.message, param, raw.origin))
 
 
