@@ -13,6 +13,9 @@ A per-step method often builds something on first use and keeps it:
     if not hasattr(self, "_ptrs"): self._ptrs = torch.tensor([...], device=...)
     if self.step_index is None: self._init_step_index(t)   # the method named for the field fills it
 
+    @cached_property
+    def precomputed_freqs_cis(self): ...                     # the whole body, on first read
+
 What such a fill does runs once per object (`if self.x is None or bs != self.bs:` is not one: what
 forces the rebuild may change every step).
 Whether that is once or every step depends on how long the object lives: the analyzer keeps a
@@ -30,6 +33,7 @@ import ast
 import fnmatch
 import re
 
+from .ast_annotations import dotted
 from .modules import ModuleKinds
 
 
@@ -178,6 +182,9 @@ def file_memos(tree: ast.Module, module: str) -> dict[str, list]:
                 walk(stmt.body, f"{prefix}{stmt.name}.", True)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class:
                 out: list = []
+                if any((dotted(d) or "").rsplit(".", 1)[-1] == "cached_property" for d in stmt.decorator_list):
+                    # `@cached_property`: the body fills the instance's `__dict__` on first read
+                    out.append((stmt.body[0].lineno, _end(stmt.body[-1]), stmt.name, None))
                 _block(stmt.body, {}, out)
                 if out:
                     local = f"{prefix}{stmt.name}"
