@@ -148,3 +148,43 @@ def test_a_wrapper_that_rebinds_the_flag_before_passing_it_on_stays_per_step(tmp
     logprobs = LOGPROBS.replace("        return top_raw(", "        no_copy_to_cpu = k > 8\n        return top_raw(")
     run = lint_package(tmp_path, {"logprobs.py": logprobs, "sampler.py": SAMPLER})
     assert 7 in lines(run, "pkg/logprobs.py")
+
+
+# -- 4. a module cache grown when a bigger size comes ---------------------------------------
+GROW = """
+    import torch
+
+    _BUFFERS = {}
+
+    def buffers(bs: int, device: torch.device) -> torch.Tensor:
+        key = device.index
+        cached = _BUFFERS.get(key)
+        cap = 0 if cached is None else int(cached["cap"])
+        if cap < bs:
+            table = torch.tensor(list(range(bs * 2)), device=device)
+            cached = {"cap": bs * 2, "table": table}
+            _BUFFERS[key] = cached
+        return cached["table"][:bs]
+"""
+
+GROW_MODEL = """
+    import torch
+    from pkg.ops import buffers
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor):
+            return x + buffers(x.shape[0], x.device)
+"""
+
+
+def test_a_module_buffer_rebuilt_only_for_a_bigger_size_is_not_per_step(tmp_path):
+    run = lint_package(tmp_path, {"ops.py": GROW, "model.py": GROW_MODEL})
+    assert lines(run) == []
+    assert lines(run, "pkg/model.py") == []
+    assert "runs once per new largest size" in cold_reasons(tmp_path)[11]
+
+
+def test_a_rebuild_tested_on_something_the_cache_does_not_hold_stays_per_step(tmp_path):
+    ops = GROW.replace("if cap < bs:", "if bs > 8:")
+    run = lint_package(tmp_path, {"ops.py": ops, "model.py": GROW_MODEL})
+    assert lines(run) == [11]
