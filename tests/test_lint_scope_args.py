@@ -188,3 +188,56 @@ def test_a_rebuild_tested_on_something_the_cache_does_not_hold_stays_per_step(tm
     ops = GROW.replace("if cap < bs:", "if bs > 8:")
     run = lint_package(tmp_path, {"ops.py": ops, "model.py": GROW_MODEL})
     assert lines(run) == [11]
+
+
+def test_a_cached_property_of_a_submodule_without_forward_runs_once_per_object(tmp_path):
+    ops = ROPE.replace("        def forward(self, x: torch.Tensor):\n            return x * self.table[: x.shape[0]]",
+                       "        def scale(self, x: torch.Tensor):\n            return x * self.table[: x.shape[0]]") + """
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rope = Rope()
+
+        def forward(self, x: torch.Tensor):
+            return self.rope.scale(x)
+"""
+    run = lint_package(tmp_path, {"ops.py": ops}, include_cold=True)
+    assert [f for f in run.findings if f.site.path == "pkg/ops.py"] == []
+
+
+# -- 5. a flag that reaches the callee through `**kwargs` ----------------------------------
+KERNEL = """
+    import torch
+
+    def _validate(lens: torch.Tensor):
+        return lens.cpu()
+
+    def _run(q: torch.Tensor, lens: torch.Tensor, check_input_valid: bool = False):
+        if check_input_valid:
+            _validate(lens)
+        return q * 2
+
+    def run(q: torch.Tensor, lens: torch.Tensor, **kwargs):
+        return _run(q, lens, **kwargs)
+"""
+
+KERNEL_MODEL = """
+    import torch
+    from pkg.kernel import run
+
+    class Model(torch.nn.Module):
+        def forward(self, q: torch.Tensor, lens: torch.Tensor):
+            return run(q, lens, scale=1.0)
+"""
+
+
+def test_a_flag_left_out_of_the_kwargs_a_wrapper_hands_on_is_not_per_step(tmp_path):
+    run = lint_package(tmp_path, {"kernel.py": KERNEL, "model.py": KERNEL_MODEL})
+    assert lines(run, "pkg/kernel.py") == []
+    assert "runs only when `check_input_valid` in `_run`" in cold_reasons(tmp_path, "pkg/kernel.py")[9]
+
+
+def test_a_flag_a_per_step_call_puts_in_the_kwargs_stays_per_step(tmp_path):
+    model = KERNEL_MODEL.replace("scale=1.0", "check_input_valid=True")
+    run = lint_package(tmp_path, {"kernel.py": KERNEL, "model.py": model})
+    assert 9 in lines(run, "pkg/kernel.py")

@@ -170,12 +170,13 @@ def render(test: tuple) -> str:
         return f"not {render(test[1])}"
     if kind in ("and", "or"):
         return f" {kind} ".join(f"({render(t)})" if t[0] in ("and", "or") else render(t) for t in test[1])
+    name = test[1] if isinstance(test[1], str) else test[1][1]  # a key of `**kwargs`: its name
     if kind == "truth":
-        return test[1]
+        return name
     if kind == "none":
-        return f"{test[1]} is {'' if test[2] else 'not '}None"
+        return f"{name} is {'' if test[2] else 'not '}None"
     symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[test[2]]
-    return f"{test[1]} {symbol} {test[3]!r}"
+    return f"{name} {symbol} {test[3]!r}"
 
 
 def _params(function) -> dict:
@@ -213,7 +214,10 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict,
     def function(node, local: str) -> None:
         params = _params(node)
         names = frozenset(params) - {"self", "cls"}
-        kept = names - _rebound(node) if names else frozenset()
+        rebound = _rebound(node)
+        kept = names - rebound if names else frozenset()
+        # `**kwargs` of its own, handed on whole: what its callers put in it reaches the callee
+        own_kwargs = node.args.kwarg.arg if node.args.kwarg is not None and node.args.kwarg.arg not in rebound else None
         found = []
         forwards = False
         for sub in own_nodes(node.body, _IF_OR_CALL):
@@ -233,6 +237,9 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict,
                         break
                     pairs.append((position, arg))
                 pairs.extend((k.arg, k.value) for k in sub.keywords if k.arg is not None)
+                for keyword in sub.keywords:
+                    if keyword.arg is None and isinstance(keyword.value, ast.Name) and keyword.value.id == own_kwargs:
+                        handed["**"] = own_kwargs
                 for at, arg in pairs:
                     value = _literal(arg)
                     if value is not UNKNOWN:
@@ -305,8 +312,8 @@ class ConstArgs:
         if caller not in self.guards:
             return ()
         tests = [self.item(target, index)[2] for index in key]
-        test = substitute(tests[0] if len(tests) == 1 else ("and", tuple(tests)),
-                          self.env(path, call, target, shift, passed_on=True))
+        test = tests[0] if len(tests) == 1 else ("and", tuple(tests))
+        test = substitute(test, self.env(path, call, target, shift, passed_on=True, wanted=test_params(test)))
         if not test_params(test):
             return ()
         own = self.derived.setdefault(caller, [])
@@ -329,10 +336,14 @@ class ConstArgs:
                 return f"constant arguments rule out the branch of `{short}` that syncs (line {start})"
         return None
 
-    def env(self, path: str, call, target: str, shift: int, passed_on: bool = False) -> dict:
+    def env(self, path: str, call, target: str, shift: int, passed_on: bool = False, wanted=()) -> dict:
         """What the call fixes for each parameter of `target`: the literal it passes, the literal
         default of one it leaves out (not when `*args`/`**kwargs` may pass it unseen), with
-        `passed_on` a `PassedOn` for one it hands on from its own parameters; else UNKNOWN."""
+        `passed_on` a `PassedOn` for one it hands on from its own parameters; else UNKNOWN.
+        A call that hands on its own `**kwargs` passes a parameter it does not name as the
+        key of that name in them: `PassedOn(("**", name, default))`; `wanted` names such keys
+        of `target`'s own `**kwargs` that a test reads (`fmha_sm100(..., **kwargs)` ->
+        `_fmha_sm100(..., check_input_valid: bool = False)`): absent, the innermost default."""
         params = self.guards[target][0]
         at_call = (call.line, call.column)
         literals = self.literals.get(path, {}).get(at_call, {})
@@ -352,6 +363,23 @@ class ConstArgs:
                         value = PassedOn(handed[at])
                     break
             if not named and not star and default[0] == "v":
+                value = default[1]
+            elif not named and star and "**" in handed:
+                value = PassedOn(("**", name, default))
+            env[name] = value
+        for name in wanted:
+            if not isinstance(name, tuple):
+                continue
+            _, key, default = name
+            value = UNKNOWN
+            named = [keyword for _, keyword, _ in call.args if keyword == key]
+            if named:
+                value = literals.get(key, UNKNOWN)
+                if value is UNKNOWN and key in handed:
+                    value = PassedOn(handed[key])
+            elif star:
+                value = PassedOn(name) if "**" in handed else UNKNOWN
+            elif default[0] == "v":
                 value = default[1]
             env[name] = value
         return env

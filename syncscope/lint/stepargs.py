@@ -16,7 +16,9 @@ block of a per-step function, whether any per-step call into it may take it: the
 literals and the literal defaults it leaves out decide the test three-valued; a call that
 passes on a parameter of its own (`get_top_logprobs(x, k, no_copy_to_cpu)` ->
 `get_top_logprobs_raw(..., no_copy_to_cpu=no_copy_to_cpu)`) hands the test, renamed, to its own
-per-step callers (SGLang's sampler passes `no_copy_to_cpu=True`). A block no per-step call may
+per-step callers (SGLang's sampler passes `no_copy_to_cpu=True`); so does one that hands on its
+own `**kwargs` (vLLM's `fmha_sm100(..., **kwargs)` -> `_fmha_sm100(..., check_input_valid=False)`:
+the key absent from every per-step call's keywords leaves the default). A block no per-step call may
 take is cold for the findings on it and its calls are not followed by the walk; the callee's
 summary keeps the sync for the callers that do take it (constargs.py reports those per call).
 
@@ -68,7 +70,8 @@ class StepArgs:
             if entry is None or qualname not in self.const.guards:
                 return True
             call, shift = entry
-            env = self.const.env(self.program.path_of[caller], call, qualname, shift, passed_on=True)
+            env = self.const.env(self.program.path_of[caller], call, qualname, shift, passed_on=True,
+                                 wanted=test_params(test))
             seen = substitute(test, env)
             if evaluate(seen, {}) is False:
                 continue
