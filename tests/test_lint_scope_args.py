@@ -241,3 +241,19 @@ def test_a_flag_a_per_step_call_puts_in_the_kwargs_stays_per_step(tmp_path):
     model = KERNEL_MODEL.replace("scale=1.0", "check_input_valid=True")
     run = lint_package(tmp_path, {"kernel.py": KERNEL, "model.py": model})
     assert 9 in lines(run, "pkg/kernel.py")
+
+
+def test_a_method_per_step_code_calls_by_name_on_an_unknown_receiver_keeps_its_branch(tmp_path, monkeypatch):
+    # `make_runner()` returns an object of unknown class: `runner.submit(..., wait=True)` may
+    # reach `Pusher.submit` with the flag on, even where the walk does not follow a name that
+    # many methods define (here: any name)
+    from syncscope.lint import reachability
+
+    monkeypatch.setattr(reachability, "MAX_DISPATCH", 0)
+    worker = WORKER + """
+        def step(self, event: torch.cuda.Event, make_runner):
+            runner = make_runner()
+            return runner.submit(event, wait=True)
+"""
+    run = lint_package(tmp_path, {"pusher.py": PUSHER, "worker.py": worker})
+    assert lines(run, "pkg/pusher.py") == [7]

@@ -23,8 +23,8 @@ take is cold for the findings on it and its calls are not followed by the walk; 
 summary keeps the sync for the callers that do take it (constargs.py reports those per call).
 
 May take it (the block stays): a per-step root or a function called from outside the tree (no
-per-step call in it: its arguments are unknown), a call dispatched by name on a receiver of
-unknown class, a call with `*args`/`**kwargs` that does not name the parameter, any argument
+per-step call in it: its arguments are unknown), a method whose name per-step code calls on a
+receiver of unknown class (whether the walk follows that call or not), a call with `*args`/`**kwargs` that does not name the parameter, any argument
 that is not a literal or a parameter passed on unchanged, and more than MAX_DEPTH pass-throughs.
 """
 
@@ -50,6 +50,15 @@ class StepArgs:
             for line, target in set(walk.calls_of(caller)):
                 for entry in resolved.get((line, target)) or [None]:
                     self.incoming.setdefault(target, []).append((caller, entry))
+        # names called on receivers of unknown class from per-step code: such a call may reach
+        # any method of that name with any arguments, also where the walk does not follow it
+        # (more candidates than MAX_DISPATCH: SGLang's `self.graph_runners.run(...)`)
+        self.by_name: set[str] = set()
+        for caller in self.live:
+            path = program.path_of[caller]
+            resolved = {(call.line, call.name) for call, _, _ in walk.edges.get(caller, ())}
+            self.by_name.update(name for line, name, op, _ in walk.dispatch.get(caller, ())
+                                if not op and (line, name) not in resolved and walk.line_cold(path, line) is None)
         self._memo: dict[tuple, bool] = {}
 
     def may_take(self, qualname: str, test: tuple, depth: int = 0) -> bool:
@@ -66,6 +75,8 @@ class StepArgs:
     def _decide(self, qualname: str, test: tuple, depth: int) -> bool:
         if self.walk.is_root(qualname) or qualname not in self.incoming or depth > MAX_DEPTH:
             return True  # the framework or code outside the tree calls it: arguments unknown
+        if qualname.rpartition(".")[0] in self.program.classes and qualname.rsplit(".", 1)[-1] in self.by_name:
+            return True  # a method per-step code may call by name, arguments unseen
         for caller, entry in self.incoming[qualname]:
             if entry is None or qualname not in self.const.guards:
                 return True
