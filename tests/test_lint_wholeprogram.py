@@ -151,14 +151,17 @@ def test_cached_property_and_decorated_cached_helper(tmp_path):
                     return self.counts.sum().item()
 
                 @torch.no_grad()
-                def step(self, mask):
+                def advance(self, mask):
                     a = self.total
                     b = cached_total(mask)
                     c = cached_table(8)
                     return a + b + c
         """,
     })
-    # a memo keyed by a tensor runs every step; one keyed by a configuration value runs once
+    # a memo keyed by a tensor runs every step; one keyed by a configuration value runs once;
+    # the cached property of an object whose lifetime is unknown syncs for its readers (`State`
+    # has no per-step method: with `def step`, it would live across steps and the property run
+    # once, test_lint_scope_args.py)
     assert chained(run) == [("pkg/state.py", 13, "SYN602"), ("pkg/state.py", 14, "SYN602")]
 
 

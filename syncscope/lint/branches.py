@@ -282,7 +282,8 @@ class _Walk:
                     self.error_paths(stmt, function)
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:
-                        self.mark(stmt.body[0], stmt.body[-1], f"fills the module's cache `{cache}`: runs once per key")
+                        how = "once per new largest size" if isinstance(stmt.test.ops[0], _GROWTH) else "once per key"
+                        self.mark(stmt.body[0], stmt.body[-1], f"fills the module's cache `{cache}`: runs {how}")
                 self.block(stmt.body, classes, function)
                 self.block(stmt.orelse, classes, function)
                 continue
@@ -347,6 +348,14 @@ class _Walk:
         elif isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None \
                 and isinstance(test.left, ast.Name):
             looked_up = _looked_up(test.left.id, before)
+            if looked_up is None:
+                return None
+            cache, key = looked_up
+        elif isinstance(op, _GROWTH):
+            # growth: `cap = 0 if cached is None else cached["cap"]` then `if cap < bs:` rebuilds
+            # the entry bigger (vLLM/SGLang buffers doubled on demand): once per new largest size
+            smaller = test.left if isinstance(op, (ast.Lt, ast.LtE)) else right
+            looked_up = _capacity_of(smaller, before)
             if looked_up is None:
                 return None
             cache, key = looked_up
@@ -520,6 +529,26 @@ def _looked_up(name: str, before: list) -> tuple[str, ast.AST] | None:
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get" \
                     and isinstance(value.func.value, ast.Name) and value.args:
                 return value.func.value.id, value.args[0]
+            return None
+    return None
+
+
+_GROWTH = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _capacity_of(node: ast.AST, before: list) -> tuple[str, ast.AST] | None:
+    """(the dict, the key) when `node` is a local read from an entry of a dict looked up among
+    `before`: `cap = 0 if cached is None else int(cached["cap_bs"])` after `cached =
+    DICT.get(key)` (the capacity a growth test compares with the size asked for), else None."""
+    if not isinstance(node, ast.Name):
+        return None
+    for stmt in reversed(before):
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets):
+            for inner in ast.walk(stmt.value):
+                if isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name):
+                    found = _looked_up(inner.value.id, before)
+                    if found is not None:
+                        return found
             return None
     return None
 

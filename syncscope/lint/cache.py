@@ -23,11 +23,11 @@ import pickle
 import tempfile
 from dataclasses import replace
 
-CACHE_FORMAT = 31  # bump when RawResult or a record it holds (records.py) changes shape
+CACHE_FORMAT = 32  # bump when RawResult or a record it holds (records.py) changes shape
 # what only the whole-program pass reads
 FACT_FIELDS = ("exports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes",
                "straight", "loops", "bases", "error_paths",
-               "const_guards", "const_literals", "memos")
+               "const_guards", "const_literals", "const_passes", "memos")
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
 
 

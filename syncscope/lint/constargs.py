@@ -16,6 +16,11 @@ through `*args` / `**kwargs`, is unknown): `not`, `and`, `or`, `p`, `p is None`,
 `p < 1` (any comparison of a parameter with a literal). Only a test that is false rules the
 call out. Nested tests: a line under several is ruled out when any of them is false.
 
+A caller that passes its own parameter on unchanged (`get_top_logprobs(..., no_copy_to_cpu)` ->
+`get_top_logprobs_raw(..., no_copy_to_cpu=no_copy_to_cpu)`) hands the decision to its own
+callers: `file_const_guards` also records those pass-throughs (a bare parameter name the
+function never rebinds), and stepargs.py follows them up the per-step callers.
+
 Everything recorded is plain tuples and dicts: it is pickled into the lint cache.
 """
 
@@ -76,11 +81,22 @@ def compile_test(node, params) -> tuple | None:
     return None
 
 
+class PassedOn:
+    """What a call passes for a parameter when it hands on one of its own (stepargs.py): the
+    caller's parameter name (never pickled: only used while evaluating)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
 def evaluate(test: tuple, env: dict):
     """True / False / None (unknown) of a compiled test for parameter values `env`."""
     kind = test[0]
     if kind == "?":
         return None
+    if kind == "k":  # a part `substitute` decided
+        return test[1]
     if kind == "not":
         inner = evaluate(test[1], env)
         return None if inner is None else not inner
@@ -91,7 +107,7 @@ def evaluate(test: tuple, env: dict):
             return decisive
         return None if None in values else (not decisive)
     value = env.get(test[1], UNKNOWN)
-    if value is UNKNOWN:
+    if value is UNKNOWN or isinstance(value, PassedOn):
         return None
     if kind == "truth":
         return bool(value)
@@ -101,6 +117,66 @@ def evaluate(test: tuple, env: dict):
         return bool(_APPLY[test[2]](value, test[3]))
     except TypeError:  # `"auto" < 1`: a comparison Python refuses; not ours to decide
         return None
+
+
+def substitute(test: tuple, env: dict) -> tuple:
+    """The test as the caller sees it: a parameter the call fixes (a literal, a literal default)
+    decides its part (`("k", bool)`), one it passes on from its own parameters is renamed to
+    that (`PassedOn`), any other is unknown (`("?",)`)."""
+    kind = test[0]
+    if kind in ("?", "k"):
+        return test
+    if kind == "not":
+        inner = substitute(test[1], env)
+        return ("k", not inner[1]) if inner[0] == "k" else inner if inner[0] == "?" else ("not", inner)
+    if kind in ("and", "or"):
+        decisive = kind == "or"
+        parts = [substitute(t, env) for t in test[1]]
+        if ("k", decisive) in parts:
+            return ("k", decisive)
+        parts = [p for p in parts if p[0] != "k"]
+        if not parts:
+            return ("k", not decisive)
+        if all(p[0] == "?" for p in parts):
+            return ("?",)
+        return (kind, tuple(parts))
+    value = env.get(test[1], UNKNOWN)
+    if isinstance(value, PassedOn):
+        return (kind, value.name) + tuple(test[2:])
+    decided = evaluate(test, {test[1]: value})
+    return ("?",) if decided is None else ("k", decided)
+
+
+def test_params(test: tuple) -> set:
+    """The parameters a compiled test still reads."""
+    kind = test[0]
+    if kind in ("?", "k"):
+        return set()
+    if kind == "not":
+        return test_params(test[1])
+    if kind in ("and", "or"):
+        return set().union(*(test_params(t) for t in test[1]))
+    return {test[1]}
+
+
+def render(test: tuple) -> str:
+    """A compiled test as Python source, for the reason a report gives."""
+    kind = test[0]
+    if kind == "?":
+        return "..."
+    if kind == "k":
+        return str(test[1])
+    if kind == "not":
+        return f"not {render(test[1])}"
+    if kind in ("and", "or"):
+        return f" {kind} ".join(f"({render(t)})" if t[0] in ("and", "or") else render(t) for t in test[1])
+    name = test[1] if isinstance(test[1], str) else test[1][1]  # a key of `**kwargs`: its name
+    if kind == "truth":
+        return name
+    if kind == "none":
+        return f"{name} is {'' if test[2] else 'not '}None"
+    symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[test[2]]
+    return f"{name} {symbol} {test[3]!r}"
 
 
 def _params(function) -> dict:
@@ -119,16 +195,31 @@ def _params(function) -> dict:
     return out
 
 
-def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict]:
-    """({function: (parameters, [(start, end, test)])} of the `if` blocks tested on parameters,
-    {(line, column): {position or keyword: literal}} of the calls passing literals)."""
+def _rebound(function) -> frozenset:
+    """The names the function's own body stores into (a parameter rebound is no pass-through)."""
+    return frozenset(sub.id for sub in own_nodes(function.body, frozenset({ast.Name}))
+                     if isinstance(sub.ctx, (ast.Store, ast.Del)))
+
+
+def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict, dict]:
+    """({function: (parameters, [(start, end, test)])} of the `if` blocks tested on parameters
+    (and of the functions that pass a parameter on, with no blocks),
+    {(line, column): {position or keyword: literal}} of the calls passing literals,
+    {(line, column): {position or keyword: parameter}} of the calls passing on a parameter of
+    their function unchanged)."""
     guards: dict[str, tuple] = {}
     literals: dict[tuple, dict] = {}
+    passes: dict[tuple, dict] = {}
 
     def function(node, local: str) -> None:
         params = _params(node)
         names = frozenset(params) - {"self", "cls"}
+        rebound = _rebound(node)
+        kept = names - rebound if names else frozenset()
+        # `**kwargs` of its own, handed on whole: what its callers put in it reaches the callee
+        own_kwargs = node.args.kwarg.arg if node.args.kwarg is not None and node.args.kwarg.arg not in rebound else None
         found = []
+        forwards = False
         for sub in own_nodes(node.body, _IF_OR_CALL):
             if isinstance(sub, ast.If) and names:
                 test = compile_test(sub.test, names)
@@ -139,21 +230,28 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict]
                         end = getattr(body[-1], "end_lineno", None) or body[-1].lineno
                         found.append((body[0].lineno, end, compiled))
             elif isinstance(sub, ast.Call):
-                passed = {}
+                passed, handed = {}, {}
+                pairs = []
                 for position, arg in enumerate(sub.args):
                     if isinstance(arg, ast.Starred):
                         break
+                    pairs.append((position, arg))
+                pairs.extend((k.arg, k.value) for k in sub.keywords if k.arg is not None)
+                for keyword in sub.keywords:
+                    if keyword.arg is None and isinstance(keyword.value, ast.Name) and keyword.value.id == own_kwargs:
+                        handed["**"] = own_kwargs
+                for at, arg in pairs:
                     value = _literal(arg)
                     if value is not UNKNOWN:
-                        passed[position] = value
-                for keyword in sub.keywords:
-                    if keyword.arg is not None:
-                        value = _literal(keyword.value)
-                        if value is not UNKNOWN:
-                            passed[keyword.arg] = value
+                        passed[at] = value
+                    elif isinstance(arg, ast.Name) and arg.id in kept:
+                        handed[at] = arg.id
                 if passed:
                     literals[(sub.lineno, sub.col_offset + 1)] = passed
-        if found:
+                if handed:
+                    passes[(sub.lineno, sub.col_offset + 1)] = handed
+                    forwards = True
+        if found or forwards:
             qualname = f"{module}.{local}" if module else local
             guards[qualname] = (params, found)
 
@@ -168,7 +266,7 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict]
                     walk(getattr(stmt, field, []), prefix)
 
     walk(tree.body, "")
-    return guards, literals
+    return guards, literals, passes
 
 
 class ConstArgs:
@@ -179,10 +277,14 @@ class ConstArgs:
         self.guards: dict[str, tuple] = {}
         self.literals: dict[str, dict] = {}  # path -> {(line, column): {position/keyword: value}}
         self.starred: dict[str, set] = {}  # path -> {(line, column)} of calls with *args/**kwargs
+        self.passes: dict[str, dict] = {}  # path -> {(line, column): {position/keyword: parameter}}
+        self.derived: dict[str, list] = {}  # function -> [(line, line, test)] (`derive`)
         for path, result in results.items():
             self.guards.update(getattr(result, "const_guards", None) or {})
             if getattr(result, "const_literals", None):
                 self.literals[path] = result.const_literals
+            if getattr(result, "const_passes", None):
+                self.passes[path] = result.const_passes
             passes = getattr(result, "flag_passes", None) or {}
             self.starred[path] = {at for at, (star, _, forwards) in passes.items() if star or forwards}
 
@@ -193,15 +295,60 @@ class ConstArgs:
             return ()
         return tuple(i for i, (start, end, _) in enumerate(entry[1]) if start <= line <= end)
 
+    def item(self, qualname: str, index: int) -> tuple:
+        """(start, end, test) of a guard: an `if` block of the function, or past those, a call
+        that syncs only under its callee's guard on a parameter it passes on (`derive`)."""
+        items = self.guards[qualname][1]
+        if index < len(items):
+            return items[index]
+        return self.derived[qualname][index - len(items)]
+
+    def derive(self, caller: str, path: str, call, target: str, shift: int, key: tuple) -> tuple:
+        """The guard a call puts on its callee's guarded sync (`key`) in the caller's terms:
+        `top_raw(..., no_copy_to_cpu=no_copy_to_cpu)` syncs only when the caller's own
+        `no_copy_to_cpu` is false. (index,) of that guard of `caller` (a block of the call's line
+        only, kept apart from its `if` blocks), or () when the call's arguments leave no test on
+        the caller's parameters (the sync is the call's, unconditionally)."""
+        if caller not in self.guards:
+            return ()
+        tests = [self.item(target, index)[2] for index in key]
+        test = tests[0] if len(tests) == 1 else ("and", tuple(tests))
+        test = substitute(test, self.env(path, call, target, shift, passed_on=True, wanted=test_params(test)))
+        if not test_params(test):
+            return ()
+        own = self.derived.setdefault(caller, [])
+        block = (call.line, call.line, test)
+        if block not in own:
+            own.append(block)
+        return (len(self.guards[caller][1]) + own.index(block),)
+
     def ruled_out(self, path: str, call, target: str, shift: int, key: tuple) -> str | None:
         """Why the call cannot take the guarded branch `key` (indices into the target's guards)
         of `target`, or None when it may."""
         entry = self.guards.get(target)
         if entry is None or not key:
             return None
-        params, items = entry
-        literals = self.literals.get(path, {}).get((call.line, call.column), {})
-        star = (call.line, call.column) in self.starred.get(path, ())
+        env = self.env(path, call, target, shift)
+        for index in key:
+            start, end, test = self.item(target, index)
+            if evaluate(test, env) is False:
+                short = target.rsplit(".", 1)[-1]
+                return f"constant arguments rule out the branch of `{short}` that syncs (line {start})"
+        return None
+
+    def env(self, path: str, call, target: str, shift: int, passed_on: bool = False, wanted=()) -> dict:
+        """What the call fixes for each parameter of `target`: the literal it passes, the literal
+        default of one it leaves out (not when `*args`/`**kwargs` may pass it unseen), with
+        `passed_on` a `PassedOn` for one it hands on from its own parameters; else UNKNOWN.
+        A call that hands on its own `**kwargs` passes a parameter it does not name as the
+        key of that name in them: `PassedOn(("**", name, default))`; `wanted` names such keys
+        of `target`'s own `**kwargs` that a test reads (`fmha_sm100(..., **kwargs)` ->
+        `_fmha_sm100(..., check_input_valid: bool = False)`): absent, the innermost default."""
+        params = self.guards[target][0]
+        at_call = (call.line, call.column)
+        literals = self.literals.get(path, {}).get(at_call, {})
+        handed = self.passes.get(path, {}).get(at_call, {}) if passed_on else {}
+        star = at_call in self.starred.get(path, ())
         env = {}
         for name, (position, default) in params.items():
             value = UNKNOWN
@@ -212,13 +359,27 @@ class ConstArgs:
                     named = True
                     at = keyword if keyword == name else arg_position
                     value = literals.get(at, UNKNOWN)
+                    if value is UNKNOWN and at in handed:
+                        value = PassedOn(handed[at])
                     break
             if not named and not star and default[0] == "v":
                 value = default[1]
+            elif not named and star and "**" in handed:
+                value = PassedOn(("**", name, default))
             env[name] = value
-        for index in key:
-            start, end, test = items[index]
-            if evaluate(test, env) is False:
-                short = target.rsplit(".", 1)[-1]
-                return f"constant arguments rule out the branch of `{short}` that syncs (line {start})"
-        return None
+        for name in wanted:
+            if not isinstance(name, tuple):
+                continue
+            _, key, default = name
+            value = UNKNOWN
+            named = [keyword for _, keyword, _ in call.args if keyword == key]
+            if named:
+                value = literals.get(key, UNKNOWN)
+                if value is UNKNOWN and key in handed:
+                    value = PassedOn(handed[key])
+            elif star:
+                value = PassedOn(name) if "**" in handed else UNKNOWN
+            elif default[0] == "v":
+                value = default[1]
+            env[name] = value
+        return env

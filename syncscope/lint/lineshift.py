@@ -114,6 +114,14 @@ def _values(strip):
     return values
 
 
+def _loop(item, out: list):
+    """loops.py's loop: (first line, last line, names steps, parent index, its own ranges)."""
+    if not isinstance(item, tuple) or len(item) != 5 or not isinstance(item[4], tuple):
+        return ("not a loop", item)
+    start, end, steps, parent, owned = item
+    return (_line(start, out), _line(end, out), steps, parent, _each(_positions(0, 1))(owned, out))
+
+
 def _keyed_by_line_column(table, out: list):
     """{(line, column): value}: the lines are in the keys."""
     if not isinstance(table, dict):
@@ -183,6 +191,8 @@ _STRIP = {
     "flag_passes": _keyed_by_line_column,
     "const_guards": _const_guards,
     "const_literals": _keyed_by_line_column,
+    "const_passes": _keyed_by_line_column,
+    "loops": _values(_each(_loop)),
     "straight": _values(_each(_positions(0, 1))),
     "spans": _values(_positions(0, 1)),
     "memos": _values(_each(_positions(0, 1))),

@@ -13,14 +13,17 @@ A per-step method often builds something on first use and keeps it:
     if not hasattr(self, "_ptrs"): self._ptrs = torch.tensor([...], device=...)
     if self.step_index is None: self._init_step_index(t)   # the method named for the field fills it
 
+    @cached_property
+    def precomputed_freqs_cis(self): ...                     # the whole body, on first read
+
 What such a fill does runs once per object (`if self.x is None or bs != self.bs:` is not one: what
 forces the rebuild may change every step).
 Whether that is once or every step depends on how long the object lives: the analyzer keeps a
 lazy field of a per-step object (vLLM's `CommonAttentionMetadata.seq_lens_cpu`) as a sync for
 its callers. Here the fill is cold only in a class that serves steps itself: it (or an in-tree
 base) defines a per-step root method (`forward`, `build`, `step`, ...: library facts `[roots]
-hot`), so its objects are built at start-up (a module, a metadata builder, a scheduler) and live
-across steps. Read from each file's `ast` (`file_memos`), decided over the whole tree
+hot`), or it is known to be an `nn.Module` (a submodule with helper methods only), so its objects
+are built at start-up (a module, a metadata builder, a scheduler) and live across steps. Read from each file's `ast` (`file_memos`), decided over the whole tree
 (`memo_lines`). Everything recorded is plain tuples and dicts: it is pickled into the lint cache.
 """
 
@@ -30,6 +33,7 @@ import ast
 import fnmatch
 import re
 
+from .ast_annotations import dotted
 from .modules import ModuleKinds
 
 
@@ -178,6 +182,9 @@ def file_memos(tree: ast.Module, module: str) -> dict[str, list]:
                 walk(stmt.body, f"{prefix}{stmt.name}.", True)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class:
                 out: list = []
+                if any((dotted(d) or "").rsplit(".", 1)[-1] == "cached_property" for d in stmt.decorator_list):
+                    # `@cached_property`: the body fills the instance's `__dict__` on first read
+                    out.append((stmt.body[0].lineno, _end(stmt.body[-1]), stmt.name, None))
                 _block(stmt.body, {}, out)
                 if out:
                     local = f"{prefix}{stmt.name}"
@@ -221,8 +228,10 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
                 subclasses.setdefault(inner, []).append(cls)
 
     def up(cls: str, depth: int = 0) -> str | None:
-        """The class or an in-tree base that has a per-step method."""
-        if cls in serving:
+        """The class or an in-tree base that has a per-step method; or the class itself when it
+        is known to be an `nn.Module` (vLLM's `Rope2DPosEmb`, a submodule with no `forward`:
+        modules are built with the model and live across steps)."""
+        if cls in serving or (depth == 0 and kinds.known_module(cls)):
             return cls
         for base in bases.get(cls) or () if depth < 16 else ():
             inner = program.chase(base, True) if base else None
@@ -251,10 +260,12 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
         if server is None:
             continue  # an object of unknown lifetime (may be built every step): its fill stays
         short = owner.rsplit(".", 1)[-1]
+        lives = f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method)" if server in serving \
+            else "is an nn.Module"
         for start, end, field, method in items:
             if method is not None and roots.match(method):
                 continue  # `if self.forward_metadata is None: self.init_forward_metadata(b)`: per step anyway
             found.setdefault(program.path_of[qualname], []).append(
                 (start, end, f"runs once per object: fills `self.{field}` on first use, and `{short}` "
-                             f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method), so it lives across them"))
+                             f"{lives}, so it lives across them"))
     return found

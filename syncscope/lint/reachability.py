@@ -390,17 +390,33 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
 
 
 def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                   cold_name=None) -> tuple[dict[str, tuple] | None, dict[str, list]]:
+                   cold_name=None, const=None) -> tuple[dict[str, tuple] | None, dict[str, list]]:
     """(qualname -> why (the path from its root) for every per-step or per-request function,
     or None when the linted code has no root at all (then only cold lines are left out);
-    {path: [(start, end, why)]}: the per-request functions' lines that run once per request)."""
+    {path: [(start, end, why)]}: the per-request functions' lines that run once per request,
+    and (with `const`, constargs.ConstArgs) the guarded blocks no per-step call takes)."""
     walk = PerStep(program, edges, results, library, guarded, cold_name)
     walk.run()
     if not walk.reached and not walk.request:
         return None, {}  # no per-step root in the linted code (a script, a kernel library): no scope
+    untaken: dict[str, list] = {}
+    if const is not None:
+        from .stepargs import StepArgs
+
+        untaken, calls = StepArgs(program, walk, const).cold_blocks()
+        if untaken:
+            # walk again without following the calls in those blocks (a helper that only a
+            # shutdown path's `wait=True` reaches); fewer callers only rule out more
+            merged = {path: list(guarded.get(path, ())) + untaken.get(path, []) for path in guarded.keys() | untaken.keys()}
+            walk = PerStep(program, edges, results, library, merged, cold_name)
+            walk.run()
     table = {qualname: walk.why(qualname) for qualname in walk.reached}
     table.update((qualname, walk.why(qualname)) for qualname in walk.request)
-    return table, walk.request_lines()
+    once = walk.request_lines()
+    for table_of in (untaken, calls) if const is not None else ():
+        for path, lines in table_of.items():
+            once[path] = once.get(path, []) + lines
+    return table, once
 
 
 def cold_calls_removed(program, edges: dict, results: dict, guarded: dict) -> dict:

@@ -131,10 +131,7 @@ class Solver:
         for call, target, shift in self.edges.get(qualname, ()):
             callee = self.summaries[target]
             here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
-            synced = self.call_sync(path, call, target, shift)
-            if synced is not None:
-                summary.add_sync(self._under(qualname, call.line), _join(here, synced))
-            else:
+            if not self.add_call_syncs(summary, qualname, path, call, target, shift, here):
                 ruled = self.call_ruled(path, call, target, shift)
                 if ruled is not None and (summary.ruled is None or len(ruled[0]) + 1 < len(summary.ruled[0])):
                     summary.ruled = (_join(here, ruled[0]), ruled[1])
@@ -158,6 +155,26 @@ class Solver:
         summary.ret = self.returns(qualname, facts)
         summary.elements = self.tuple_returns(qualname, facts)
         return summary
+
+    def add_call_syncs(self, summary: Summary, qualname: str, path: str, call: CallRecord, target: str,
+                       shift: int, here: ChainStep) -> bool:
+        """Add what the call syncs whatever it passes to the caller's summary: the callee's
+        unconditional chain, or each guarded one this call's literals do not rule out, under the
+        caller's own guards of the line and, where the call passes on a parameter the callee's
+        guard tests, under that test in the caller's terms (constargs `derive`). False: none."""
+        callee = self.summaries[target]
+        under = self._under(qualname, call.line)
+        if callee.sync is not None:
+            summary.add_sync(under, _join(here, callee.sync))
+            return True
+        added = False
+        for key, chain in callee.gsync.items():
+            if self.const.ruled_out(path, call, target, shift, key) is not None:
+                continue
+            derived = self.const.derive(qualname, path, call, target, shift, key)
+            summary.add_sync(tuple(sorted(set(under) | set(derived))), _join(here, chain))
+            added = True
+        return added
 
     def _under(self, qualname: str, line: int) -> tuple:
         return self.const.under(qualname, line) if self.const is not None else ()
@@ -485,7 +502,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
             guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
-    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name) \
+    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name, solver.const) \
         if library is not None else (None, {})
     # the lines of per-request functions outside their loops are cold for the findings on them
     # only: a sync there still counts for a per-step caller, so the edges above keep it

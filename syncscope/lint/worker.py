@@ -54,6 +54,7 @@ class RawResult:
     # blocks tested on parameters; (line, column) -> the literals a call passes
     const_guards: dict = field(default_factory=dict)
     const_literals: dict = field(default_factory=dict)
+    const_passes: dict = field(default_factory=dict)  # (line, column) -> parameters passed on unchanged
     # per-request entry points (loops.py): function -> line ranges that run once per call (not
     # in a loop), class -> its bases as qualified names (None: cannot be told)
     straight: dict = field(default_factory=dict)
@@ -211,7 +212,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.flag_guards, result.flag_passes = file_flags(tree, module)
     from .constargs import file_const_guards
 
-    result.const_guards, result.const_literals = file_const_guards(tree, module)
+    result.const_guards, result.const_literals, result.const_passes = file_const_guards(tree, module)
     from .loops import file_loop_facts
 
     result.straight, result.bases, result.spans, result.makes, result.loops = file_loop_facts(tree, module, aliases)
