@@ -21,7 +21,8 @@ import libcst as cst
 
 from . import provenance as P
 from .context import FunctionContext, RawFinding, _root_value, attribute_source, inherit_closure_sources
-from .evaluate import ExpressionEvaluator, annotation_where, class_check, element_where, plain_type_check as _plain_check
+from .evaluate import ExpressionEvaluator, annotation_where, class_check, element_where
+from .syntax_shapes import plain_type_check as _plain_check
 from .branch_merge import always_exits, keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
 from .imports import dotted, record_import
 from .vocabulary import PASS_THROUGH, decorator_kind

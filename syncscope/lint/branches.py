@@ -32,6 +32,7 @@ import ast
 import functools
 import re
 
+from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .errorpaths import always_raises, error_block, tail_call_line
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
@@ -282,7 +283,7 @@ class _Walk:
                     self.error_paths(stmt, function)
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:
-                        how = "once per new largest size" if isinstance(stmt.test.ops[0], _GROWTH) else "once per key"
+                        how = "once per new largest size" if isinstance(stmt.test.ops[0], GROWTH) else "once per key"
                         self.mark(stmt.body[0], stmt.body[-1], f"fills the module's cache `{cache}`: runs {how}")
                 self.block(stmt.body, classes, function)
                 self.block(stmt.orelse, classes, function)
@@ -347,21 +348,21 @@ class _Walk:
             cache, key = right.id, test.left
         elif isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None \
                 and isinstance(test.left, ast.Name):
-            looked_up = _looked_up(test.left.id, before)
+            looked_up = entry_looked_up(test.left.id, before)
             if looked_up is None:
                 return None
             cache, key = looked_up
-        elif isinstance(op, _GROWTH):
+        elif isinstance(op, GROWTH):
             # growth: `cap = 0 if cached is None else cached["cap"]` then `if cap < bs:` rebuilds
             # the entry bigger (vLLM/SGLang buffers doubled on demand): once per new largest size
             smaller = test.left if isinstance(op, (ast.Lt, ast.LtE)) else right
-            looked_up = _capacity_of(smaller, before)
+            looked_up = capacity_of(smaller, before)
             if looked_up is None:
                 return None
             cache, key = looked_up
         else:
             return None
-        if cache not in self.module_names or _by_identity(key, before):
+        if cache not in self.module_names or by_identity(key, before):
             return None
         stored = any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == cache
                      for node in stmt.body for inner in ast.walk(node) if isinstance(inner, ast.Assign)
@@ -519,55 +520,6 @@ def keyword_dicts(function) -> dict[str, tuple]:
         if keys and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
             found[name] = tuple(k.value for k in keys)
     return found
-
-
-def _looked_up(name: str, before: list) -> tuple[str, ast.AST] | None:
-    """(the dict, the key) of the last `name = DICT.get(key)` among `before`, else None."""
-    for stmt in reversed(before):
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-            value = stmt.value
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get" \
-                    and isinstance(value.func.value, ast.Name) and value.args:
-                return value.func.value.id, value.args[0]
-            return None
-    return None
-
-
-_GROWTH = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-
-
-def _capacity_of(node: ast.AST, before: list) -> tuple[str, ast.AST] | None:
-    """(the dict, the key) when `node` is a local read from an entry of a dict looked up among
-    `before`: `cap = 0 if cached is None else int(cached["cap_bs"])` after `cached =
-    DICT.get(key)` (the capacity a growth test compares with the size asked for), else None."""
-    if not isinstance(node, ast.Name):
-        return None
-    for stmt in reversed(before):
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets):
-            for inner in ast.walk(stmt.value):
-                if isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name):
-                    found = _looked_up(inner.value.id, before)
-                    if found is not None:
-                        return found
-            return None
-    return None
-
-
-def _by_identity(key: ast.AST, before: list) -> bool:
-    """Whether the key (or the local it names, assigned among `before`) reads an object's
-    identity: `id(...)` or `.data_ptr()`."""
-    nodes = [key]
-    if isinstance(key, ast.Name):
-        nodes += [stmt.value for stmt in before if isinstance(stmt, ast.Assign)
-                  and any(isinstance(t, ast.Name) and t.id == key.id for t in stmt.targets)]
-    for node in nodes:
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Call):
-                called = inner.func
-                if (isinstance(called, ast.Name) and called.id == "id") or \
-                        (isinstance(called, ast.Attribute) and called.attr == "data_ptr"):
-                    return True
-    return False
 
 
 def _module_names(tree: ast.Module) -> frozenset:

@@ -16,6 +16,7 @@ from . import provenance as P
 from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
+from .syntax_shapes import plain_type_check, target_names
 from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
                          PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
@@ -347,7 +348,7 @@ class ExpressionEvaluator:
         tensor_rows = parts is None and self.peek(iterable, ctx) == P.TENSOR
         source = ctx.param_of(iterable) if tensor_rows and where not in (P.PY, P.DEVICE) else None
         if source is not None:
-            for name in _target_names(target):
+            for name in target_names(target):
                 if ctx.env.get(name) not in (P.PY, P.DEVICE):
                     ctx.derived[name] = source
 
@@ -585,32 +586,3 @@ def _py_handler(_analyzer, node, ctx) -> P.Place:
 
 def _unknown_handler(_analyzer, node, ctx) -> P.Place:
     return _unknown(node, ctx)
-
-
-# Python types an `isinstance` test can name: a value that passes it is no tensor.
-_PLAIN_TYPES = frozenset("list tuple int float bool str dict set".split())
-
-
-def plain_type_check(test: cst.BaseExpression) -> tuple[str | None, bool]:
-    """`isinstance(x, list)` / `isinstance(x, (int, float))` (or its `not`): the name tested and
-    whether the test is negated; None where the types are not all plain Python ones."""
-    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-    call = test.expression if negated else test
-    if not isinstance(call, cst.Call) or dotted(call.func) != "isinstance" or len(call.args) != 2:
-        return None, False
-    kinds = call.args[1].value
-    names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-    if not names or not all(isinstance(n, cst.Name) and n.value in _PLAIN_TYPES for n in names):
-        return None, False
-    return dotted(call.args[0].value), negated
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    """The plain names a `for` target binds (`t, (h, w)`: t, h, w)."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []

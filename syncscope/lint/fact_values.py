@@ -33,3 +33,15 @@ def combine(facts: list[Fact]) -> Fact:
         if fact[1] is not None or fact[2] is not None:
             return fact
     return (P.combine(*[f[0] for f in facts]), None, None) if facts else PY_FACT
+
+
+def keep_params_made_host(before: dict, env: dict) -> None:
+    """After an `if`: a parameter one arm replaces with host data (`if not isinstance(grid_thw,
+    torch.Tensor): grid_thw = torch.tensor(grid_thw)`) is still the parameter's data, so what
+    the callers pass decides (as analyzer.py's walk has it, branch_merge.keep_param_sources;
+    vLLM ernie45_vl's `prepare_encoder_metadata`). Host where it follows the parameter: a Python
+    value passed for it becomes host data here (wholeprogram.host_fed), a device tensor stays on
+    the device. `before`: the facts before the `if`; `env`: after it, updated in place."""
+    for name, fact in before.items():
+        if fact[1] is not None and fact[2] is None and P.known_host(env.get(name, fact)[0]) and env.get(name) != fact:
+            env[name] = (P.HOST, fact[1], None)

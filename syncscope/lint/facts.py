@@ -29,8 +29,8 @@ from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HO
                          literal_device_place, named_device_place, torch_gives_python)
 from .errorpaths import always_exits
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, PY_FACT as _PY, UNKNOWN_FACT as _UNKNOWN
-from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine
-from .nodewalk import flat_statements
+from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine, keep_params_made_host
+from .nodewalk import flat_statements, names_bound
 
 
 class FileFacts:
@@ -263,11 +263,10 @@ class _Scope:
                     self.facts["returns"].append(fact)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             rows = self.eval(stmt.iter)
-            # the rows of a tensor parameter (`for t, h, w in grid_thw:`) are still what the
-            # callers passed, as in the rules' walk (evaluate.bind_loop); other items (of a
-            # list, of anything else) are unknown
+            # the rows of a tensor parameter (`for t, h, w in grid_thw:`) are what the callers
+            # passed (as evaluate.bind_loop); other items (of a list, of anything) are unknown
             row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR else _UNKNOWN
-            for name in _names_bound(stmt.target):
+            for name in names_bound(stmt.target):
                 self.env[name] = row
                 self.local_defs.pop(name, None)
             if row is _UNKNOWN:
@@ -287,16 +286,7 @@ class _Scope:
             if always_exits(stmt.body):  # only the other path reaches what follows the `if`
                 self.env = before
             self.block(stmt.orelse)
-            # a parameter one arm replaces with host data (`if not isinstance(grid_thw,
-            # torch.Tensor): grid_thw = torch.tensor(grid_thw)`) is still the parameter's data
-            # after the `if`: what the callers pass decides (as analyzer.py's walk has it,
-            # branch_merge.keep_param_sources; vLLM ernie45_vl's `prepare_encoder_metadata`)
-            # Host where it follows the parameter: a Python value passed for it becomes host
-            # data here (wholeprogram.host_fed), a device tensor stays on the device.
-            for name, fact in before.items():
-                if fact[1] is not None and fact[2] is None and P.known_host(self.env.get(name, fact)[0]) \
-                        and self.env.get(name) != fact:
-                    self.env[name] = (P.HOST, fact[1], None)
+            keep_params_made_host(before, self.env)
         elif isinstance(stmt, ast.While):
             self.eval(stmt.test)
             self.block(stmt.body)
@@ -608,14 +598,3 @@ def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.
     walker = FileFacts(module, aliases, hints, is_cold)
     walker.run(tree)
     return walker.functions, walker.classes
-
-
-def _names_bound(target) -> list[str]:
-    """The plain names a `for` target binds (`t, (h, w)`: t, h, w)."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in _names_bound(element)]
-    if isinstance(target, ast.Starred):
-        return _names_bound(target.value)
-    return []

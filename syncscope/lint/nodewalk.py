@@ -102,3 +102,14 @@ def flat_statements(body):
             yield from flat_statements(getattr(node, "finalbody", []))
         else:
             yield node
+
+
+def names_bound(target) -> list[str]:
+    """The plain names a `for` target binds (`t, (h, w)`: t, h, w)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in names_bound(element)]
+    if isinstance(target, ast.Starred):
+        return names_bound(target.value)
+    return []
