@@ -120,8 +120,8 @@ class region:
     def __init__(self, name: str, *, policy: Policy | str | None = None) -> None:
         self.name = name
         self.policy = Policy(policy) if policy is not None else None
-        # What __exit__ undoes: None while not entered, a bare Token for the monitor's unsampled
-        # region, else one entry's tuple, whose last item is what this object held before it (an
+        # What __exit__ undoes: None while not entered, a bare Token for a region that only
+        # pushed the stack (no policy, no gate or step observer to tell), else one entry's tuple, whose last item is what this object held before it (an
         # object entered again inside itself stacks its entries that way).
         self._saved: contextvars.Token | tuple | None = None
 
@@ -134,6 +134,13 @@ class region:
         outer = _regions.get()
         gate = _trap.sampler
         if outer or gate is None:
+            # The common case with no monitor, and every nested region: nothing but the stack to
+            # push. A bare token, as for the monitor's unsampled region, spares `_enter`'s call
+            # and its tuple (bench/monitor_overhead.py's `region_alone` arm). The outermost
+            # region still goes the long way when a step observer counts steps.
+            if self.policy is None and self._saved is None and (outer or _trap.step_observer is None):
+                self._saved = _regions.set(outer + (self.name,))
+                return None
             return self._enter(outer, _trap, None)
         # The outermost region of a step under a monitor. Most are not sampled: they take one
         # counter step, one comparison and one context-variable write (so that regions nested
@@ -162,7 +169,7 @@ class region:
 
     def __exit__(self, exc_type, exc, traceback) -> bool:
         saved = self._saved
-        if type(saved) is _Token:  # the monitor's unsampled region
+        if type(saved) is _Token:  # only the stack was pushed (__enter__'s short paths)
             self._saved = None
             _regions.reset(saved)
             return False
