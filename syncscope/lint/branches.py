@@ -36,6 +36,7 @@ from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .errorpaths import always_raises, error_block, tail_call_line
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
+from .platform_fields import class_fields, foreign_stores
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -62,6 +63,9 @@ class Conditions:
 
     def __init__(self, library: LibraryFacts) -> None:
         self.lib = library
+        # `self.<field>` -> (value, why) in the class walked: fields set only from a decided
+        # test (platform_fields.py: `self.sync_dbo_comm = current_platform.is_rocm()`)
+        self.fields: dict[str, tuple[bool, str]] = {}
 
     def evaluate(self, node) -> tuple[bool | None, str]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -101,6 +105,8 @@ class Conditions:
     def _named(self, name: str) -> tuple[bool | None, str]:
         if not name:
             return None, ""
+        if name.startswith("self.") and name[5:] in self.fields:
+            return self.fields[name[5:]]
         for entry in self.lib.false_while_serving:
             if name == entry or name.endswith("." + entry):
                 return False, f"`{name}` is false while serving"
@@ -225,6 +231,7 @@ class _Walk:
         self.tails: dict[str, list[tuple[int, int, int]]] = {}
         self.in_try = 0  # depth of `try` bodies around the block walked, in this function
         self.module_names: frozenset = frozenset()  # top-level assigned names (cache_fill)
+        self.foreign: frozenset = frozenset()  # attributes stored on receivers other than `self`
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -263,7 +270,10 @@ class _Walk:
             if isinstance(stmt, ast.ClassDef):
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` is for another platform than CUDA")
+                outer_fields = self.conditions.fields
+                self.conditions.fields = class_fields(stmt, self.conditions.evaluate, self.foreign)
                 self.block(stmt.body, classes + [stmt.name], None)
+                self.conditions.fields = outer_fields
                 continue
             if isinstance(stmt, (ast.If, ast.While)):
                 value, why = self.conditions.evaluate(stmt.test)
@@ -545,6 +555,7 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     paths raise, {function: [(start, end, line of the call the block ends in)]}))."""
     walk = _Walk(module, aliases, library)
     walk.module_names = _module_names(tree)
+    walk.foreign = foreign_stores(tree)
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)
 
