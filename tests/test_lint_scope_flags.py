@@ -63,3 +63,78 @@ def test_a_field_stored_from_outside_the_class_stays_unknown(tmp_path):
 """
     run = lint_package(tmp_path, {"platforms.py": PLATFORMS, "moe.py": source})
     assert "SYN502" in [c for _, _, c in where(run)], where(run)
+
+
+# -- caches grown past their size, kept while big enough or on the same device ---------------
+GROWTH = """
+    import numpy as np
+    import torch
+
+    class Resampler(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.max_size = 16
+
+        def _grow(self, size: int, device):
+            if size > self.max_size:
+                self.max_size = size
+                self.table = torch.from_numpy(np.arange(size)).to(device)
+
+        def forward(self, x: torch.Tensor, size: int):
+            self._grow(size, x.device)
+            return x + self.table[:size]
+"""
+
+
+def test_a_table_grown_past_its_cached_size_is_rebuilt_rarely(tmp_path):
+    assert where(lint_package(tmp_path, {"model.py": GROWTH})) == []
+    cold = cold_reasons(lint_package(tmp_path, {"model.py": GROWTH}, include_cold=True))
+    assert list(cold) == [("pkg/model.py", 13)] and "new largest size" in cold[("pkg/model.py", 13)], cold
+
+
+def test_a_table_rebuilt_whenever_the_size_differs_stays_per_step(tmp_path):
+    # `!=`: a smaller batch rebuilds it too, back and forth with each step's size
+    source = GROWTH.replace("if size > self.max_size:", "if size != self.max_size:")
+    assert 13 in [line for _, line, _ in where(lint_package(tmp_path, {"model.py": source}))]
+
+
+KEPT = """
+    import torch
+
+    class Encoding(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pe = None
+            self.axis = None
+
+        def extend_pe(self, x: torch.Tensor):
+            if self.pe is not None and self.pe.size(1) >= x.size(1):
+                return
+            pe = torch.zeros(x.size(1), 8)
+            self.pe = pe.to(device=x.device)
+
+        def axis_map(self, device):
+            cache = self.axis
+            if cache is not None and cache.device == device:
+                return cache
+            self.axis = torch.zeros(4).to(device)
+            return self.axis
+
+        def forward(self, x: torch.Tensor):
+            self.extend_pe(x)
+            return x + self.pe[:, : x.size(1)] + self.axis_map(x.device)
+"""
+
+
+def test_a_cache_kept_while_big_enough_or_on_the_same_device_is_built_rarely(tmp_path):
+    assert where(lint_package(tmp_path, {"model.py": KEPT})) == []
+    cold = cold_reasons(lint_package(tmp_path, {"model.py": KEPT}, include_cold=True))
+    assert sorted(line for _, line in cold) == [14, 20], cold
+
+
+def test_a_cache_kept_only_for_the_same_size_is_rebuilt_every_step(tmp_path):
+    # equal sizes and a device compared with a size are no keys that hold across steps
+    source = KEPT.replace("self.pe.size(1) >= x.size(1)", "self.pe.size(1) == x.size(1)") \
+        .replace("cache.device == device", "cache.shape[0] == device")
+    lines = [line for _, line, _ in where(lint_package(tmp_path, {"model.py": source}))]
+    assert 14 in lines and 20 in lines, lines
