@@ -138,3 +138,49 @@ def test_a_cache_kept_only_for_the_same_size_is_rebuilt_every_step(tmp_path):
         .replace("cache.device == device", "cache.shape[0] == device")
     lines = [line for _, line, _ in where(lint_package(tmp_path, {"model.py": source}))]
     assert 14 in lines and 20 in lines, lines
+
+
+# -- lazy set-up behind an `inited` flag ------------------------------------------------------
+INIT_FLAG = """
+    import torch
+
+    class _State:
+        def __init__(self):
+            self.inited = False
+            self.failed = False
+
+        def init(self, group):
+            self.inited = True
+
+    STATE = _State()
+
+    def ready(group) -> bool:
+        if STATE.failed:
+            return False
+        if STATE.inited:
+            return True
+        STATE.init(group)
+        agreed = torch.ones(1, device="cuda")
+        if agreed.item() == 0:
+            STATE.failed = True
+            return False
+        return True
+
+    class Attention(torch.nn.Module):
+        def forward(self, x: torch.Tensor, group):
+            if ready(group):
+                return x * 2
+            return x
+"""
+
+
+def test_lazy_set_up_of_a_module_level_object_runs_once(tmp_path):
+    assert where(lint_package(tmp_path, {"comm.py": INIT_FLAG})) == []
+    cold = cold_reasons(lint_package(tmp_path, {"comm.py": INIT_FLAG}, include_cold=True))
+    assert list(cold) == [("pkg/comm.py", 21)] and "STATE.inited" in cold[("pkg/comm.py", 21)], cold
+
+
+def test_a_flag_the_rest_never_sets_is_no_lazy_set_up(tmp_path):
+    # nothing after the early return sets up the object: every call without it runs the sync
+    source = INIT_FLAG.replace("        STATE.init(group)\n", "")
+    assert ("pkg/comm.py", 20) in [(p, line) for p, line, _ in where(lint_package(tmp_path, {"comm.py": source}))]

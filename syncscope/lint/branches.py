@@ -34,6 +34,7 @@ import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .errorpaths import always_raises, error_block, tail_call_line
+from .initflags import once_after
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
 from .platform_fields import class_fields, foreign_stores
@@ -290,6 +291,9 @@ class _Walk:
                     if isinstance(stmt, ast.If) and _terminates(stmt.body) and rest:
                         self.mark(rest[0], rest[1], why)
                 if isinstance(stmt, ast.If):
+                    once = once_after(stmt, body[index + 1:], self.module_names) if function and rest else None
+                    if once:
+                        self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:
