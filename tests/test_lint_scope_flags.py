@@ -1,5 +1,5 @@
 """Issue 24, second pass on classes 1 and 3: a platform test kept in a field
-(syncscope/lint/platform_fields.py), caches grown past a cached size and values kept once a
+(syncscope/lint/held_tests.py), caches grown past a cached size and values kept once a
 device or size matches (syncscope/lint/memo.py), and lazy set-up behind an `inited` flag that
 returns early (syncscope/lint/initflags.py). Each VALID package is not reported by default (its
 finding is cold with `include_cold`); each INVALID twin stays per-step."""
@@ -184,3 +184,32 @@ def test_a_flag_the_rest_never_sets_is_no_lazy_set_up(tmp_path):
     # nothing after the early return sets up the object: every call without it runs the sync
     source = INIT_FLAG.replace("        STATE.init(group)\n", "")
     assert ("pkg/comm.py", 20) in [(p, line) for p, line, _ in where(lint_package(tmp_path, {"comm.py": source}))]
+
+
+# -- a local bound once to a decided test ---------------------------------------------------
+LOCAL = """
+    import torch
+
+    class Allocator(torch.nn.Module):
+        def __init__(self, pool):
+            super().__init__()
+            self.pool = pool
+
+        def forward(self, pages: torch.Tensor):
+            check = pages.numel() > 1 and self.pool.debug_mode
+            if check:
+                assert torch.all(pages >= 0)
+            return pages
+"""
+
+
+def test_a_local_set_once_from_a_debug_switch_carries_it(tmp_path):
+    assert where(lint_package(tmp_path, {"alloc.py": LOCAL})) == []
+    cold = cold_reasons(lint_package(tmp_path, {"alloc.py": LOCAL}, include_cold=True))
+    assert list(cold) == [("pkg/alloc.py", 12)] and "`check`" in cold[("pkg/alloc.py", 12)], cold
+
+
+def test_a_local_set_again_stays_unknown(tmp_path):
+    source = LOCAL.replace("            if check:", "            if pages.is_cuda:\n                check = True\n"
+                                                    "            if check:")
+    assert [line for _, line, _ in where(lint_package(tmp_path, {"alloc.py": source}))] == [14]

@@ -37,7 +37,7 @@ from .errorpaths import always_raises, error_block, tail_call_line
 from .initflags import once_after
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
-from .platform_fields import class_fields, foreign_stores
+from .held_tests import class_fields, foreign_stores, function_locals
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -67,6 +67,7 @@ class Conditions:
         # `self.<field>` -> (value, why) in the class walked: fields set only from a decided
         # test (platform_fields.py: `self.sync_dbo_comm = current_platform.is_rocm()`)
         self.fields: dict[str, tuple[bool, str]] = {}
+        self.locals: dict[str, tuple[bool, str]] = {}  # the same for the function's locals
 
     def evaluate(self, node) -> tuple[bool | None, str]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -108,6 +109,8 @@ class Conditions:
             return None, ""
         if name.startswith("self.") and name[5:] in self.fields:
             return self.fields[name[5:]]
+        if name in self.locals:
+            return self.locals[name]
         for entry in self.lib.false_while_serving:
             if name == entry or name.endswith("." + entry):
                 return False, f"`{name}` is false while serving"
@@ -265,16 +268,19 @@ class _Walk:
                 for decorator in stmt.decorator_list:
                     self.calls(decorator, function)
                 outer, self.in_try = self.in_try, 0
+                outer_locals = self.conditions.locals
+                self.conditions.locals = function_locals(stmt, self.conditions.evaluate)
                 self.block(stmt.body, classes, local)
-                self.in_try = outer
+                self.in_try, self.conditions.locals = outer, outer_locals
                 continue
             if isinstance(stmt, ast.ClassDef):
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` is for another platform than CUDA")
-                outer_fields = self.conditions.fields
+                outer_fields, outer_locals = self.conditions.fields, self.conditions.locals
+                self.conditions.locals = {}
                 self.conditions.fields = class_fields(stmt, self.conditions.evaluate, self.foreign)
                 self.block(stmt.body, classes + [stmt.name], None)
-                self.conditions.fields = outer_fields
+                self.conditions.fields, self.conditions.locals = outer_fields, outer_locals
                 continue
             if isinstance(stmt, (ast.If, ast.While)):
                 value, why = self.conditions.evaluate(stmt.test)

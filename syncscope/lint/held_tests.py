@@ -1,4 +1,4 @@
-"""Fields that carry a platform test: `self.sync_dbo_comm = current_platform.is_rocm()`.
+"""Names that hold a decided test: `self.sync_dbo_comm = current_platform.is_rocm()`.
 
 A class often evaluates a platform (or switch) test once, in `__init__`, and keeps the answer in
 a field under a name that says what it is for, not which platform it means:
@@ -20,6 +20,12 @@ tuple unpacking, an augmented assignment), or stored on any other receiver in th
 (`layer.sync_dbo_comm = True`), is left unknown. What this per-file reading cannot see: a store
 from another file, or a subclass elsewhere that assigns the field again (not seen in vLLM 0.33 /
 SGLang 0.5.23 for the fields it decides).
+
+The same holds for a local assigned once: `check_page_mappings = ps > 1 and
+self.allocator.debug_mode` then `if check_page_mappings:` (SGLang's SWA allocator checks its page
+mappings only in its debug mode): a local bound by exactly one plain assignment in its function
+(no other store: loop target, `with ... as`, `:=`, augmented, deleted, global/nonlocal) carries
+the test it was given.
 """
 
 from __future__ import annotations
@@ -83,3 +89,34 @@ def foreign_stores(tree: ast.Module) -> frozenset:
                 if isinstance(inner, ast.Attribute) and _self_attr(inner) is None:
                     names.add(inner.attr)
     return frozenset(names)
+
+
+def function_locals(function, evaluate) -> dict[str, tuple[bool, str]]:
+    """{local: (value, why)} for the locals of `function` bound once, to a decided test."""
+    stores: dict[str, list] = {}
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stores.setdefault(getattr(node, "name", ""), []).append(None)
+            continue
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                stores.setdefault(name, []).append(None)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores.setdefault(node.id, []).append(None)  # the plain assignments are counted below
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            stores.setdefault(node.targets[0].id, []).append(node.value)
+            pending.append(node.value)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    args = function.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+    found = {}
+    for name, values in stores.items():
+        if name in params or len(values) != 1 or values[0] is None:
+            continue
+        value, why = evaluate(values[0])
+        if value is not None and why:
+            found[name] = (value, f"`{name}` is set only from a decided test: {why}")
+    return found
