@@ -213,3 +213,43 @@ def test_a_local_set_again_stays_unknown(tmp_path):
     source = LOCAL.replace("            if check:", "            if pages.is_cuda:\n                check = True\n"
                                                     "            if check:")
     assert [line for _, line, _ in where(lint_package(tmp_path, {"alloc.py": source}))] == [14]
+
+
+CALLEE = """
+    import torch
+
+    def clear_pages(pages: torch.Tensor, check: bool = False):
+        if check:
+            torch.cuda.synchronize()
+        return pages
+"""
+
+
+def test_a_local_set_once_from_a_debug_switch_passes_it_on_like_a_literal(tmp_path):
+    source = LOCAL.replace("import torch", "import torch\n    from pkg.ops import clear_pages") \
+        .replace("            return pages", "            return clear_pages(pages, check=check)")
+    files = {"alloc.py": source, "ops.py": CALLEE}
+    assert where(lint_package(tmp_path, files)) == []
+    # a flag no test decides may turn the callee's check on (a SYN601 on a value the callee syncs
+    # on is not ruled out by constant arguments: left alone)
+    turned = source.replace("pages.numel() > 1 and self.pool.debug_mode", "pages.numel() > 1 and self.pool.strict")
+    assert ("pkg/alloc.py", 14) in [(p, line) for p, line, _ in where(lint_package(tmp_path, {"alloc.py": turned, "ops.py": CALLEE}))]
+
+
+TRITON_FALLBACK = """
+    import torch
+    from pkg.platforms import current_platform
+
+    class Writer(torch.nn.Module):
+        def forward(self, loc: torch.Tensor):
+            if not current_platform.capabilities.supports_triton:
+                return loc.tolist()
+            return loc
+"""
+
+
+def test_a_fallback_for_platforms_without_triton_never_runs_on_cuda(tmp_path):
+    files = {"platforms.py": PLATFORMS, "mla.py": TRITON_FALLBACK}
+    assert where(lint_package(tmp_path, files)) == []
+    other = TRITON_FALLBACK.replace("capabilities.supports_triton", "capabilities.supports_fp4")
+    assert [line for _, line, _ in where(lint_package(tmp_path, {"platforms.py": PLATFORMS, "mla.py": other}))] == [8]
