@@ -34,8 +34,10 @@ import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .errorpaths import always_raises, error_block, tail_call_line
+from .initflags import once_after
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
+from .held_tests import class_fields, foreign_stores, function_locals
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -62,6 +64,10 @@ class Conditions:
 
     def __init__(self, library: LibraryFacts) -> None:
         self.lib = library
+        # `self.<field>` -> (value, why) in the class walked: fields set only from a decided
+        # test (platform_fields.py: `self.sync_dbo_comm = current_platform.is_rocm()`)
+        self.fields: dict[str, tuple[bool, str]] = {}
+        self.locals: dict[str, tuple[bool, str]] = {}  # the same for the function's locals
 
     def evaluate(self, node) -> tuple[bool | None, str]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -101,6 +107,10 @@ class Conditions:
     def _named(self, name: str) -> tuple[bool | None, str]:
         if not name:
             return None, ""
+        if name.startswith("self.") and name[5:] in self.fields:
+            return self.fields[name[5:]]
+        if name in self.locals:
+            return self.locals[name]
         for entry in self.lib.false_while_serving:
             if name == entry or name.endswith("." + entry):
                 return False, f"`{name}` is false while serving"
@@ -225,6 +235,7 @@ class _Walk:
         self.tails: dict[str, list[tuple[int, int, int]]] = {}
         self.in_try = 0  # depth of `try` bodies around the block walked, in this function
         self.module_names: frozenset = frozenset()  # top-level assigned names (cache_fill)
+        self.foreign: frozenset = frozenset()  # attributes stored on receivers other than `self`
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -257,13 +268,19 @@ class _Walk:
                 for decorator in stmt.decorator_list:
                     self.calls(decorator, function)
                 outer, self.in_try = self.in_try, 0
+                outer_locals = self.conditions.locals
+                self.conditions.locals = function_locals(stmt, self.conditions.evaluate)
                 self.block(stmt.body, classes, local)
-                self.in_try = outer
+                self.in_try, self.conditions.locals = outer, outer_locals
                 continue
             if isinstance(stmt, ast.ClassDef):
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` is for another platform than CUDA")
+                outer_fields, outer_locals = self.conditions.fields, self.conditions.locals
+                self.conditions.locals = {}
+                self.conditions.fields = class_fields(stmt, self.conditions.evaluate, self.foreign)
                 self.block(stmt.body, classes + [stmt.name], None)
+                self.conditions.fields, self.conditions.locals = outer_fields, outer_locals
                 continue
             if isinstance(stmt, (ast.If, ast.While)):
                 value, why = self.conditions.evaluate(stmt.test)
@@ -280,6 +297,9 @@ class _Walk:
                     if isinstance(stmt, ast.If) and _terminates(stmt.body) and rest:
                         self.mark(rest[0], rest[1], why)
                 if isinstance(stmt, ast.If):
+                    once = once_after(stmt, body[index + 1:], self.module_names) if function and rest else None
+                    if once:
+                        self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:
@@ -545,6 +565,7 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     paths raise, {function: [(start, end, line of the call the block ends in)]}))."""
     walk = _Walk(module, aliases, library)
     walk.module_names = _module_names(tree)
+    walk.foreign = foreign_stores(tree)
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)
 

@@ -201,12 +201,20 @@ def _rebound(function) -> frozenset:
                      if isinstance(sub.ctx, (ast.Store, ast.Del)))
 
 
-def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict, dict]:
+def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tuple[dict, dict, dict]:
     """({function: (parameters, [(start, end, test)])} of the `if` blocks tested on parameters
     (and of the functions that pass a parameter on, with no blocks),
     {(line, column): {position or keyword: literal}} of the calls passing literals,
     {(line, column): {position or keyword: parameter}} of the calls passing on a parameter of
-    their function unchanged)."""
+    their function unchanged). With the library facts, a local bound once to a decided test
+    (held_tests.function_locals: `check = ps > 1 and self.alloc.debug_mode`) passes its value
+    like a literal: `get_and_clear_swa_pages(..., check_page_mappings=check)`."""
+    decided = None
+    if library is not None:
+        from .branches import Conditions
+        from .held_tests import function_locals
+
+        decided = Conditions(library).evaluate
     guards: dict[str, tuple] = {}
     literals: dict[tuple, dict] = {}
     passes: dict[tuple, dict] = {}
@@ -220,6 +228,7 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict,
         own_kwargs = node.args.kwarg.arg if node.args.kwarg is not None and node.args.kwarg.arg not in rebound else None
         found = []
         forwards = False
+        held = function_locals(node, decided) if decided is not None else {}
         for sub in own_nodes(node.body, _IF_OR_CALL):
             if isinstance(sub, ast.If) and names:
                 test = compile_test(sub.test, names)
@@ -244,6 +253,8 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict,
                     value = _literal(arg)
                     if value is not UNKNOWN:
                         passed[at] = value
+                    elif isinstance(arg, ast.Name) and arg.id in held:
+                        passed[at] = held[arg.id][0]
                     elif isinstance(arg, ast.Name) and arg.id in kept:
                         handed[at] = arg.id
                 if passed:

@@ -34,6 +34,7 @@ import fnmatch
 import re
 
 from .ast_annotations import dotted
+from .memo_keys import grown_field, kept_while
 from .modules import ModuleKinds
 
 
@@ -79,16 +80,16 @@ def _present(test, local: dict) -> str | None:
     before), `self.x is not None`."""
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     first = parts[0]
-    # a key checked too must name an object, not a size: `cached[0] == id(pool)` (a pool lives
-    # as long as the memo's owner), not `cached[0] == bs` (rebuilt whenever the batch changes)
-    if not all(_identity_key(part) for part in parts[1:]):
+    if not (isinstance(first, ast.Compare) and len(first.ops) == 1 and isinstance(first.ops[0], ast.IsNot)
+            and _is_none(first.comparators[0])):
         return None
-    if isinstance(first, ast.Compare) and len(first.ops) == 1 and isinstance(first.ops[0], ast.IsNot) \
-            and _is_none(first.comparators[0]):
-        if isinstance(first.left, ast.Name):
-            return local.get(first.left.id)
-        return _self_field(first.left)
-    return None
+    field = local.get(first.left.id) if isinstance(first.left, ast.Name) else _self_field(first.left)
+    # a key checked too must name an object, not a size: `cached[0] == id(pool)` (a pool lives
+    # as long as the memo's owner), not `cached[0] == bs` (rebuilt whenever the batch changes);
+    # or keep what is there while it is big enough, or on the same device (memo_keys.py)
+    if field is None or not all(_identity_key(part) or kept_while(part, field, local) for part in parts[1:]):
+        return None
+    return field
 
 
 def _identity_key(test) -> bool:
@@ -121,6 +122,7 @@ def _fills(body, name: str) -> str | bool:
     return False
 
 
+GROWN = "<grown>"  # in place of the filling method: the block grows the field (memo_keys.grown_field)
 _BUILD_WORDS = frozenset(("init", "build", "create", "compute", "make", "setup", "prepare"))
 
 
@@ -152,6 +154,12 @@ def _block(body, local: dict, out: list) -> None:
             if how:
                 # `if self.x is None: self.x = build()`: the body fills the memo
                 out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing, how if isinstance(how, str) else None))
+                _block(stmt.orelse, local, out)
+                continue
+            grown = grown_field(stmt.test, local)
+            if grown is not None and _fills(stmt.body, grown) is True:
+                # `if n > self.max_n: self.max_n = n; rebuild`: once per new largest size
+                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), grown, GROWN))
                 _block(stmt.orelse, local, out)
                 continue
             present = _present(stmt.test, local)
@@ -263,9 +271,12 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
         lives = f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method)" if server in serving \
             else "is an nn.Module"
         for start, end, field, method in items:
-            if method is not None and roots.match(method):
+            if method == GROWN:
+                how = f"runs once per new largest size: grows `self.{field}` past its cached size"
+            elif method is not None and roots.match(method):
                 continue  # `if self.forward_metadata is None: self.init_forward_metadata(b)`: per step anyway
+            else:
+                how = f"runs once per object: fills `self.{field}` on first use"
             found.setdefault(program.path_of[qualname], []).append(
-                (start, end, f"runs once per object: fills `self.{field}` on first use, and `{short}` "
-                             f"{lives}, so it lives across them"))
+                (start, end, f"{how}, and `{short}` {lives}, so it lives across them"))
     return found

@@ -212,7 +212,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.flag_guards, result.flag_passes = file_flags(tree, module)
     from .constargs import file_const_guards
 
-    result.const_guards, result.const_literals, result.const_passes = file_const_guards(tree, module)
+    result.const_guards, result.const_literals, result.const_passes = file_const_guards(tree, module, config.library())
     from .loops import file_loop_facts
 
     result.straight, result.bases, result.spans, result.makes, result.loops = file_loop_facts(tree, module, aliases)

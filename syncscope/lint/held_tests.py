@@ -1,0 +1,122 @@
+"""Names that hold a decided test: `self.sync_dbo_comm = current_platform.is_rocm()`.
+
+A class often evaluates a platform (or switch) test once, in `__init__`, and keeps the answer in
+a field under a name that says what it is for, not which platform it means:
+
+    def __init__(self, ...):
+        self.sync_dbo_comm = current_platform.is_rocm()
+
+    def _sync_dbo_comm_if_needed(self):
+        if self.sync_dbo_comm and dbo_enabled():    # ROCm only
+            torch.cuda.current_stream().synchronize()
+
+(vLLM's DeepEP high-throughput prepare/finalize). branches.py reads the name `sync_dbo_comm`,
+which says nothing, so the test was unknown and the stream sync per-step. Here a field whose every
+assignment in its class is a test branches.Conditions decides, all to the same value, carries
+that value (and why) into the class's own branch tests.
+
+Conservative on purpose: a field also assigned anything else in the class (another method, a
+tuple unpacking, an augmented assignment), or stored on any other receiver in the file
+(`layer.sync_dbo_comm = True`), is left unknown. What this per-file reading cannot see: a store
+from another file, or a subclass elsewhere that assigns the field again (not seen in vLLM 0.33 /
+SGLang 0.5.23 for the fields it decides).
+
+The same holds for a local assigned once: `check_page_mappings = ps > 1 and
+self.allocator.debug_mode` then `if check_page_mappings:` (SGLang's SWA allocator checks its page
+mappings only in its debug mode): a local bound by exactly one plain assignment in its function
+(no other store: loop target, `with ... as`, `:=`, augmented, deleted, global/nonlocal) carries
+the test it was given.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def _self_attr(node) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _targets(node) -> list:
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        return [node.target]
+    return []
+
+
+def _methods(cls: ast.ClassDef):
+    return [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, tuple[bool, str]]:
+    """{field: (value, why)} for the fields of `cls` that only ever hold one decided test.
+    `evaluate` is branches.Conditions.evaluate; `foreign` the attribute names the file stores on
+    receivers other than `self` (those fields may be changed from outside)."""
+    values: dict[str, list] = {}
+    for method in _methods(cls):
+        for node in ast.walk(method):
+            if isinstance(node, (ast.ClassDef, ast.Lambda)):
+                continue
+            for target in _targets(node):
+                # tuple targets and augmented stores hold values no single test decides
+                for inner in ast.walk(target):
+                    name = _self_attr(inner)
+                    if name is None:
+                        continue
+                    plain = inner is target and isinstance(node, (ast.Assign, ast.AnnAssign)) \
+                        and getattr(node, "value", None) is not None
+                    values.setdefault(name, []).append(evaluate(node.value) if plain else (None, ""))
+    fields = {}
+    for name, results in values.items():
+        if name in foreign:
+            continue
+        first = results[0]
+        if first[0] is None or not first[1] or any(value is not first[0] for value, _ in results):
+            continue
+        fields[name] = (first[0], f"`self.{name}` is only ever set from a decided test: {first[1]}")
+    return fields
+
+
+def foreign_stores(tree: ast.Module) -> frozenset:
+    """Attribute names the module stores on a receiver other than `self` (`obj.flag = True`)."""
+    names = set()
+    for node in ast.walk(tree):
+        for target in _targets(node):
+            for inner in ast.walk(target):
+                if isinstance(inner, ast.Attribute) and _self_attr(inner) is None:
+                    names.add(inner.attr)
+    return frozenset(names)
+
+
+def function_locals(function, evaluate) -> dict[str, tuple[bool, str]]:
+    """{local: (value, why)} for the locals of `function` bound once, to a decided test."""
+    stores: dict[str, list] = {}
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stores.setdefault(getattr(node, "name", ""), []).append(None)
+            continue
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                stores.setdefault(name, []).append(None)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores.setdefault(node.id, []).append(None)  # the plain assignments are counted below
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            stores.setdefault(node.targets[0].id, []).append(node.value)
+            pending.append(node.value)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    args = function.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+    found = {}
+    for name, values in stores.items():
+        if name in params or len(values) != 1 or values[0] is None:
+            continue
+        value, why = evaluate(values[0])
+        if value is not None and why:
+            found[name] = (value, f"`{name}` is set only from a decided test: {why}")
+    return found
