@@ -245,6 +245,10 @@ class Solver:
         shift = self.program.shift(call.target, target)
         params = self.program.functions[target]["params"]
         for position, keyword, arg in call.args:
+            if position == -1:  # the receiver (`Encoder.m(x)` passes a class): `self` only
+                if shift == 1 and params and params[0] == ret_param:
+                    return self.value(caller, arg, depth + 1)
+                continue
             if keyword == ret_param or (position is not None and position + shift < len(params)
                                         and params[position + shift] == ret_param):
                 return self.value(caller, arg, depth + 1)
@@ -269,8 +273,8 @@ class Solver:
         dropped = set()
         for path, result in results.items():
             for finding in result.findings:
-                if finding.origin is None or finding.param is not None:
-                    continue
+                if finding.origin is None or (finding.param is not None and not _receiver(finding.param)):
+                    continue  # a parameter's data is the callers' to tell (host_fed)
                 function = f"{result.module}.{finding.function}" if result.module else finding.function
                 where, follows = self.origin_value(function, finding.origin, finding.line)
                 if follows is None and P.known_host(where):
@@ -441,6 +445,12 @@ class Solver:
         params = self.program.functions[target]["params"]
         return any(keyword == param or (position is not None and 0 <= position and position + shift < len(params)
                                         and params[position + shift] == param) for position, keyword, _ in call.args)
+
+
+def _receiver(param: tuple) -> bool:
+    """A finding on the object's own data (`self.tower.lens(x)` counts as `self`'s through the
+    tensor methods the walk follows): a call's return summary can still tell it is host data."""
+    return param[1] in ("self", "cls")
 
 
 def _virtual(ref: tuple) -> bool:

@@ -1,0 +1,89 @@
+"""Host data through a helper's return, where the helper is reached through a submodule field
+(`self.audio_tower._get_feat_extract_output_lengths(mask.sum(-1))`), a class of the module
+(`Encoder._compute_downsampled_length(seqlens)`) or a torch op on its result (`torch.any(lens
+<= 0).item()`): the helper's return summary decides, as for `helper(x)` and `self.helper(x)`
+(issue 24 class 4; vLLM 0.33.0 funaudiochat.py:947, moss_audio.py:1692). Each VALID source has
+an INVALID twin that passes device data and stays reported."""
+
+from __future__ import annotations
+
+from test_lint_host_facts import INPUTS, lint_package, where
+
+HEAD = """
+import torch
+from pkg.inputs import MultiModalFieldConfig
+
+class Processor:
+    def _get_mm_fields_config(self, hf_inputs):
+        return {"speech_mask": MultiModalFieldConfig.batched("audio", keep_on_cpu=True)}
+"""
+
+TOWER = """
+class Tower(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.group_size = 5
+
+    def output_lengths(self, input_lengths: torch.Tensor):
+        out = (input_lengths + self.group_size - 1) // self.group_size
+        return input_lengths, out
+
+    @staticmethod
+    def downsampled(lengths: torch.Tensor) -> torch.Tensor:
+        def conv_out_len(length: torch.Tensor) -> torch.Tensor:
+            return (length - 1) // 2 + 1
+        return conv_out_len(conv_out_len(lengths))
+"""
+
+# `{source}`: what the model hands the helper (the host-only field, or a device tensor)
+SUBMODULE = """
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.audio_tower = Tower()
+
+    def embed_multimodal(self, **kwargs):
+        speech_mask = kwargs.pop("speech_mask")
+        _, lengths = self.audio_tower.output_lengths({source}.sum(-1))
+        return lengths.tolist()
+"""
+
+CLASS_CALL = """
+class Model(torch.nn.Module):
+    def embed_multimodal(self, **kwargs):
+        speech_mask = kwargs.pop("speech_mask")
+        token_lens = Tower.downsampled({source})
+        if torch.any(token_lens <= 0).item():
+            raise ValueError("too short")
+        return token_lens
+"""
+
+DEVICE = "speech_mask.cuda()"
+
+
+def lint(tmp_path, body: str, source: str):
+    files = {"inputs.py": INPUTS, "model.py": HEAD + TOWER + body.format(source=source)}
+    return [code for _, _, code in where(lint_package(tmp_path, files))]
+
+
+def test_a_submodule_method_returning_host_field_data_is_no_sync(tmp_path):
+    assert lint(tmp_path, SUBMODULE, "speech_mask") == []
+
+
+def test_a_submodule_method_returning_device_data_is_flagged(tmp_path):
+    assert "SYN202" in lint(tmp_path, SUBMODULE, f"({DEVICE})")
+
+
+def test_a_class_qualified_method_returning_host_field_data_is_no_sync(tmp_path):
+    assert lint(tmp_path, CLASS_CALL, "speech_mask") == []
+
+
+def test_a_class_qualified_method_returning_device_data_is_flagged(tmp_path):
+    assert "SYN201" in lint(tmp_path, CLASS_CALL, DEVICE)
+
+
+def test_a_field_not_kept_on_the_cpu_stays_device_data(tmp_path):
+    # vLLM moves every field not declared keep_on_cpu to the device
+    files = {"inputs.py": INPUTS,
+             "model.py": HEAD.replace(", keep_on_cpu=True", "") + TOWER + SUBMODULE.format(source="speech_mask")}
+    assert [code for _, _, code in where(lint_package(tmp_path, files))] == ["SYN202"]
