@@ -24,10 +24,10 @@ from .ast_annotations import annotation_where, decorator_names, dotted, factory_
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
-                         TORCH_HOST_FUNCTIONS,
-                         compares_dtypes, decorator_kind, factory_place, keyed_place,
+                         TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
 from .errorpaths import always_exits
+from .field_keys import reads_host_field
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, PY_FACT as _PY, UNKNOWN_FACT as _UNKNOWN
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine, keep_params_made_host
 from .nodewalk import flat_statements, names_bound
@@ -263,9 +263,9 @@ class _Scope:
                     self.facts["returns"].append(fact)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             rows = self.eval(stmt.iter)
-            # the rows of a tensor parameter (`for t, h, w in grid_thw:`) are what the callers
-            # passed (as evaluate.bind_loop); other items (of a list, of anything) are unknown
-            row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR else _UNKNOWN
+            # rows of a tensor parameter (`for t, h, w in grid_thw:`): what callers passed; of a host-only field: host
+            row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR \
+                else _HOST if reads_host_field(stmt.iter, self.file.hints) else _UNKNOWN
             for name in names_bound(stmt.target):
                 self.env[name] = row
                 self.local_defs.pop(name, None)
