@@ -87,3 +87,31 @@ def test_a_field_not_kept_on_the_cpu_stays_device_data(tmp_path):
     files = {"inputs.py": INPUTS,
              "model.py": HEAD.replace(", keep_on_cpu=True", "") + TOWER + SUBMODULE.format(source="speech_mask")}
     assert [code for _, _, code in where(lint_package(tmp_path, files))] == ["SYN202"]
+
+
+JOINED = """
+import torch
+
+class Prefetcher:
+    @staticmethod
+    def pages_for_rows(row_ids: torch.Tensor, row_bytes: int) -> list[int]:
+        start = row_ids.to(torch.int64) * row_bytes
+        end = start + (row_bytes - 1)
+        return torch.cat([start >> 12, end >> 12]).unique(sorted=True).tolist()
+
+    def forward(self, flat_ids: torch.Tensor):
+        row_ids = flat_ids.detach(){copy}
+        return self.pages_for_rows(row_ids, 4)
+"""
+
+
+def test_a_literal_list_joined_by_torch_is_where_its_tensors_are(tmp_path):
+    # SGLang 0.5.23 qwen4_exp_ple_table.py: the only caller passes `flat_ids.detach().cpu()`;
+    # the `.cpu()` is the sync, not the `.tolist()` of the joined host pages
+    found = where(lint_package(tmp_path, {"m.py": JOINED.format(copy=".cpu()")}))
+    assert [code for _, _, code in found] == ["SYN203"]
+
+
+def test_a_literal_list_of_device_tensors_joined_by_torch_is_flagged(tmp_path):
+    found = where(lint_package(tmp_path, {"m.py": JOINED.format(copy="")}))
+    assert ("pkg/m.py", 9, "SYN202") in found

@@ -423,6 +423,12 @@ def _torch_input(node: cst.Call, ctx: FunctionContext) -> cst.BaseExpression | N
     # `torch.cat(parts)`: the input is a sequence, and a caller passing a list (a Python value
     # to the whole-program pass) says nothing of where its items live
     if short in JOINING_FUNCTIONS or short in SEQUENCE_INPUTS:
+        # `torch.cat([start >> s, end >> s])`: a literal list of tensors, which torch joins only
+        # on one device, so the first is where the result is (a list passed in says nothing)
+        first = node.args[0].value if node.args and node.args[0].keyword is None else None
+        if short in JOINING_FUNCTIONS and isinstance(first, (cst.List, cst.Tuple)) and first.elements \
+                and not isinstance(first.elements[0], cst.StarredElement):
+            return first.elements[0].value
         return None
     if short in TORCH_FACTORIES or short in TORCH_HOST_FUNCTIONS or not node.args or node.args[0].keyword is not None \
             or node.args[0].star or any(a.keyword is not None and a.keyword.value == "device" for a in node.args):
