@@ -115,3 +115,26 @@ def test_a_literal_list_joined_by_torch_is_where_its_tensors_are(tmp_path):
 def test_a_literal_list_of_device_tensors_joined_by_torch_is_flagged(tmp_path):
     found = where(lint_package(tmp_path, {"m.py": JOINED.format(copy="")}))
     assert ("pkg/m.py", 9, "SYN202") in found
+
+
+GATHERED = """
+import torch
+
+def all_heads(tensor: torch.Tensor) -> torch.Tensor:
+    parts = [torch.empty_like(tensor) for _ in range(4)]
+    return torch.cat(parts, dim=2)
+
+class Check:
+    def compare(self, q: torch.Tensor, out: torch.Tensor):
+        full = all_heads(q)
+        return int(torch.equal(full, out))
+
+    def forward(self, x):
+        return self.compare(x.cuda(), x.cuda())
+"""
+
+
+def test_a_helper_joining_a_list_it_built_returns_a_tensor_not_a_python_value(tmp_path):
+    # SGLang 0.5.23 cosmos3_sim_auto.py `_all_heads`: `torch.cat(parts)` of a list comprehension
+    # is a tensor; read as a Python value, `torch.equal(mine, out)` on its result looked host
+    assert ("pkg/m.py", 11, "SYN205") in where(lint_package(tmp_path, {"m.py": GATHERED}))

@@ -567,11 +567,11 @@ class _Scope:
                 return (self._device_place(device) or P.DEVICE, None, None)
             if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
                     and node.args[0].id in self.items:
-                # `torch.cat(pruned_states_list)`: where the appended items live, not the list's
-                # name (`_list` reads as host data: right for `grid_thw_list.append(
-                # torch.as_tensor(...))`, wrong for `pruned_states_list.append(hidden[a:b])`)
+                # `torch.cat(pruned_states_list)`: where the appended items live, not the list's name (`_list`
+                # reads as host: right for `grid_thw_list.append(torch.as_tensor(...))`, not for `hidden[a:b]`)
                 args = [(0, None, self.items[node.args[0].id])] + [a for a in args if a[0] != 0]
-            return _combine([a[2] for a in args]) if args else _UNKNOWN
+            joined = _combine([a[2] for a in args]) if args else _UNKNOWN
+            return _UNKNOWN if short in JOINING_FUNCTIONS and joined[0] == P.PY else joined  # tensors, not a list
         if qualname.startswith(HOST_MODULES):
             return _HOST
         if qualname in PASS_THROUGH:
