@@ -138,3 +138,32 @@ def test_a_helper_joining_a_list_it_built_returns_a_tensor_not_a_python_value(tm
     # SGLang 0.5.23 cosmos3_sim_auto.py `_all_heads`: `torch.cat(parts)` of a list comprehension
     # is a tensor; read as a Python value, `torch.equal(mine, out)` on its result looked host
     assert ("pkg/m.py", 11, "SYN205") in where(lint_package(tmp_path, {"m.py": GATHERED}))
+
+
+ITEM_OF_DICT = """
+import torch
+from typing import Dict
+
+class Offload:
+    def __init__(self, model):
+        self.model = model
+        self._named_parameters: Dict[str, torch.nn.Parameter] = {}
+
+    @staticmethod
+    def _to_local_tensor(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    def get_target_with_name(self, name: str) -> torch.Tensor:
+        return self._named_parameters[name]
+
+    def forward(self, name):
+        target = self.get_target_with_name(name)
+        target_local = self._to_local_tensor(target)
+        return target_local.cpu()
+"""
+
+
+def test_an_item_of_a_dict_field_is_no_python_value(tmp_path):
+    # SGLang 0.5.23 layerwise_offload.py `sync_layer_to_cpu`: a parameter looked up in a
+    # `Dict[str, Parameter]` field and copied to the host is a real device->host copy
+    assert ("pkg/m.py", 20, "SYN203") in where(lint_package(tmp_path, {"m.py": ITEM_OF_DICT}, include_cold=True))

@@ -261,9 +261,8 @@ class _Scope:
                     fact = self.eval(stmt.value)
                 if len(self.facts["returns"]) < 8:
                     self.facts["returns"].append(fact)
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            rows = self.eval(stmt.iter)
-            # rows of a tensor parameter (`for t, h, w in grid_thw:`): what callers passed; of a host-only field: host
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):  # rows of a tensor parameter (`for t, h, w in grid_thw:`):
+            rows = self.eval(stmt.iter)  # what callers passed; of a host-only field: host
             row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR \
                 else _HOST if reads_host_field(stmt.iter, self.file.hints) else _UNKNOWN
             for name in names_bound(stmt.target):
@@ -395,7 +394,9 @@ class _Scope:
         if isinstance(node, ast.Subscript):  # `mm_kwargs["image_grid_thw"]`: where the field lives (vocabulary)
             self.eval(node.slice)
             base = self.eval(node.value)
-            return _HOST if isinstance(node.slice, ast.Constant) and keyed_place(node.slice.value, self.file.hints) else base
+            if isinstance(node.slice, ast.Constant) and keyed_place(node.slice.value, self.file.hints):
+                return _HOST  # an item (no slice) of a call's result next: an item of a Python container is no Python value
+            return (base[0], base[1], (base[2], -1)) if isinstance(base[2], int) and not isinstance(node.slice, ast.Slice) else base
         if isinstance(node, ast.BinOp):
             return _combine([self.eval(node.left), self.eval(node.right)])
         if isinstance(node, ast.UnaryOp):
@@ -567,8 +568,7 @@ class _Scope:
                 return (self._device_place(device) or P.DEVICE, None, None)
             if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
                     and node.args[0].id in self.items:
-                # `torch.cat(pruned_states_list)`: where the appended items live, not the list's name (`_list`
-                # reads as host: right for `grid_thw_list.append(torch.as_tensor(...))`, not for `hidden[a:b]`)
+                # `torch.cat(pruned_states_list)`: where the appended items live, not the list's `_list` name
                 args = [(0, None, self.items[node.args[0].id])] + [a for a in args if a[0] != 0]
             joined = _combine([a[2] for a in args]) if args else _UNKNOWN
             return _UNKNOWN if short in JOINING_FUNCTIONS and joined[0] == P.PY else joined  # tensors, not a list

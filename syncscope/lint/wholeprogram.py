@@ -232,8 +232,11 @@ class Solver:
         target = self.program.resolve(call.target)
         if target is None or target not in self.summaries:
             hinted = self.program.field_where(call.target)
-            return (hinted if hinted is not None else where, None)
+            return (_item(hinted if hinted is not None else where, element), None)
         summary = self.summaries[target]
+        if element == -1:  # `self._named_parameters[name]`: an item of what the call gives
+            found, follows = self.value(caller, (P.UNKNOWN, None, call_index), depth + 1)
+            return (_item(found, element), follows)
         if element is not None:
             if summary.elements is None or element >= len(summary.elements):
                 return (where, None)
@@ -445,6 +448,11 @@ class Solver:
         params = self.program.functions[target]["params"]
         return any(keyword == param or (position is not None and 0 <= position and position + shift < len(params)
                                         and params[position + shift] == param) for position, keyword, _ in call.args)
+
+
+def _item(where, element) -> P.Place:
+    """An item of a Python container (a dict of parameters) may be a tensor anywhere."""
+    return P.UNKNOWN if element == -1 and where == P.PY else where
 
 
 def _receiver(param: tuple) -> bool:
