@@ -95,3 +95,20 @@ def test_the_rows_of_a_host_only_field_are_host_data(tmp_path):
 def test_the_rows_of_a_field_moved_to_the_device_are_flagged(tmp_path):
     source = ROWS.replace("FLAG", "")
     assert "SYN206" in [code for _, _, code in where(lint_package(tmp_path, {"inputs.py": INPUTS, "model.py": source}))]
+
+
+def test_a_key_filled_through_a_local_holding_the_field_is_host_data(tmp_path):
+    # vLLM 0.33.0 molmo2.py: `num_pooled_patches = kwargs.pop("image_num_pooled_patches")`, then
+    # `Molmo2ImageInputs(num_pooled_patches=num_pooled_patches)`
+    source = MODEL.replace("REBIND", "pass").replace(
+        'audio_num_chunks = kwargs.pop("audio_num_chunks", None)', 'chunks = kwargs.pop("audio_num_chunks", None)').replace(
+        "num_chunks=audio_num_chunks", "num_chunks=chunks")
+    found = where(lint_package(tmp_path, {"inputs.py": INPUTS, "model.py": source}))
+    lines = source.splitlines()
+    flagged = {lines[line - 1].strip().split(" = ")[0] for _, line, code in found if code == "SYN202"}
+    assert flagged == {"lens"}
+
+
+def test_a_host_rebind_of_the_field_s_local_keeps_it_host_data(tmp_path):
+    # vLLM 0.33.0 nano_nemotron_vl.py: the processor's `image_num_patches = image_num_patches.tolist()`
+    assert "chunks" not in lint(tmp_path, "audio_num_chunks = audio_num_chunks.tolist()")

@@ -23,13 +23,15 @@ def carried_keys(tree, fields: set[str] | frozenset[str]) -> set[str]:
     carried: set[str] = set()
     other: set[str] = set()
     # a local named for a field but given something else somewhere in the module
-    # (`audio_num_chunks = audio_num_chunks.to(device)`) may be a device copy
-    fields = set(fields) - _rebound(tree, fields)
+    # (`audio_num_chunks = audio_num_chunks.to(device)`) may be a device copy; a local only ever
+    # given a field read (`num_pooled_patches = kwargs.pop("image_num_pooled_patches")`) is the field
+    declared = fields
+    fields = (set(fields) | _field_locals(tree, fields)) - _rebound(tree, fields)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not _class_like(node.func):
             continue
         for keyword in node.keywords:
-            if keyword.arg is None or keyword.arg in fields:
+            if keyword.arg is None or keyword.arg in declared:
                 continue
             (carried if _field_value(keyword.value, fields) else other).add(keyword.arg)
     return carried - other
@@ -50,14 +52,33 @@ def _field_value(value, fields) -> bool:
     return False
 
 
-def _rebound(tree, fields: set[str]) -> set[str]:
+def _field_locals(tree, fields) -> set[str]:
+    """Locals that some assignment gives a field read; `_rebound` takes out those also given a
+    copy to the device."""
+    return {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _field_value(node.value, fields)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _rebound(tree, fields) -> set[str]:
+    """Names that some assignment gives a value that may live on the device: a `.to(...)` /
+    `.cuda()` copy, a call naming `device=` or an `h2d` helper (`async_tensor_h2d(x, dev)`).
+    Host and Python rebinds (`image_num_patches = image_num_patches.tolist()`) keep the name."""
     rebound: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name) and target.id in fields and not _field_value(node.value, {target.id}):
-                    rebound.add(target.id)
+        if isinstance(node, ast.Assign) and _may_be_on_the_device(node.value):
+            rebound.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return rebound
+
+
+def _may_be_on_the_device(value) -> bool:
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name in ("to", "cuda") or "h2d" in name or "device" in name \
+                or any(k.arg == "device" for k in node.keywords):
+            return True
+    return False
 
 
 def reads_host_field(node, hints) -> bool:
