@@ -151,3 +151,42 @@ def test_a_device_copy_of_a_host_field_under_the_field_s_name_is_on_the_device(t
         "        def _lengths(t: torch.Tensor):\n            return (t - 1) // 2 + 1\n", 1)
     utils = "import torch\n\ndef async_tensor_h2d(x, device):\n    return torch.as_tensor(x).to(device, non_blocking=True)\n"
     assert ("pkg/model.py", line_of(source), "SYN202") in lint(tmp_path, source, extra={"utils.py": utils})
+
+
+def factory_module(keep_on_cpu: bool) -> str:
+    # vLLM 0.33.0 qwen2_vl.py `_create_qwen2vl_field_factory`: a function returning the field
+    # config function, called by other models' processors (glm4_1v.py)
+    flag = ", keep_on_cpu=True" if keep_on_cpu else ""
+    return f"""
+        from pkg.inputs import MultiModalFieldConfig
+
+        def _create_field_factory(merge_size):
+            def _field_config(hf_inputs):
+                return dict(image_grid_thw=MultiModalFieldConfig.batched("image"{flag}))
+            return _field_config
+    """
+
+
+FACTORY_USER = """
+    import torch
+    from pkg.factory import _create_field_factory
+
+    class GlmMultiModalProcessor:
+        def _get_mm_fields_config(self, hf_inputs, kwargs):
+            return _create_field_factory(2)(hf_inputs)
+
+    class Model(torch.nn.Module):
+        def embed_multimodal(self, **kwargs):
+            grid_thw = kwargs.pop("image_grid_thw")
+            return grid_thw.prod(-1).tolist()
+"""
+
+
+def test_a_field_kept_on_the_cpu_by_a_field_config_factory_is_host_data(tmp_path):
+    files = {"inputs.py": INPUTS, "factory.py": factory_module(True), "model.py": FACTORY_USER}
+    assert where(lint_package(tmp_path, files)) == []
+
+
+def test_a_field_a_factory_does_not_keep_on_the_cpu_is_flagged(tmp_path):
+    files = {"inputs.py": INPUTS, "factory.py": factory_module(False), "model.py": FACTORY_USER}
+    assert ("pkg/model.py", line_of(FACTORY_USER), "SYN202") in where(lint_package(tmp_path, files))

@@ -185,7 +185,12 @@ def keep_on_cpu_fields(tree, inherited: frozenset[str] = frozenset(), refills: b
     names |= inherited
     if not refills:
         return frozenset(names)
-    return frozenset(names - _refilled_on_the_device(tree, names)) if names else frozenset()
+    if not names:
+        return frozenset()
+    names -= _refilled_on_the_device(tree, names)
+    from .field_keys import carried_keys
+
+    return frozenset(names | carried_keys(tree, names))
 
 
 _DECLARING = frozenset({ast.Call, ast.Dict, ast.Assign})  # where declared_fields finds a field config

@@ -216,8 +216,12 @@ class FunctionContext:
         while True:
             if isinstance(node, cst.Subscript):
                 node = node.value
+            elif isinstance(node, (cst.Comparison, cst.BinaryOperation)):
+                node = node.left  # `lens <= 0`, `lens - 1`: torch does not mix devices in one op
+            elif isinstance(node, cst.Call) and _is_module_call(node, self) and _torch_input(node, self) is not None:
+                node = _torch_input(node, self)  # `torch.any(lens <= 0)`: where its input is
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and not isinstance(node.func.value, cst.Name):
+                    and not isinstance(node.func.value, cst.Name) and not _self_field(node.func.value, self):
                 node = node.func.value  # a method of a computed value: `helper(x).sum()`
             else:
                 break
@@ -227,15 +231,28 @@ class FunctionContext:
             return None
         func = node.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-            if func.value.value in self.alias_table() or func.value.value not in ("self", "cls"):
+            owner = func.value.value
+            if owner in self.alias_table() or owner not in ("self", "cls"):
                 qualified = self.resolve(func)
+                if qualified is None and self._module_class(owner):
+                    return func.attr.value  # `Encoder._compute_lengths(x)`: a method of a class of this module
                 if qualified is None or qualified.startswith(("torch.", "numpy.", "math.")):
                     return None  # a tensor method, or a library function
+            return func.attr.value
+        if isinstance(func, cst.Attribute) and _self_field(func.value, self):
+            # `self.audio_tower._get_feat_extract_output_lengths(x)`: a method of a submodule
+            # held in a field; the run resolves it through the field's class (or not at all: a
+            # tensor method of a field, `self.buf.sum()`, names no function of the tree)
             return func.attr.value
         if isinstance(func, cst.Name) and func.value not in BUILTIN_NAMES:
             qualified = self.alias_table().get(func.value, "")
             return None if qualified.startswith(("torch.", "numpy.", "math.")) else func.value
         return None
+
+    def _module_class(self, name: str) -> bool:
+        """A name read like a class (`Encoder`) that is no local, parameter or import: a class
+        this module defines (its own names are not in the import table)."""
+        return name[:1].isupper() and name not in self.env and name not in self.params
 
     def device_field(self, node: cst.BaseExpression | None) -> FieldRef | None:
         """The attribute a value of unknown place was read from (`self.pool.write_pos[idx]`,
@@ -346,6 +363,15 @@ def _owner(root, hops: list[str], ctx: FunctionContext) -> tuple | None:
     return (cls.rsplit(".", 1)[-1], *hops) if cls else None
 
 
+def _self_field(node, ctx: FunctionContext) -> bool:
+    """`self.audio_tower` (at any depth): a field of the function's own receiver."""
+    if not isinstance(node, cst.Attribute) or not ctx.params or ctx.params[0] not in ("self", "cls"):
+        return False
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == ctx.params[0] and node.value not in ctx.reassigned
+
+
 def _root_value(node, ctx: FunctionContext | None = None):
     """The name a value is computed from through tensor methods and indexing: `mask.sum()`
     and `x[:n]` come from `mask` and `x` (used to tell that a helper syncs on a parameter).
@@ -397,6 +423,12 @@ def _torch_input(node: cst.Call, ctx: FunctionContext) -> cst.BaseExpression | N
     # `torch.cat(parts)`: the input is a sequence, and a caller passing a list (a Python value
     # to the whole-program pass) says nothing of where its items live
     if short in JOINING_FUNCTIONS or short in SEQUENCE_INPUTS:
+        # `torch.cat([start >> s, end >> s])`: a literal list of tensors, which torch joins only
+        # on one device, so the first is where the result is (a list passed in says nothing)
+        first = node.args[0].value if node.args and node.args[0].keyword is None else None
+        if short in JOINING_FUNCTIONS and isinstance(first, (cst.List, cst.Tuple)) and first.elements \
+                and not isinstance(first.elements[0], cst.StarredElement):
+            return first.elements[0].value
         return None
     if short in TORCH_FACTORIES or short in TORCH_HOST_FUNCTIONS or not node.args or node.args[0].keyword is not None \
             or node.args[0].star or any(a.keyword is not None and a.keyword.value == "device" for a in node.args):

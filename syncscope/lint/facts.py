@@ -24,10 +24,10 @@ from .ast_annotations import annotation_where, decorator_names, dotted, factory_
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
-                         TORCH_HOST_FUNCTIONS,
-                         compares_dtypes, decorator_kind, factory_place, keyed_place,
+                         TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
 from .errorpaths import always_exits
+from .field_keys import reads_host_field
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, PY_FACT as _PY, UNKNOWN_FACT as _UNKNOWN
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine, keep_params_made_host
 from .nodewalk import flat_statements, names_bound
@@ -261,11 +261,10 @@ class _Scope:
                     fact = self.eval(stmt.value)
                 if len(self.facts["returns"]) < 8:
                     self.facts["returns"].append(fact)
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            rows = self.eval(stmt.iter)
-            # the rows of a tensor parameter (`for t, h, w in grid_thw:`) are what the callers
-            # passed (as evaluate.bind_loop); other items (of a list, of anything) are unknown
-            row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR else _UNKNOWN
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):  # rows of a tensor parameter (`for t, h, w in grid_thw:`):
+            rows = self.eval(stmt.iter)  # what callers passed; of a host-only field: host
+            row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR \
+                else _HOST if reads_host_field(stmt.iter, self.file.hints) else _UNKNOWN
             for name in names_bound(stmt.target):
                 self.env[name] = row
                 self.local_defs.pop(name, None)
@@ -395,7 +394,9 @@ class _Scope:
         if isinstance(node, ast.Subscript):  # `mm_kwargs["image_grid_thw"]`: where the field lives (vocabulary)
             self.eval(node.slice)
             base = self.eval(node.value)
-            return _HOST if isinstance(node.slice, ast.Constant) and keyed_place(node.slice.value, self.file.hints) else base
+            if isinstance(node.slice, ast.Constant) and keyed_place(node.slice.value, self.file.hints):
+                return _HOST  # an item (no slice) of a call's result next: an item of a Python container is no Python value
+            return (base[0], base[1], (base[2], -1)) if isinstance(base[2], int) and not isinstance(node.slice, ast.Slice) else base
         if isinstance(node, ast.BinOp):
             return _combine([self.eval(node.left), self.eval(node.right)])
         if isinstance(node, ast.UnaryOp):
@@ -567,11 +568,10 @@ class _Scope:
                 return (self._device_place(device) or P.DEVICE, None, None)
             if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
                     and node.args[0].id in self.items:
-                # `torch.cat(pruned_states_list)`: where the appended items live, not the list's
-                # name (`_list` reads as host data: right for `grid_thw_list.append(
-                # torch.as_tensor(...))`, wrong for `pruned_states_list.append(hidden[a:b])`)
+                # `torch.cat(pruned_states_list)`: where the appended items live, not the list's `_list` name
                 args = [(0, None, self.items[node.args[0].id])] + [a for a in args if a[0] != 0]
-            return _combine([a[2] for a in args]) if args else _UNKNOWN
+            joined = _combine([a[2] for a in args]) if args else _UNKNOWN
+            return _UNKNOWN if short in JOINING_FUNCTIONS and joined[0] == P.PY else joined  # tensors, not a list
         if qualname.startswith(HOST_MODULES):
             return _HOST
         if qualname in PASS_THROUGH:

@@ -28,7 +28,7 @@ FIELDS_METHOD = "_get_mm_fields_config"
 class FieldConfigs:
     kept: frozenset[str]  # fields this module declares `keep_on_cpu=True`
     plain: frozenset[str]  # fields this module declares without it (an override of an inherited one)
-    processors: frozenset[str]  # qualified classes that define `_get_mm_fields_config`
+    processors: frozenset[str]  # qualified classes that define `_get_mm_fields_config`, and field-config factories
     bases: tuple  # ((qualified class, (qualified base, ...)), ...) for this module's classes
     imported: frozenset[str]  # qualified names this module imports from elsewhere
 
@@ -45,6 +45,12 @@ def file_field_configs(tree, module: str, aliases: dict[str, str], text: str) ->
     processors: set[str] = set()
     bases: list[tuple[str, tuple[str, ...]]] = []
     for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and kept \
+                and keep_on_cpu_fields(stmt, refills=False):
+            # a field-config factory (`def _create_field_factory(merge): ... return dict(
+            # image_grid_thw=MultiModalFieldConfig.batched("image", keep_on_cpu=True))`): a
+            # processor of another module that calls it declares those fields as its own
+            processors.add(f"{module}.{stmt.name}")
         if not isinstance(stmt, ast.ClassDef):
             continue
         qualified = f"{module}.{stmt.name}"

@@ -232,8 +232,11 @@ class Solver:
         target = self.program.resolve(call.target)
         if target is None or target not in self.summaries:
             hinted = self.program.field_where(call.target)
-            return (hinted if hinted is not None else where, None)
+            return (_item(hinted if hinted is not None else where, element), None)
         summary = self.summaries[target]
+        if element == -1:  # `self._named_parameters[name]`: an item of what the call gives
+            found, follows = self.value(caller, (P.UNKNOWN, None, call_index), depth + 1)
+            return (_item(found, element), follows)
         if element is not None:
             if summary.elements is None or element >= len(summary.elements):
                 return (where, None)
@@ -245,6 +248,10 @@ class Solver:
         shift = self.program.shift(call.target, target)
         params = self.program.functions[target]["params"]
         for position, keyword, arg in call.args:
+            if position == -1:  # the receiver (`Encoder.m(x)` passes a class): `self` only
+                if shift == 1 and params and params[0] == ret_param:
+                    return self.value(caller, arg, depth + 1)
+                continue
             if keyword == ret_param or (position is not None and position + shift < len(params)
                                         and params[position + shift] == ret_param):
                 return self.value(caller, arg, depth + 1)
@@ -269,8 +276,8 @@ class Solver:
         dropped = set()
         for path, result in results.items():
             for finding in result.findings:
-                if finding.origin is None or finding.param is not None:
-                    continue
+                if finding.origin is None or (finding.param is not None and not _receiver(finding.param)):
+                    continue  # a parameter's data is the callers' to tell (host_fed)
                 function = f"{result.module}.{finding.function}" if result.module else finding.function
                 where, follows = self.origin_value(function, finding.origin, finding.line)
                 if follows is None and P.known_host(where):
@@ -441,6 +448,17 @@ class Solver:
         params = self.program.functions[target]["params"]
         return any(keyword == param or (position is not None and 0 <= position and position + shift < len(params)
                                         and params[position + shift] == param) for position, keyword, _ in call.args)
+
+
+def _item(where, element) -> P.Place:
+    """An item of a Python container (a dict of parameters) may be a tensor anywhere."""
+    return P.UNKNOWN if element == -1 and where == P.PY else where
+
+
+def _receiver(param: tuple) -> bool:
+    """A finding on the object's own data (`self.tower.lens(x)` counts as `self`'s through the
+    tensor methods the walk follows): a call's return summary can still tell it is host data."""
+    return param[1] in ("self", "cls")
 
 
 def _virtual(ref: tuple) -> bool:

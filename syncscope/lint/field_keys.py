@@ -1,0 +1,93 @@
+"""Host-only multimodal fields stored under another key (issue 24, "host data taken for device
+data").
+
+A vLLM model often parses its keyword arguments into a typed dict whose keys differ from the
+field names: `audio_num_chunks = kwargs.pop("audio_num_chunks")` (a field the processor declares
+`keep_on_cpu=True`), then `AudioFeatureInputs(type="audio_features", num_chunks=audio_num_chunks,
+token_len=audio_token_len)`, and later `audio_input["num_chunks"].tolist()` in another method.
+The key `num_chunks` holds the host-only field, so it is host data wherever the module reads it,
+like the field itself (`classinfo.keep_on_cpu_fields`). A key that some construction in the
+module fills with anything else (`token_len=audio_token_len`, a field the runner moves to the
+device, or a device tensor) is left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def carried_keys(tree, fields: set[str] | frozenset[str]) -> set[str]:
+    """Keys a class of the module is built with (`Inputs(num_chunks=audio_num_chunks)`) that
+    every such construction fills with a host-only field: the local named for it, or the field
+    read straight from the keyword arguments (`kwargs.pop("audio_num_chunks")`)."""
+    carried: set[str] = set()
+    other: set[str] = set()
+    # a local named for a field but given something else somewhere in the module
+    # (`audio_num_chunks = audio_num_chunks.to(device)`) may be a device copy; a local only ever
+    # given a field read (`num_pooled_patches = kwargs.pop("image_num_pooled_patches")`) is the field
+    declared = fields
+    fields = (set(fields) | _field_locals(tree, fields)) - _rebound(tree, fields)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not _class_like(node.func):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg is None or keyword.arg in declared:
+                continue
+            (carried if _field_value(keyword.value, fields) else other).add(keyword.arg)
+    return carried - other
+
+
+def _class_like(func) -> bool:
+    """`AudioInputs(...)`, `schema.AudioInputs(...)`: a class is built (its name is capitalized)."""
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name[:1].isupper()
+
+
+def _field_value(value, fields) -> bool:
+    if isinstance(value, ast.Name):
+        return value.id in fields
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("pop", "get") \
+            and value.args and isinstance(value.args[0], ast.Constant):
+        return value.args[0].value in fields
+    return False
+
+
+def _field_locals(tree, fields) -> set[str]:
+    """Locals that some assignment gives a field read; `_rebound` takes out those also given a
+    copy to the device."""
+    return {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _field_value(node.value, fields)
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _rebound(tree, fields) -> set[str]:
+    """Names that some assignment gives a value that may live on the device: a `.to(...)` /
+    `.cuda()` copy, a call naming `device=` or an `h2d` helper (`async_tensor_h2d(x, dev)`).
+    Host and Python rebinds (`image_num_patches = image_num_patches.tolist()`) keep the name."""
+    rebound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _may_be_on_the_device(node.value):
+            rebound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return rebound
+
+
+def _may_be_on_the_device(value) -> bool:
+    for node in ast.walk(value):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name in ("to", "cuda") or "h2d" in name or "device" in name \
+                or any(k.arg == "device" for k in node.keywords):
+            return True
+    return False
+
+
+def reads_host_field(node, hints) -> bool:
+    """`mm_kwargs["images_spatial_crop"]`, `kwargs.get("num_patches")` or a name for a
+    host-only field of this module (`FileNameHints.host_names`): its rows (`for crop in ...:`)
+    are host data too. Not any host value: the items of a `_list` may be device tensors."""
+    names = getattr(hints, "host_names", None)
+    if not names:
+        return False
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return node.slice.value in names
+    return _field_value(node, names)
