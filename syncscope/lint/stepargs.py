@@ -82,7 +82,7 @@ class StepArgs:
                 return True
             call, shift = entry
             env = self.const.env(self.program.path_of[caller], call, qualname, shift, passed_on=True,
-                                 wanted=test_params(test))
+                                 wanted=test_params(test), caller=caller)
             seen = substitute(test, env)
             if evaluate(seen, {}) is False:
                 continue
