@@ -83,3 +83,85 @@ def test_a_closure_over_a_parameter_the_enclosing_function_rebinds_is_no_guard(t
     runner = RUNNER.replace("def maybe_hooks(", "info = info or quant\n            def maybe_hooks(")
     run = lint_package(tmp_path, {"runner.py": runner, "quant.py": QUANT})
     assert lines(run, "pkg/quant.py") == [10, 18]
+
+
+# -- 2. an early exit on a parameter a per-step caller leaves at its default ---------------
+HELPER = """
+    import torch
+
+    def scatter(x: torch.Tensor, extra=None):
+        if extra is None:
+            return x
+        n = int(x.sum().item())
+        return x[:n]
+"""
+
+STEP = """
+    import torch
+    from pkg.ops import scatter
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor):
+            return scatter(x)
+"""
+
+
+def test_the_lines_after_an_early_exit_no_per_step_call_passes_are_cold(tmp_path):
+    run = lint_package(tmp_path, {"ops.py": HELPER, "model.py": STEP})
+    assert lines(run) == []
+    assert "runs only when `not extra is None` in `scatter`" in cold_reasons(tmp_path)[7]
+
+
+def test_the_lines_after_an_early_exit_a_per_step_call_passes_still_sync(tmp_path):
+    step = STEP.replace("scatter(x)", "scatter(x, extra=x)")
+    run = lint_package(tmp_path, {"ops.py": HELPER, "model.py": step})
+    assert lines(run) == [7]
+
+
+def test_an_if_that_may_fall_through_is_no_early_exit(tmp_path):
+    ops = HELPER.replace("            return x\n", "            x = x + 1\n")
+    run = lint_package(tmp_path, {"ops.py": ops, "model.py": STEP})
+    assert lines(run) == [7]
+
+
+# -- 3. a conditional expression's fallback every caller rules out -------------------------
+FILTER = """
+    import torch
+
+    class Draft:
+        def filter_batch(self, idx: torch.Tensor, idx_cpu=None):
+            host = (
+                idx_cpu if idx_cpu is not None else idx.cpu()
+            )
+            return host
+"""
+
+BATCH = """
+    import torch
+    from pkg.ops import Draft
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.draft = Draft()
+
+        def forward(self, x: torch.Tensor, keep: list[int]):
+            return self.draft.filter_batch(x, idx_cpu=keep)
+"""
+
+
+def test_a_fallback_expression_every_caller_rules_out_is_cold(tmp_path):
+    run = lint_package(tmp_path, {"ops.py": FILTER, "model.py": BATCH})
+    assert lines(run) == []
+    assert "runs only when `idx_cpu` is None, and every caller passes it" in cold_reasons(tmp_path)[7]
+
+
+def test_a_fallback_expression_a_caller_leaves_open_still_syncs(tmp_path):
+    run = lint_package(tmp_path, {"ops.py": FILTER, "model.py": BATCH.replace(", idx_cpu=keep", "")})
+    assert lines(run) == [7]
+
+
+def test_a_fallback_sharing_its_line_with_a_call_is_no_guard(tmp_path):
+    ops = FILTER.replace("idx_cpu if idx_cpu", "idx_cpu.tolist() if idx_cpu")
+    run = lint_package(tmp_path, {"ops.py": ops, "model.py": BATCH})
+    assert lines(run) == [7]
