@@ -85,6 +85,22 @@ def test_a_closure_over_a_parameter_the_enclosing_function_rebinds_is_no_guard(t
     assert lines(run, "pkg/quant.py") == [10, 18]
 
 
+# the hooks sync on the tensor passed in (a sync on a parameter, `cond`): guarded the same way
+ON_INPUT = RUNNER.replace("torch.cuda.synchronize()\n        return hidden", "return hidden.sum().item()")
+
+
+def test_a_sync_on_a_passed_tensor_after_a_closure_exit_is_ruled_out_per_call(tmp_path):
+    run = lint_package(tmp_path, {"runner.py": ON_INPUT, "quant.py": QUANT})
+    assert lines(run, "pkg/quant.py") == []
+    assert "constant arguments rule out" in cold_reasons(tmp_path, "pkg/quant.py")[10]
+
+
+def test_a_sync_on_a_passed_tensor_after_a_closure_exit_stays_for_a_caller_that_passes(tmp_path):
+    run = lint_package(tmp_path, {"runner.py": ON_INPUT, "quant.py": QUANT, "lora.py": LORA})
+    assert lines(run, "pkg/lora.py") == [11]
+    assert lines(run, "pkg/quant.py") == []
+
+
 # -- 2. an early exit on a parameter a per-step caller leaves at its default ---------------
 HELPER = """
     import torch
