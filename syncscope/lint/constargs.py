@@ -21,6 +21,12 @@ A caller that passes its own parameter on unchanged (`get_top_logprobs(..., no_c
 callers: `file_const_guards` also records those pass-throughs (a bare parameter name the
 function never rebinds), and stepargs.py follows them up the per-step callers.
 
+The blocks also include the statements after an early exit (`if info is None: return None`,
+guardblocks.py), and nested functions are read on their own: a test on a parameter of the
+function they are nested in (a closure, `CLOSURE`) is, for that function's call into them, a
+test on its own parameter (SGLang's `MoeRunner.run(..., lora_info=None)` and its nested
+`_maybe_build_lora_hooks`).
+
 Everything recorded is plain tuples and dicts: it is pickled into the lint cache.
 """
 
@@ -261,7 +267,9 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict,
                     passes[(sub.lineno, sub.col_offset + 1)] = handed
                     forwards = True
         if names:
-            found.extend(early_exits(node.body, lambda test: compile_test(test, names), kept))
+            # a parameter rebound anywhere may not hold what the caller passed when tested
+            found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names))
+                         if test_params(item[2]) <= kept)
         closures = False
         for block in statement_blocks(node.body):
             for stmt in block:

@@ -41,20 +41,17 @@ def statement_blocks(body: list):
             yield from statement_blocks(case.body)
 
 
-def early_exits(body: list, compile_test, frozen: frozenset) -> list[tuple[int, int, tuple]]:
+def early_exits(body: list, compile_test) -> list[tuple[int, int, tuple]]:
     """[(first line, last line, test)] of the statements after each early exit of `body` (a
     function's), with `test` the compiled negation of the exit's test. `compile_test(node)` gives
-    a test tuple or None; `frozen` names the parameters the function never rebinds, the only
-    ones such a guard may read."""
-    from .constargs import test_params  # the test tuples are constargs'
-
+    a test tuple or None (constargs.py's, which also keeps out the parameters rebound)."""
     found = []
     for block in statement_blocks(body):
         for index, stmt in enumerate(block[:-1]):
             if not (isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], _EXITS)):
                 continue
             test = compile_test(stmt.test)
-            if test is None or not test_params(test) <= frozen:
+            if test is None:
                 continue
             last = block[-1]
             found.append((block[index + 1].lineno, getattr(last, "end_lineno", None) or last.lineno,
