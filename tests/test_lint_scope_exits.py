@@ -181,3 +181,44 @@ def test_a_fallback_sharing_its_line_with_a_call_is_no_guard(tmp_path):
     ops = FILTER.replace("idx_cpu if idx_cpu", "idx_cpu.tolist() if idx_cpu")
     run = lint_package(tmp_path, {"ops.py": ops, "model.py": BATCH})
     assert lines(run) == [7]
+
+
+# -- 4. a call line that syncs under two tests passed on, one a per-step call takes --------
+KERNEL = """
+    import torch
+
+    def kernel(x: torch.Tensor, scale: torch.Tensor, *, check: bool = False, out=None):
+        if check:
+            torch.cuda.synchronize()
+        if out is not None:
+            x = x * float(scale)
+        return x
+
+    def wrapper(x: torch.Tensor, scale: torch.Tensor, out=None, check: bool = False):
+        return kernel(x, scale, check=check, out=out)
+
+    def self_test(x: torch.Tensor, scale: torch.Tensor):
+        return wrapper(x, scale, check=True)
+"""
+
+WRAPPED = """
+    import torch
+    from pkg.ops import wrapper
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor, scale: torch.Tensor):
+            return wrapper(x, scale, out=x)
+"""
+
+
+def test_a_call_line_stays_when_one_of_its_tests_passed_on_is_taken(tmp_path):
+    run = lint_package(tmp_path, {"ops.py": KERNEL, "model.py": WRAPPED})
+    # no per-step call turns `check` on, but one passes `out`: `float(scale)` runs every step
+    assert lines(run) == [8, 12]
+    assert lines(run, "pkg/model.py") == [7]
+
+
+def test_a_call_line_whose_tests_passed_on_no_call_takes_is_cold(tmp_path):
+    run = lint_package(tmp_path, {"ops.py": KERNEL, "model.py": WRAPPED.replace(", out=x", "")})
+    assert lines(run) == []
+    assert lines(run, "pkg/model.py") == []

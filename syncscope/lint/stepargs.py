@@ -105,14 +105,23 @@ class StepArgs:
                 continue
             own = list(entry[1])
             items = own + self.const.derived.get(qualname, [])
+            taken_lines = set()  # call lines with a sync under a test passed on that may be taken
+            untaken = []
             for index, (start, end, test) in enumerate(items):
                 around = [t for s, e, t in own if s <= start and end <= e and t is not test]
                 both = test if not around else ("and", (test, *around))
-                if not self.may_take(qualname, both):
-                    short = qualname.rsplit(".", 1)[-1]
-                    out = blocks if index < len(own) else calls
-                    what = "runs only when" if index < len(own) else "syncs only when"
-                    out.setdefault(self.program.path_of[qualname], []).append(
-                        (start, end, f"{what} `{render(test)}` in `{short}`, and no per-step call "
-                                     f"passes arguments that take it"))
+                if self.may_take(qualname, both):
+                    if index >= len(own):
+                        taken_lines.add(start)
+                    continue
+                untaken.append((index, start, end, test))
+            for index, start, end, test in untaken:
+                if index >= len(own) and start in taken_lines:
+                    continue  # the call also syncs under another test a per-step call may take
+                short = qualname.rsplit(".", 1)[-1]
+                out = blocks if index < len(own) else calls
+                what = "runs only when" if index < len(own) else "syncs only when"
+                out.setdefault(self.program.path_of[qualname], []).append(
+                    (start, end, f"{what} `{render(test)}` in `{short}`, and no per-step call "
+                                 f"passes arguments that take it"))
         return blocks, calls
