@@ -222,3 +222,36 @@ def test_a_call_line_whose_tests_passed_on_no_call_takes_is_cold(tmp_path):
     run = lint_package(tmp_path, {"ops.py": KERNEL, "model.py": WRAPPED.replace(", out=x", "")})
     assert lines(run) == []
     assert lines(run, "pkg/model.py") == []
+
+
+# -- 5. a parameter stored into before its test is no guard on what the caller passed -------
+FILLED = """
+    import torch
+
+    def kernel(x: torch.Tensor, scale: torch.Tensor, out=None, output: bool = True):
+        if out is None and output:
+            out = torch.empty_like(x)
+        if out is not None:
+            out.copy_(x * float(scale))
+        return out
+"""
+
+FILLED_STEP = """
+    import torch
+    from pkg.ops import kernel
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor, scale: torch.Tensor):
+            return kernel(x, scale)
+"""
+
+
+def test_a_test_on_a_parameter_filled_in_before_it_does_not_rule_out_a_call(tmp_path):
+    run = lint_package(tmp_path, {"ops.py": FILLED, "model.py": FILLED_STEP})
+    assert lines(run, "pkg/model.py") == [7]
+
+
+def test_a_test_on_a_parameter_not_filled_in_rules_out_a_call(tmp_path):
+    ops = FILLED.replace("            out = torch.empty_like(x)", "            x = torch.empty_like(x)")
+    run = lint_package(tmp_path, {"ops.py": ops, "model.py": FILLED_STEP})
+    assert lines(run, "pkg/model.py") == []

@@ -35,7 +35,7 @@ from __future__ import annotations
 import ast
 import operator
 
-from .guardblocks import early_exits, statement_blocks
+from .guardblocks import early_exits, statement_blocks, stored_before
 from .nodewalk import own_nodes
 
 UNKNOWN = object()  # a value the call does not fix (never pickled: only used while evaluating)
@@ -235,9 +235,11 @@ def file_const_guards(tree: ast.Module, module: str | None) -> tuple[dict, dict,
         forwards = False
         # nested definitions are walked on their own below (their code is theirs, not this
         # function's); the parameters this one never rebinds are theirs to read as closures
+        stale = stored_before(node.body, names & rebound)
         for sub in own_nodes(node.body, _IF_OR_CALL, enter_block_definitions=False):
             if isinstance(sub, ast.If) and names:
-                test = compile_test(sub.test, names)
+                # a parameter stored into before the test may no longer be what was passed
+                test = compile_test(sub.test, frozenset(n for n in names if not stale(n, sub.lineno)))
                 if test is None:
                     continue
                 for body, compiled in ((sub.body, test), (sub.orelse, ("not", test))):

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 
+from .nodewalk import own_nodes
+
 _EXITS = (ast.Return, ast.Raise)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -57,3 +59,32 @@ def early_exits(body: list, compile_test) -> list[tuple[int, int, tuple]]:
             found.append((block[index + 1].lineno, getattr(last, "end_lineno", None) or last.lineno,
                           ("not", test)))
     return found
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def stored_before(body: list, names: frozenset):
+    """A function `(name, line) -> bool`: may `name` hold something other than what the caller
+    passed when a test on line `line` runs? It may when the function stores into it on an
+    earlier line (`if out is None: out = torch.empty(...)` before `if ... and out is not None:`
+    in vLLM's `_fmha_sm100`), or anywhere in a loop around that line. A store after the test
+    (`if num_kv_splits < 1: ... num_kv_splits = 1`) leaves the test reading the caller's value."""
+    stores: dict[str, list[int]] = {}
+    loops: list[tuple[int, int]] = []
+    for block in statement_blocks(body):
+        for stmt in block:
+            if isinstance(stmt, _LOOPS):
+                loops.append((stmt.lineno, getattr(stmt, "end_lineno", None) or stmt.lineno))
+    for node in own_nodes(body, frozenset({ast.Name})):
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and node.id in names:
+            stores.setdefault(node.id, []).append(node.lineno)
+
+    def stale(name: str, line: int) -> bool:
+        lines = stores.get(name)
+        if not lines:
+            return False
+        if any(at < line for at in lines):
+            return True
+        return any(start <= line <= end and any(start <= at <= end for at in lines) for start, end in loops)
+    return stale
