@@ -255,3 +255,9 @@ def test_a_test_on_a_parameter_not_filled_in_rules_out_a_call(tmp_path):
     ops = FILLED.replace("            out = torch.empty_like(x)", "            x = torch.empty_like(x)")
     run = lint_package(tmp_path, {"ops.py": ops, "model.py": FILLED_STEP})
     assert lines(run, "pkg/model.py") == []
+
+
+def test_a_call_line_that_also_syncs_under_no_test_stays(tmp_path):
+    ops = KERNEL.replace("        if out is not None:\n            x = x * float(scale)", "        x = x * float(scale)")
+    run = lint_package(tmp_path, {"ops.py": ops, "model.py": WRAPPED.replace(", out=x", "")})
+    assert lines(run) == [7, 11]

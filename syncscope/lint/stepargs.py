@@ -36,8 +36,11 @@ MAX_DEPTH = 6  # pass-throughs followed up the callers; deeper counts as may tak
 
 
 class StepArgs:
-    def __init__(self, program, walk, const) -> None:
+    def __init__(self, program, walk, const, plain=frozenset()) -> None:
         self.program = program
+        # (function, line) of calls whose callee also syncs with no guard on this call (its own
+        # sync, or one on a parameter): such a line is never cold for a guard passed on
+        self.plain = plain
         self.walk = walk  # reachability.PerStep, after its run
         self.const = const  # constargs.ConstArgs
         self.live = set(walk.reached) | set(walk.request)
@@ -116,8 +119,8 @@ class StepArgs:
                     continue
                 untaken.append((index, start, end, test))
             for index, start, end, test in untaken:
-                if index >= len(own) and start in taken_lines:
-                    continue  # the call also syncs under another test a per-step call may take
+                if index >= len(own) and (start in taken_lines or (qualname, start) in self.plain):
+                    continue  # the call also syncs under another test a per-step call may take, or under none
                 short = qualname.rsplit(".", 1)[-1]
                 out = blocks if index < len(own) else calls
                 what = "runs only when" if index < len(own) else "syncs only when"

@@ -532,8 +532,11 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
             guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
-    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name, solver.const) \
-        if library is not None else (None, {})
+    # calls whose callee syncs with no guard at all: stepargs never makes their line cold
+    plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
+                      if solver.summaries[target].sync is not None or solver.summaries[target].cond)
+    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name, solver.const,
+                                     plain) if library is not None else (None, {})
     # the lines of per-request functions outside their loops are cold for the findings on them
     # only: a sync there still counts for a per-step caller, so the edges above keep it
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
