@@ -34,6 +34,7 @@ import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .errorpaths import always_raises, error_block, tail_call_line
+from .exprguards import ifexp_guard
 from .initflags import once_after
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
@@ -330,6 +331,11 @@ class _Walk:
             if isinstance(stmt, ast.Match):
                 for case in stmt.cases:
                     self.block(case.body, classes, function)
+            if function is not None and isinstance(getattr(stmt, "value", None), ast.IfExp):
+                around = (body[index - 1].end_lineno if index else 0, rest[0].lineno if rest else 1 << 30)
+                found = ifexp_guard(stmt, self.params.get(function, ()), self.nullable.get(function, ()), *around)
+                if found is not None:  # `cpu if cpu is not None else t.cpu()`: exprguards.py
+                    self.guards.setdefault(self.qualify(function), []).append(found)
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self.calls(child, function)

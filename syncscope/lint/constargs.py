@@ -21,6 +21,12 @@ A caller that passes its own parameter on unchanged (`get_top_logprobs(..., no_c
 callers: `file_const_guards` also records those pass-throughs (a bare parameter name the
 function never rebinds), and stepargs.py follows them up the per-step callers.
 
+The blocks also include the statements after an early exit (`if info is None: return None`,
+guardblocks.py), and nested functions are read on their own: a test on a parameter of the
+function they are nested in (a closure, `CLOSURE`) is, for that function's call into them, a
+test on its own parameter (SGLang's `MoeRunner.run(..., lora_info=None)` and its nested
+`_maybe_build_lora_hooks`).
+
 Everything recorded is plain tuples and dicts: it is pickled into the lint cache.
 """
 
@@ -29,10 +35,14 @@ from __future__ import annotations
 import ast
 import operator
 
+from .guardblocks import early_exits, statement_blocks, stored_before
 from .nodewalk import own_nodes
 
 UNKNOWN = object()  # a value the call does not fix (never pickled: only used while evaluating)
 NO_DEFAULT = ("nodefault",)
+# a parameter of an enclosing function a nested one reads (never passed by a call): the
+# enclosing function's call into it hands it on unchanged, any other call leaves it unknown
+CLOSURE = ("closure",)
 _IF_OR_CALL = frozenset({ast.If, ast.Call})
 _OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _APPLY = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
@@ -167,7 +177,8 @@ def render(test: tuple) -> str:
     if kind == "k":
         return str(test[1])
     if kind == "not":
-        return f"not {render(test[1])}"
+        inner = render(test[1])
+        return f"not ({inner})" if test[1][0] in ("and", "or") else f"not {inner}"
     if kind in ("and", "or"):
         return f" {kind} ".join(f"({render(t)})" if t[0] in ("and", "or") else render(t) for t in test[1])
     name = test[1] if isinstance(test[1], str) else test[1][1]  # a key of `**kwargs`: its name
@@ -219,19 +230,25 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
     literals: dict[tuple, dict] = {}
     passes: dict[tuple, dict] = {}
 
-    def function(node, local: str) -> None:
+    def function(node, local: str, enclosing: frozenset = frozenset()) -> None:
         params = _params(node)
-        names = frozenset(params) - {"self", "cls"}
         rebound = _rebound(node)
+        for name in sorted(enclosing - set(params) - rebound):
+            params[name] = (None, CLOSURE)
+        names = frozenset(params) - {"self", "cls"}
         kept = names - rebound if names else frozenset()
         # `**kwargs` of its own, handed on whole: what its callers put in it reaches the callee
         own_kwargs = node.args.kwarg.arg if node.args.kwarg is not None and node.args.kwarg.arg not in rebound else None
         found = []
         forwards = False
         held = function_locals(node, decided) if decided is not None else {}
-        for sub in own_nodes(node.body, _IF_OR_CALL):
+        # nested definitions are walked on their own below (their code is theirs, not this
+        # function's); the parameters this one never rebinds are theirs to read as closures
+        stale = stored_before(node.body, names & rebound)
+        for sub in own_nodes(node.body, _IF_OR_CALL, enter_block_definitions=False):
             if isinstance(sub, ast.If) and names:
-                test = compile_test(sub.test, names)
+                # a parameter stored into before the test may no longer be what was passed
+                test = compile_test(sub.test, frozenset(n for n in names if not stale(n, sub.lineno)))
                 if test is None:
                     continue
                 for body, compiled in ((sub.body, test), (sub.orelse, ("not", test))):
@@ -262,9 +279,22 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
                 if handed:
                     passes[(sub.lineno, sub.col_offset + 1)] = handed
                     forwards = True
-        if found or forwards:
+        if names:
+            # a parameter rebound anywhere may not hold what the caller passed when tested
+            found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names))
+                         if test_params(item[2]) <= kept)
+        closures = False
+        for block in statement_blocks(node.body):
+            for stmt in block:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    closures = function(stmt, f"{local}.{stmt.name}", kept) or closures
+        # recorded also when only a nested function's guards read this one's parameters: its
+        # call into that function then puts them on its own parameters (ConstArgs.derive)
+        if found or forwards or closures:
             qualname = f"{module}.{local}" if module else local
             guards[qualname] = (params, found)
+            return any(default == CLOSURE for _, default in params.values())
+        return False
 
     def walk(body, prefix: str) -> None:
         for stmt in body:
@@ -324,7 +354,8 @@ class ConstArgs:
             return ()
         tests = [self.item(target, index)[2] for index in key]
         test = tests[0] if len(tests) == 1 else ("and", tuple(tests))
-        test = substitute(test, self.env(path, call, target, shift, passed_on=True, wanted=test_params(test)))
+        test = substitute(test, self.env(path, call, target, shift, passed_on=True, wanted=test_params(test),
+                                         caller=caller))
         if not test_params(test):
             return ()
         own = self.derived.setdefault(caller, [])
@@ -347,14 +378,17 @@ class ConstArgs:
                 return f"constant arguments rule out the branch of `{short}` that syncs (line {start})"
         return None
 
-    def env(self, path: str, call, target: str, shift: int, passed_on: bool = False, wanted=()) -> dict:
+    def env(self, path: str, call, target: str, shift: int, passed_on: bool = False, wanted=(),
+            caller: str | None = None) -> dict:
         """What the call fixes for each parameter of `target`: the literal it passes, the literal
         default of one it leaves out (not when `*args`/`**kwargs` may pass it unseen), with
         `passed_on` a `PassedOn` for one it hands on from its own parameters; else UNKNOWN.
         A call that hands on its own `**kwargs` passes a parameter it does not name as the
         key of that name in them: `PassedOn(("**", name, default))`; `wanted` names such keys
         of `target`'s own `**kwargs` that a test reads (`fmha_sm100(..., **kwargs)` ->
-        `_fmha_sm100(..., check_input_valid: bool = False)`): absent, the innermost default."""
+        `_fmha_sm100(..., check_input_valid: bool = False)`): absent, the innermost default.
+        A nested function's closure over a parameter of `caller`, the function it is nested in,
+        is that parameter passed on (with `passed_on`); from any other caller it is unknown."""
         params = self.guards[target][0]
         at_call = (call.line, call.column)
         literals = self.literals.get(path, {}).get(at_call, {})
@@ -362,6 +396,11 @@ class ConstArgs:
         star = at_call in self.starred.get(path, ())
         env = {}
         for name, (position, default) in params.items():
+            if default == CLOSURE:
+                # the enclosing function's own parameter, as it was passed (it never rebinds it)
+                enclosing = passed_on and caller is not None and target.rpartition(".")[0] == caller
+                env[name] = PassedOn(name) if enclosing else UNKNOWN
+                continue
             value = UNKNOWN
             named = False
             for arg_position, keyword, _ in call.args:

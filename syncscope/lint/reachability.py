@@ -390,7 +390,7 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
 
 
 def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                   cold_name=None, const=None) -> tuple[dict[str, tuple] | None, dict[str, list]]:
+                   cold_name=None, const=None, plain=frozenset()) -> tuple[dict[str, tuple] | None, dict[str, list]]:
     """(qualname -> why (the path from its root) for every per-step or per-request function,
     or None when the linted code has no root at all (then only cold lines are left out);
     {path: [(start, end, why)]}: the per-request functions' lines that run once per request,
@@ -403,7 +403,7 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
     if const is not None:
         from .stepargs import StepArgs
 
-        untaken, calls = StepArgs(program, walk, const).cold_blocks()
+        untaken, calls = StepArgs(program, walk, const, plain).cold_blocks()
         if untaken:
             # walk again without following the calls in those blocks (a helper that only a
             # shutdown path's `wait=True` reaches); fewer callers only rule out more

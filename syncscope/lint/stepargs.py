@@ -36,8 +36,11 @@ MAX_DEPTH = 6  # pass-throughs followed up the callers; deeper counts as may tak
 
 
 class StepArgs:
-    def __init__(self, program, walk, const) -> None:
+    def __init__(self, program, walk, const, plain=frozenset()) -> None:
         self.program = program
+        # (function, line) of calls whose callee also syncs with no guard on this call (its own
+        # sync, or one on a parameter): such a line is never cold for a guard passed on
+        self.plain = plain
         self.walk = walk  # reachability.PerStep, after its run
         self.const = const  # constargs.ConstArgs
         self.live = set(walk.reached) | set(walk.request)
@@ -82,7 +85,7 @@ class StepArgs:
                 return True
             call, shift = entry
             env = self.const.env(self.program.path_of[caller], call, qualname, shift, passed_on=True,
-                                 wanted=test_params(test))
+                                 wanted=test_params(test), caller=caller)
             seen = substitute(test, env)
             if evaluate(seen, {}) is False:
                 continue
@@ -105,14 +108,23 @@ class StepArgs:
                 continue
             own = list(entry[1])
             items = own + self.const.derived.get(qualname, [])
+            taken_lines = set()  # call lines with a sync under a test passed on that may be taken
+            untaken = []
             for index, (start, end, test) in enumerate(items):
                 around = [t for s, e, t in own if s <= start and end <= e and t is not test]
                 both = test if not around else ("and", (test, *around))
-                if not self.may_take(qualname, both):
-                    short = qualname.rsplit(".", 1)[-1]
-                    out = blocks if index < len(own) else calls
-                    what = "runs only when" if index < len(own) else "syncs only when"
-                    out.setdefault(self.program.path_of[qualname], []).append(
-                        (start, end, f"{what} `{render(test)}` in `{short}`, and no per-step call "
-                                     f"passes arguments that take it"))
+                if self.may_take(qualname, both):
+                    if index >= len(own):
+                        taken_lines.add(start)
+                    continue
+                untaken.append((index, start, end, test))
+            for index, start, end, test in untaken:
+                if index >= len(own) and (start in taken_lines or (qualname, start) in self.plain):
+                    continue  # the call also syncs under another test a per-step call may take, or under none
+                short = qualname.rsplit(".", 1)[-1]
+                out = blocks if index < len(own) else calls
+                what = "runs only when" if index < len(own) else "syncs only when"
+                out.setdefault(self.program.path_of[qualname], []).append(
+                    (start, end, f"{what} `{render(test)}` in `{short}`, and no per-step call "
+                                 f"passes arguments that take it"))
         return blocks, calls

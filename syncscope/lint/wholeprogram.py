@@ -36,19 +36,21 @@ MAX_CHAIN = 12  # deeper chains are kept at this length (the root is always the 
 
 
 class Summary:
-    __slots__ = ("sync", "gsync", "ruled", "cond", "ret", "elements")
+    __slots__ = ("sync", "gsync", "ruled", "cond", "gcond", "ret", "elements")
 
     def __init__(self) -> None:
         self.sync: tuple | None = None  # chain: (ChainStep, ..., root step)
         self.gsync: dict[tuple, tuple] = {}  # guard indices (constargs.py) -> chain
         self.ruled: tuple | None = None  # (chain, why): a sync only constants ruled out
         self.cond: dict[str, tuple] = {}
+        self.gcond: dict[tuple, tuple] = {}  # (parameter, guard indices) -> chain: `cond` in a guarded block
         self.ret: tuple = (P.PY, None)  # (where, parameter it follows or None)
         self.elements: tuple | None = None  # `return a, b`: (where, parameter) of each element
 
     def key(self) -> tuple:
         return (self.sync is not None, len(self.sync or ()), tuple(sorted((p, len(c)) for p, c in self.cond.items())),
-                tuple(sorted((k, len(c)) for k, c in self.gsync.items())), self.ruled is not None,
+                tuple(sorted((k, len(c)) for k, c in self.gsync.items())),
+                tuple(sorted((k, len(c)) for k, c in self.gcond.items())), self.ruled is not None,
                 len(self.ruled[0]) if self.ruled else 0, self.ret, self.elements)
 
     def add_sync(self, key: tuple, chain: tuple) -> None:
@@ -58,6 +60,12 @@ class Summary:
                 self.sync = chain
         elif _better(self.gsync.get(key), chain):
             self.gsync[key] = chain
+
+    def add_cond(self, param: str, key: tuple, chain: tuple) -> None:
+        """A sync on a parameter's device value, unguarded or (`key`) under guards."""
+        table, at = (self.gcond, (param, key)) if key else (self.cond, param)
+        if _better(table.get(at), chain):
+            table[at] = chain
 
 
 def _better(old: tuple | None, new: tuple) -> bool:
@@ -126,8 +134,8 @@ class Solver:
             step = (ChainStep(root_path, root.line, qualname, f"{root.code} {_short(root.message)}"),)
             if param is None:
                 summary.add_sync(self._under(qualname, root.line), step)
-            elif _better(summary.cond.get(param), step):
-                summary.cond[param] = step
+            else:
+                summary.add_cond(param, self._under(qualname, root.line), step)
         for call, target, shift in self.edges.get(qualname, ()):
             callee = self.summaries[target]
             here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
@@ -135,7 +143,7 @@ class Solver:
                 ruled = self.call_ruled(path, call, target, shift)
                 if ruled is not None and (summary.ruled is None or len(ruled[0]) + 1 < len(summary.ruled[0])):
                     summary.ruled = (_join(here, ruled[0]), ruled[1])
-            for param, sub in callee.cond.items():
+            for param, sub, key, why in self.call_conds(qualname, path, call, target, shift):
                 where, follows = self.argument(qualname, call, target, shift, param)
                 # passing its own parameter on, typed `torch.Tensor` or not: where the tensor
                 # lives is the callers' to tell (`torch.from_numpy(a)` passed through a helper
@@ -144,14 +152,16 @@ class Solver:
                 # The receiver keeps its old reading: an object whose fields a callee syncs on
                 # (`self.seq_lens_cpu` in a property) syncs for whoever holds it.
                 on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
-                if follows is not None and (not P.is_tensor_like(where) or not on_receiver):
-                    chain = _join(here, sub)
-                    if _better(summary.cond.get(follows), chain):
-                        summary.cond[follows] = chain
+                if why is not None:
+                    # this call's constants rule it out: a device value passed would be a sync
+                    # but for them (its callers' call sites are reported cold, as for `gsync`)
+                    if follows is None and P.maybe_device(where) and \
+                            (summary.ruled is None or len(sub) + 1 < len(summary.ruled[0])):
+                        summary.ruled = (_join(here, sub), why)
+                elif follows is not None and (not P.is_tensor_like(where) or not on_receiver):
+                    summary.add_cond(follows, key, _join(here, sub))
                 elif P.maybe_device(where):
-                    chain = _join(here, sub)
-                    if _better(summary.sync, chain):
-                        summary.sync = chain
+                    summary.add_sync(key, _join(here, sub))
         summary.ret = self.returns(qualname, facts)
         summary.elements = self.tuple_returns(qualname, facts)
         return summary
@@ -175,6 +185,20 @@ class Solver:
             summary.add_sync(tuple(sorted(set(under) | set(derived))), _join(here, chain))
             added = True
         return added
+
+    def call_conds(self, qualname: str, path: str, call: CallRecord, target: str, shift: int) -> list:
+        """[(parameter, chain, guards, why)] of the callee's syncs on a parameter, shortest
+        first, with the guards in the caller's terms: the line's own `if` blocks and, for a
+        guarded one, its test on what the call passes on (constargs `derive`). `why` is None,
+        or why the call's constants rule that one out (then it does not sync for this call)."""
+        callee = self.summaries[target]
+        under = self._under(qualname, call.line)
+        out = [(param, sub, under, None) for param, sub in callee.cond.items()]
+        for (param, key), sub in callee.gcond.items():
+            why = self.const.ruled_out(path, call, target, shift, key)
+            derived = () if why is not None else self.const.derive(qualname, path, call, target, shift, key)
+            out.append((param, sub, tuple(sorted(set(under) | set(derived))), why))
+        return sorted(out, key=lambda item: len(item[1]))
 
     def _under(self, qualname: str, line: int) -> tuple:
         return self.const.under(qualname, line) if self.const is not None else ()
@@ -330,7 +354,8 @@ class Solver:
                 else:
                     entry = qualname not in self.callers  # nothing in the tree calls it
                     star = (qualname, call.line, call.column) in starred
-                    for param, sub in sorted(callee.cond.items(), key=lambda item: len(item[1])):
+                    ruled_cond = None  # (chain, why) of one only this call's constants rule out
+                    for param, sub, _, why in self.call_conds(qualname, path, call, target, shift):
                         where, follows = self.argument(qualname, call, target, shift, param)
                         if star and not self._names(call, target, shift, param):
                             where, follows = P.UNKNOWN, None
@@ -338,10 +363,15 @@ class Solver:
                         # type says tensor, or no caller in the tree can be flagged instead
                         if (follows is None or entry or P.is_tensor_like(where)) and P.maybe_device(where) \
                                 and (qualname, follows) not in fed:
+                            if why is not None:
+                                ruled_cond = ruled_cond or (sub, why)
+                                continue
                             # syncing on the object's own fields is the callee syncing
                             on_receiver = shift == 1 and param == self.program.functions[target]["params"][0]
                             code, chain = ("SYN602" if on_receiver else "SYN601"), _join(here, sub)
                             break
+                    if code is None and ruled_cond is not None:
+                        code, chain, cold = "SYN601", _join(here, ruled_cond[0]), ruled_cond[1]
                 if code is None and self.const is not None:
                     # every sync of the callee is ruled out by constant arguments (this call's or
                     # one's further down): reported as cold (`--include-cold`), saying which branch
@@ -520,8 +550,11 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
             guarded[path] = guarded.get(path, []) + lines
     solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
     solver.run()
-    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name, solver.const) \
-        if library is not None else (None, {})
+    # calls whose callee syncs with no guard at all: stepargs never makes their line cold
+    plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
+                      if solver.summaries[target].sync is not None or solver.summaries[target].cond)
+    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name, solver.const,
+                                     plain) if library is not None else (None, {})
     # the lines of per-request functions outside their loops are cold for the findings on them
     # only: a sync there still counts for a per-step caller, so the edges above keep it
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
