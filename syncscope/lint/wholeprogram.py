@@ -137,7 +137,6 @@ class Solver:
             else:
                 summary.add_cond(param, self._under(qualname, root.line), step)
         for call, target, shift in self.edges.get(qualname, ()):
-            callee = self.summaries[target]
             here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
             if not self.add_call_syncs(summary, qualname, path, call, target, shift, here):
                 ruled = self.call_ruled(path, call, target, shift)
@@ -345,7 +344,6 @@ class Solver:
             path = self.program.path_of[qualname]
             function = qualname[len(module_prefix(qualname, self.program)):]
             for call, target, shift in self.all_edges.get(qualname, ()):
-                callee = self.summaries[target]
                 here = ChainStep(path, call.line, qualname, f"calls `{call.name}`")
                 code, chain, cold = None, None, None
                 synced = self.call_sync(path, call, target, shift)
