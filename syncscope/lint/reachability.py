@@ -306,7 +306,10 @@ class PerStep:
                         self.walk(deque([target]))
                     elif target not in self.request:
                         self.request[target] = (caller, line)
-                        if plain:
+                        # a stage another stage runs (a router's `self.stage.forward(batch, ...)`)
+                        # is judged by its own loops; any other function by its caller's
+                        if self.kinds.request_entry(target) and not self.steps.holds_schedule(target) \
+                                or not self.kinds.request_entry(target) and caller in self.plain:
                             self.plain.add(target)
                         queue.append(target)
         for qualname in [q for q in self.request if q in self.reached]:
