@@ -101,3 +101,29 @@ def test_a_stage_with_a_schedule_keeps_its_loops_per_step(tmp_path):
     render, stages = lines_of(run, "pkg/render.py"), lines_of(run, "pkg/stages.py")
     for found, line in ((render, 17), (render, 18), (stages, 14)):
         assert line in found and found[line] is None, (line, found)
+
+
+# a router stage that runs whichever stage it holds (SGLang's ProgressiveDenoisingStageRouter:
+# `self.standard_stage.forward(batch, server_args)`): it may reach a denoising stage, so it runs
+# a schedule; the preprocessing stage it may also reach is still judged by its own loops
+ROUTED = STAGES + """
+    class DenoisingStage(PipelineStage):
+        def forward(self, batch, server_args):
+            for i, t in enumerate(batch.timesteps):
+                batch.latents = batch.latents * t
+            return batch
+
+    class RouterStage(PipelineStage):
+        def __init__(self, stage: PipelineStage):
+            self.stage = stage
+
+        def forward(self, batch, server_args):
+            return self.stage.forward(batch, server_args)
+"""
+
+
+def test_a_stage_that_a_router_runs_is_judged_by_its_own_loops(tmp_path):
+    run = lint_package(tmp_path, {"base.py": BASE, "render.py": RENDER, "stages.py": ROUTED}, include_cold=True)
+    render = lines_of(run, "pkg/render.py")
+    for line in (17, 18):
+        assert render.get(line) and "runs no denoising loop" in render[line], (line, render)
