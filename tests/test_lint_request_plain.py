@@ -127,3 +127,4 @@ def test_a_stage_that_a_router_runs_is_judged_by_its_own_loops(tmp_path):
     render = lines_of(run, "pkg/render.py")
     for line in (17, 18):
         assert render.get(line) and "runs no denoising loop" in render[line], (line, render)
+        assert "`PaintPreprocessStage.forward`" in render[line], render[line]  # not the router

@@ -348,6 +348,9 @@ class PerStep:
                 continue
             entry = qualname
             while self.request[entry][0] is not None:
+                # name the stage that runs no schedule, not a router above it that runs it
+                if qualname in self.plain and entry in self.plain and self.kinds.request_entry(entry):
+                    break
                 entry = self.request[entry][0]
             short = ".".join(entry.rsplit(".", 2)[-2:])
             if qualname in self.whole:
