@@ -101,8 +101,10 @@ def test_a_loop_around_a_nested_denoising_loop_runs_once_per_clip(tmp_path):
         assert found.get(line) and "once per request" in found[line], (line, found)
     # INVALID (per step): the denoising loop's test
     assert 10 in found and found[10] is None, found
-    # INVALID twin: an inner loop over something else than steps leaves the clip loop a step loop
-    other = NESTED.replace("for step_index in range(batch.num_inference_steps):", "for view in batch.views:")
+    # INVALID twin: an inner loop that may be per step (a `while`: token-by-token generation)
+    # leaves the clip loop a step loop (a loop over views doing no per-step work would not:
+    # test_lint_request_plain.py)
+    other = NESTED.replace("for step_index in range(batch.num_inference_steps):", "while clip.pending:")
     found = lines_of(lint_package(tmp_path, {"base.py": BASE, "stages.py": other}, include_cold=True))
     for line in (8, 10, 12):
         assert line in found and found[line] is None, (line, found)
@@ -123,9 +125,10 @@ def test_loop_facts_record_each_loop_with_its_own_lines():
     """)
     straight, _, _, _, loops = file_loop_facts(ast.parse(source), "m", {})
     assert straight["m.f"] == ((2, 4), (11, 11))
-    assert loops["m.f"] == ((4, 8, False, -1, ((5, 6), (8, 8))),
-                            (6, 7, True, 0, ((7, 7),)),
-                            (9, 10, False, -1, ((9, 10),)))
+    # the last element: a `for` over data (not the schedule's loop, not a `while`)
+    assert loops["m.f"] == ((4, 8, False, -1, ((5, 6), (8, 8)), True),
+                            (6, 7, True, 0, ((7, 7),), False),
+                            (9, 10, False, -1, ((9, 10),), False))
 
 
 def test_what_names_the_schedule():

@@ -26,8 +26,13 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
                     evidence.setdefault((node.name, item.target.id), set()).add(where)
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 local: dict[str, P.Place] = {}  # locals known to hold host data, in order
+                # parameters annotated with a plain value type (`draft_token_num: int = None`):
+                # `self.draft_token_num = draft_token_num` holds a Python number, as the same
+                # annotation on the class body would say, until the method rebinds the name
+                plain = _plain_parameters(item)
                 for target, value, annotation in assignments(item):
                     if isinstance(target, ast.Name):
+                        plain.discard(target.id)
                         made = _from_value(value) if value is not None else None
                         if made is None and value is not None:
                             made = _from_host_local(value, local)
@@ -37,6 +42,8 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
                             local.pop(target.id, None)
                     elif _is_self_attribute(target):
                         where = _from_annotation(annotation) if annotation is not None else None
+                        if where is None and isinstance(value, ast.Name) and value.id in plain:
+                            where = P.PY
                         if where is None and value is not None:
                             where = _from_value(value) or _from_host_local(value, local)
                         if where is not None:
@@ -102,6 +109,25 @@ def _statements(body: list, into_classes: bool = False):
 def _classes(body: list):
     """Every class defined in `body`, at any depth (in functions, branches, other classes)."""
     return (stmt for stmt in _statements(body, into_classes=True) if isinstance(stmt, ast.ClassDef))
+
+
+def _plain_parameters(function) -> set[str]:
+    """The parameters of `function` annotated with a Python scalar type (`n: int`, `scale: float`,
+    `Optional[int]`); not a container (`List[torch.Tensor]` holds tensors)."""
+    args = function.args
+    found = set()
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        if arg.annotation is None:
+            continue
+        text = ast.unparse(arg.annotation).replace("typing.", "").replace(" ", "")
+        if text.startswith("Optional[") and text.endswith("]"):
+            text = text[len("Optional["):-1]
+        if text.removesuffix("|None") in _SCALAR_TYPES:
+            found.add(arg.arg)
+    return found
+
+
+_SCALAR_TYPES = frozenset(("int", "float", "bool", "str"))
 
 
 def _from_annotation(node: ast.AST) -> P.Place | None:

@@ -19,7 +19,8 @@ from .files import discover, module_name, trigger_pattern
 from .interning import Interner
 from .lineshift import line_map, shift_solution
 from .classinfo import VECTOR
-from .provenance import DEVICE, known_host
+from .program import host_fields as program_host_fields
+from .provenance import DEVICE
 from .owner_fields import OwnerFields
 from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
@@ -167,7 +168,7 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
     scope = Scope(config, per_step)
     if cache is not None:
         cache.save()
-    host_fields = _host_fields(results)
+    host_fields = program_host_fields(results)
     device_attrs, vector_attrs = device_attributes(results)
     owners = OwnerFields(results)
     python_args = PythonArgs(results, per_step["functions"] if per_step else None)
@@ -399,18 +400,6 @@ class Scope:
                 return None
             name = name.rsplit(".", 1)[0]  # a nested function: its parent's
         return None
-
-
-def _host_fields(results: dict) -> set[str]:
-    """"Class.attr" that some file's class keeps on the host and no file's class keeps on the
-    device: a read of it is not a sync, whichever file reads it (`input_batch.num_scheduled_tokens`
-    with `num_scheduled_tokens: np.ndarray` declared in another module)."""
-    host: set[str] = set()
-    other: set[str] = set()
-    for result in results.values():
-        for key, where in result.field_hints.items():
-            (host if known_host(where) else other).add(key)
-    return host - other
 
 
 def device_attributes(results: dict) -> tuple[set, set]:

@@ -115,11 +115,12 @@ def _values(strip):
 
 
 def _loop(item, out: list):
-    """loops.py's loop: (first line, last line, names steps, parent index, its own ranges)."""
-    if not isinstance(item, tuple) or len(item) != 5 or not isinstance(item[4], tuple):
+    """loops.py's loop: (first line, last line, names steps, parent index, its own ranges, over
+    data)."""
+    if not isinstance(item, tuple) or len(item) != 6 or not isinstance(item[4], tuple):
         return ("not a loop", item)
-    start, end, steps, parent, owned = item
-    return (_line(start, out), _line(end, out), steps, parent, _each(_positions(0, 1))(owned, out))
+    start, end, steps, parent, owned, items = item
+    return (_line(start, out), _line(end, out), steps, parent, _each(_positions(0, 1))(owned, out), items)
 
 
 def _keyed_by_line_column(table, out: list):

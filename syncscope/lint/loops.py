@@ -12,7 +12,9 @@ here: they iterate over a request's items, not over steps.
 
 Each loop is kept too (`loops`): its span, whether its header names the denoising schedule
 (`for i, t in enumerate(timesteps)`, `for step_idx in range(len(sigmas) - 1)`), the loop it is
-nested in, and its own lines (its body less the loops and definitions inside it). A loop
+nested in, its own lines (its body less the loops and definitions inside it), and whether it is
+a `for` over a request's data (its header names neither the schedule nor generated tokens:
+`for elev, azim in zip(elevs, azims)`, `for batch_idx in range(batch_size)`). A loop
 around a denoising loop (over a request's chunks, clips or samples, each of which runs a whole
 schedule) is no step loop: steploops.py decides which, over the whole program.
 
@@ -31,7 +33,7 @@ import builtins
 
 from .ast_annotations import dotted
 from .nodewalk import DEFINITIONS, own_nodes
-from .steploops import names_steps
+from .steploops import names_generation, names_steps
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -113,8 +115,8 @@ class _Walk:
             else:
                 out.append([start, end])
 
-        def enter(stmt, owner: int, steps: bool) -> int:
-            loops.append([stmt.lineno, _end(stmt), steps, owner])
+        def enter(stmt, owner: int, steps: bool, items: bool = False) -> int:
+            loops.append([stmt.lineno, _end(stmt), steps, owner, items])
             owned.append([])
             return len(loops) - 1
 
@@ -126,7 +128,11 @@ class _Walk:
                     # the header runs once per iteration of the enclosing code (the iterable is
                     # evaluated once)
                     add(owner, stmt.lineno, stmt.body[0].lineno - 1 if stmt.body[0].lineno > stmt.lineno else stmt.lineno)
-                    inner = enter(stmt, owner, names_steps(stmt.target) or names_steps(stmt.iter))
+                    steps = names_steps(stmt.target) or names_steps(stmt.iter)
+                    # a `for` over data (views, prompts, a batch's items): no step loop unless
+                    # steploops.py finds per-step work in it; not one over tokens (generation)
+                    items = not steps and not names_generation(stmt.target) and not names_generation(stmt.iter)
+                    inner = enter(stmt, owner, steps, items)
                     walk(stmt.body, inner)
                     if stmt.orelse:
                         walk(stmt.orelse, owner)
@@ -150,8 +156,8 @@ class _Walk:
         add(-1, first, body[0].lineno - 1 if body and body[0].lineno > first else first)
         walk(body, -1)
         straight = tuple((start, end) for start, end in owned[0])
-        return straight, tuple((start, end, steps, parent, tuple((a, b) for a, b in owned[index + 1]))
-                               for index, (start, end, steps, parent) in enumerate(loops))
+        return straight, tuple((start, end, steps, parent, tuple((a, b) for a, b in owned[index + 1]), items)
+                               for index, (start, end, steps, parent, items) in enumerate(loops))
 
     def base(self, node) -> str | None:
         if isinstance(node, ast.Subscript):  # `Generic[T]`, `AttentionImplBase[T]`

@@ -55,7 +55,13 @@ def _is_none(node) -> bool:
 
 def _missing(test, local: dict) -> str | None:
     """The field a test finds missing: `self.x is None`, `v is None` (`v = self.x` before),
-    `not hasattr(self, "x")`, `key not in self._cache`."""
+    `not hasattr(self, "x")`, `key not in self._cache`; of `key not in self._a or key not in
+    self._b` (two memos filled together), the first: each part only says a memo is missing, so
+    the body runs once per key as well (a part that tests something else, `bs != self.bs`, may
+    hold every step: no memo)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        fields = [_missing(part, local) for part in test.values]
+        return fields[0] if all(fields) else None
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = test.operand
         if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "hasattr" \

@@ -4,6 +4,7 @@ re-exports, class fields and inheritance (wholeprogram.py runs the summaries ove
 
 from __future__ import annotations
 
+from . import provenance as P
 from .fact_values import FUNC, METHOD, PROP, SUPER
 from .records import Root
 
@@ -37,9 +38,12 @@ class Program:
                     self.path_of[qualname] = path
             for qualname, info in result.classes.items():
                 self.classes.setdefault(qualname, info)
+        on_host_fields = host_fields(results)
+        for path, result in results.items():
             accepted = _accepted_lines(result.suppressions)
+            on_host = _on_host_field(result, on_host_fields)
             for qualname, roots in result.roots.items():
-                kept = [r for r in roots if not _is_accepted(accepted, r)]
+                kept = [r for r in roots if not _is_accepted(accepted, r) and (r.code, r.line) not in on_host]
                 if kept:
                     self.roots.setdefault(qualname, []).extend((path, r) for r in kept)
         # "Class.attr" -> host/Python, for attributes a class fills from host data (classinfo.py)
@@ -214,6 +218,25 @@ def module_prefix(qualname: str, program: Program) -> str:
         if ".".join(parts[:cut]) in program.modules:
             return ".".join(parts[:cut]) + "."
     return ""
+
+
+def host_fields(results: dict) -> set[str]:
+    """"Class.attr" that some file's class keeps on the host or as a Python value and no file's
+    class keeps on the device (the engine drops a finding on such a read: engine.py)."""
+    host: set[str] = set()
+    other: set[str] = set()
+    for result in results.values():
+        for key, where in (getattr(result, "field_hints", None) or {}).items():
+            (host if P.known_host(where) else other).add(key)
+    return host - other
+
+
+def _on_host_field(result, host_fields: set) -> set[tuple]:
+    """(code, line) of the file's findings on a read of such a field: `repeat_interleave(x,
+    verify_input.draft_token_num)` with `draft_token_num: int` declared in another module. The
+    report drops them; their roots go too, or every caller would still be told the callee syncs."""
+    return {(f.code, f.line) for f in getattr(result, "findings", ()) or ()
+            if getattr(f, "field", None) and "%s.%s" % f.field in host_fields}
 
 
 def _accepted_lines(suppressions: dict) -> dict[int, list]:

@@ -16,8 +16,9 @@ A `forward` is a root by its name only in a class that is, or may be, an `nn.Mod
 (modules.py). In a class that is not one (a diffusion pipeline stage) it is a per-request entry:
 what it calls outside its loops runs once per request as well (walked on, the same way), the
 lines inside the loops of all of these run every step (loops.py; a loop around the denoising
-loop, over a request's chunks, runs once per chunk: steploops.py), and so does everything a
-call on such a line reaches. A per-request function reached from a per-step one is per-step whole.
+loop, over a request's chunks, runs once per chunk; in a stage that runs no schedule, a loop over
+the request's data runs once per request: steploops.py), and so does everything a call on such a
+line reaches. A per-request function reached from a per-step one is per-step whole.
 A finding is per-step when its function is reached and its line is not cold (nor a per-request
 function's line outside its loops); it then carries the path from its root ("why"). Everything
 else is cold: reported only on request.
@@ -102,8 +103,13 @@ class PerStep:
         # the lines of a per-request function that run once per call: outside its loops, or in
         # a loop around the denoising loop (over chunks: steploops.py)
         self.steps = StepLoops(loops, self.straight, self.calls_of, self.enterable,
-                               lambda q: self.is_root(q) and not self.kinds.request_entry(q))
+                               lambda q: self.is_root(q) and not self.kinds.request_entry(q)
+                               and not self.kinds.request_module_method(q), self.step_named)
         self.request: dict[str, tuple] = {}
+        # of those, the ones reached from a stage that runs no schedule (steploops.py: their
+        # loops over data run once per request too)
+        self.plain: set[str] = set()
+        self._step_named: dict[str, tuple] = {}
         # of those, the ones that run once per request whole, loops included: what a module
         # that runs once per request (modules.py: a diffusion text encoder) reaches
         self.whole: set[str] = set()
@@ -139,6 +145,16 @@ class PerStep:
             return True
         # `Class.method` patterns match methods only
         return owner in self.program.classes and bool(self.roots.match(f"{owner.rsplit('.', 1)[-1]}.{short}"))
+
+    def step_named(self, qualname: str) -> tuple:
+        """The lines of `qualname`'s calls named like per-step work (`x.forward(...)`,
+        `self.scheduler.step(...)`: a `[roots] hot` name), whatever they resolve to."""
+        found = self._step_named.get(qualname)
+        if found is None:
+            calls = (self.program.functions.get(qualname) or {}).get("calls", ())
+            found = tuple(call.line for call in calls if self.roots is not None and self.roots.match(call.name or ""))
+            self._step_named[qualname] = found
+        return found
 
     # -- the walk -----------------------------------------------------------------------
     def run(self) -> dict[str, tuple]:
@@ -269,25 +285,36 @@ class PerStep:
         """From the per-request entry points (modules.py): what they call on lines outside
         loops runs once per request too; what they call inside a loop (a denoising loop calling
         the scheduler's `step`) runs every step, and so does what that reaches."""
-        queue = deque(q for q in entries if q not in self.reached)
-        for qualname in queue:
-            self.request[qualname] = (None, 0)
-        while queue:
-            caller = queue.popleft()
-            if caller in self.reached:
-                continue
-            once = self.steps.once(caller)
-            for line, target in self.calls_of(caller):
-                if target in self.reached or not self.enterable(target):
+        # the stages that run a schedule first: what both kinds reach keeps its step loops
+        scheduled = [q for q in entries if self.steps.holds_schedule(q)]
+        for group, plain in ((scheduled, False), ([q for q in entries if q not in scheduled], True)):
+            queue = deque(q for q in group if q not in self.reached and q not in self.request)
+            for qualname in queue:
+                self.request[qualname] = (None, 0)
+                if plain:
+                    self.plain.add(qualname)
+            while queue:
+                caller = queue.popleft()
+                if caller in self.reached:
                     continue
-                if once is not None and not _inside(once, line):
-                    self.reached[target] = (caller, line)
-                    self.walk(deque([target]))
-                elif target not in self.request:
-                    self.request[target] = (caller, line)
-                    queue.append(target)
+                once = self.steps.once(caller, caller in self.plain)
+                for line, target in self.calls_of(caller):
+                    if target in self.reached or not self.enterable(target):
+                        continue
+                    if once is not None and not _inside(once, line):
+                        self.reached[target] = (caller, line)
+                        self.walk(deque([target]))
+                    elif target not in self.request:
+                        self.request[target] = (caller, line)
+                        # a stage another stage runs (a router's `self.stage.forward(batch, ...)`)
+                        # is judged by its own loops; any other function by its caller's
+                        if self.kinds.request_entry(target) and not self.steps.holds_schedule(target) \
+                                or not self.kinds.request_entry(target) and caller in self.plain:
+                            self.plain.add(target)
+                        queue.append(target)
         for qualname in [q for q in self.request if q in self.reached]:
             del self.request[qualname]
+            self.plain.discard(qualname)
 
     def per_request_modules(self, entries: list[str]) -> None:
         """From the `forward`s of modules that run once per request (modules.py): everything
@@ -313,7 +340,7 @@ class PerStep:
         request (outside their loops), with the entry point that reaches them."""
         out: dict[str, list] = {}
         for qualname in self.request:
-            once = self.steps.once(qualname)
+            once = self.steps.once(qualname, qualname in self.plain)
             if qualname in self.whole:
                 span = self.spans.get(qualname)
                 once = (span,) if span else once
@@ -321,11 +348,17 @@ class PerStep:
                 continue
             entry = qualname
             while self.request[entry][0] is not None:
+                # name the stage that runs no schedule, not a router above it that runs it
+                if qualname in self.plain and entry in self.plain and self.kinds.request_entry(entry):
+                    break
                 entry = self.request[entry][0]
             short = ".".join(entry.rsplit(".", 2)[-2:])
             if qualname in self.whole:
                 why = (f"runs once per request, not per step: `{short}` is a module that runs once per request "
                        f"(an encoder, or built only inside one)")
+            elif qualname in self.plain:
+                why = (f"runs once per request, not per step: `{short}` is a per-request entry (its class is not an "
+                       f"nn.Module) that runs no denoising loop")
             else:
                 why = f"runs once per request, not per step: `{short}` is a per-request entry (its class is not an nn.Module)"
             out.setdefault(self.program.path_of[qualname], []).extend((start, end, why) for start, end in once)

@@ -16,6 +16,20 @@ or in a function a call on its lines reaches, a few calls deep), is an **outer l
 own lines run once per chunk, like the function's lines outside loops. Every other loop stays
 a step loop (a loop over a CFG pair or a token-by-token `while` is per step, as before): the
 rule only takes a loop out when the schedule's loop is found inside it.
+
+A stage that runs no denoising schedule at all (no such loop in what its `forward` reaches, a
+few calls deep: a preprocessing, text-encoding, LoRA-switch or autoregressive-prior stage) runs
+its loops over the request's data once per request too:
+
+    for elev, azim in zip(camera_elevs, camera_azims):    # once per view of the request
+        normal_maps.append(self.render_normal(elev, azim))
+
+Such a loop is a `for` whose header names neither the schedule nor generated tokens (loops.py:
+`for _ in range(max_new_tokens)` and every `while` stay step loops: token-by-token generation
+is per step), that calls nothing named like per-step work (`forward`, `step`: the `[roots] hot`
+names) on its lines, reaches no per-step root and no function that holds a step loop, and holds
+no step loop itself: `for i in range(n): for branch in cfg: self.transformer.forward(...)` may
+be a schedule loop whose header says nothing, so it stays one.
 """
 
 from __future__ import annotations
@@ -25,6 +39,8 @@ import re
 
 _STEP_WORDS = re.compile(r"timestep|sigma|step", re.IGNORECASE)
 _STEP_NAMES = frozenset({"t"})  # the usual name of the current timestep
+# a loop over generated tokens or decoding rounds: per step (an autoregressive stage's decode)
+_GENERATION_WORDS = re.compile(r"token|generat|decod|max_len|max_length|iter|round", re.IGNORECASE)
 MAX_DEPTH = 4  # calls followed from a loop's lines to find the schedule's loop
 
 
@@ -38,20 +54,34 @@ def names_steps(node) -> bool:
     return False
 
 
+def names_generation(node) -> bool:
+    """The expression names generated tokens or decoding rounds (`range(max_new_tokens)`,
+    `range(self.max_length)`, `range(num_iters)`): a loop so headed is a step loop anyway."""
+    for sub in ast.walk(node):
+        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if name is not None and _GENERATION_WORDS.search(name):
+            return True
+    return False
+
+
 class StepLoops:
     """Over the whole program: the lines of a per-request function that run once per call,
     the outer loops' own lines included."""
 
-    def __init__(self, loops: dict, straight: dict, calls_of, enterable, is_step_root) -> None:
+    def __init__(self, loops: dict, straight: dict, calls_of, enterable, is_step_root,
+                 step_named=lambda qualname: ()) -> None:
         self.loops = loops  # function -> loops.py's loop tuples
         self.straight = straight
         self.calls_of = calls_of  # reachability's: (line, callee) of the calls that may run
         self.enterable = enterable
         self.is_step_root = is_step_root  # per-step roots: reached anyway, not searched
+        self.step_named = step_named  # function -> lines of its calls named like per-step work
         self._holds: set[str] = set()  # found to run a schedule
         self._none_from: dict[str, int] = {}  # found not to, searching from this depth
         self._open: set[str] = set()  # being searched (a cycle of calls finds nothing more)
         self._outer: dict[str, tuple] = {}
+        self._stepping: dict[str, tuple] = {}  # function -> (depth searched from, found)
+        self._items: dict[str, tuple] = {}
 
     def holds_schedule(self, qualname: str, depth: int = 0) -> bool:
         """`qualname` runs a denoising schedule: it has a loop whose header names steps, or a
@@ -84,7 +114,7 @@ class StepLoops:
             return known
         loops = self.loops.get(qualname, ())
         holds = [False] * len(loops)
-        for index, (start, end, steps, parent, _own) in enumerate(loops):
+        for index, (start, end, steps, parent, *_rest) in enumerate(loops):
             if steps:  # the schedule's loop itself: its enclosing loops hold it
                 while parent >= 0:
                     holds[parent] = True
@@ -105,19 +135,83 @@ class StepLoops:
     def innermost(loops: tuple, line: int) -> int:
         """The index of the innermost loop whose span holds `line`, or -1."""
         best = -1
-        for index, (start, end, _steps, _parent, _own) in enumerate(loops):
+        for index, (start, end, *_rest) in enumerate(loops):
             if start <= line <= end and (best < 0 or start >= loops[best][0]):
                 best = index
         return best
 
-    def once(self, qualname: str) -> tuple | None:
+    # -- loops over a request's data, in a stage that runs no schedule ---------------------
+    def _own_stepping(self, qualname: str) -> list:
+        """Per loop of `qualname`: whether it is a step loop by itself: it names the schedule,
+        it is no `for` over data (a `while`, a loop over tokens), or a call on its own lines is
+        named like per-step work."""
+        loops = self.loops.get(qualname, ())
+        named = self.step_named(qualname)
+        return [bool(loop[2]) or not (len(loop) > 5 and loop[5])
+                or any(start <= line <= end for line in named for start, end in loop[4]) for loop in loops]
+
+    def steps_in(self, qualname: str, depth: int = 0) -> bool:
+        """`qualname` may do per-step work: one of its loops is a step loop by itself, a call
+        on any of its lines is named like per-step work or reaches a per-step root, or a call
+        reaches such a function (at most MAX_DEPTH calls, as for the schedule)."""
+        known = self._stepping.get(qualname)
+        if known is not None and (known[1] or known[0] <= depth):
+            return known[1]
+        if depth >= MAX_DEPTH:
+            return False
+        if qualname in self._open:
+            return False
+        found = any(self._own_stepping(qualname)) or bool(self.step_named(qualname))
+        if not found:
+            self._open.add(qualname)
+            try:
+                found = any(target != qualname and self.enterable(target)
+                            and (self.is_step_root(target) or self.steps_in(target, depth + 1))
+                            for _line, target in self.calls_of(qualname))
+            finally:
+                self._open.discard(qualname)
+        self._stepping[qualname] = (depth, found)
+        return found
+
+    def items(self, qualname: str) -> tuple:
+        """Per loop of `qualname`: whether it is a loop over data that does no per-step work:
+        not a step loop by itself, holding none (nested in it), and no call on its lines
+        reaching per-step work."""
+        known = self._items.get(qualname)
+        if known is not None:
+            return known
+        loops = self.loops.get(qualname, ())
+        fine = [not stepping for stepping in self._own_stepping(qualname)]
+
+        def spoil(index: int) -> None:
+            while index >= 0:
+                fine[index] = False
+                index = loops[index][3]
+        for index, ok in enumerate(list(fine)):
+            if not ok:
+                spoil(index)
+        for line, target in self.calls_of(qualname):
+            inner = self.innermost(loops, line)
+            if inner < 0 or not fine[inner] or target == qualname or not self.enterable(target):
+                continue
+            if self.is_step_root(target) or self.steps_in(target, 1):
+                spoil(inner)
+        found = tuple(fine)
+        self._items[qualname] = found
+        return found
+
+    def once(self, qualname: str, plain: bool = False) -> tuple | None:
         """The line ranges of `qualname` that run once per call: its straight lines and the own
-        lines of the loops that are outer all the way out. None where loops.py has no lines."""
+        lines of the loops that are outer all the way out. With `plain` (reached from a stage
+        that runs no schedule), a loop over data counts as outer too. None where loops.py has
+        no lines."""
         straight = self.straight.get(qualname)
         loops = self.loops.get(qualname)
         if straight is None or not loops:
             return straight
         outer = self.outer(qualname)
+        if plain:
+            outer = tuple(a or b for a, b in zip(outer, self.items(qualname)))
         if not any(outer):
             return straight
         ranges = list(straight)

@@ -364,6 +364,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
     import libcst as cst
 
     from .analyzer import ModuleAnalyzer
+    from .compiled import tree_constants
     from .files import function_trigger
     from .callgraph import cold_private_helpers
     from .classinfo import class_hints
@@ -385,6 +386,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         was_cold, known = graph.get(fn.name, (True, frozenset()))
         graph[fn.name] = (was_cold and cold, known | calls)
     cold_helpers = cold_private_helpers(graph)
+    constants = None  # compiled.py: the module's constants, read once the first walk needs them
     for fn, classes, cold, memo in units:
         if (cold and not memo) or fn.name in cold_helpers:
             continue
@@ -409,6 +411,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         analyzer.hints = name_hints
         analyzer.aliases = aliases
         analyzer.class_hints = hints
+        analyzer.compiled_constants = constants if constants is not None else (constants := tree_constants(tree))
         analyzer.run_function(mini.body[0], classes)
         if analyzer.counter != len(spans):
             raise _FallBack()

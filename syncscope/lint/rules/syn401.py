@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import provenance as P
+from ..compiled import compiled_constant
 from ..devices import device_where
 from ._common import first_input, show
 from .base import Fix, Invalid, Rule
@@ -26,9 +27,13 @@ class TensorFromHostDataOnDevice(Rule):
         "import functools, torch\n@functools.lru_cache\ndef table(device):\n    return torch.tensor([1, 2, 3], device=device)\n",
         "import torch\n_CACHE = {}\ndef table(device):\n    t = _CACHE.get(device)\n    if t is None:\n"
         "        t = torch.tensor([1, 2], device=device)\n        _CACHE[device] = t\n    return t\n",
+        # compiled: inductor bakes the constant into the graph
+        "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    return x * torch.tensor([1.0, -2.0], device=x.device)\n",
     ]
     INVALID = [
         "import torch\ndef f(ids, device):\n    return torch.tensor(ids, device=device)\n",
+        "import torch\ndef f(x):\n    return x * torch.tensor([1.0, -2.0], device=x.device)\n",
+        "import torch\n@torch.compile\ndef f(x, ids):\n    return x * torch.tensor(ids, device=x.device)\n",
         "import torch\ndef f(self, n: int):\n    return torch.tensor([n], dtype=torch.int32, device='cuda')\n",
         Invalid(
             "import torch\ndef f(self, lens):\n    return torch.tensor(lens, dtype=torch.int32, device=self.device)\n",
@@ -47,6 +52,8 @@ class TensorFromHostDataOnDevice(Rule):
         data = first_input(call, "data")
         if data is not None and P.is_tensor_like(data[1]):
             return  # already a tensor: no host data involved
+        if data is not None and compiled_constant(ctx, data[0]):
+            return  # `torch.compile` bakes a constant into the graph (compiled.py)
         ctx.report(
             self, call.node,
             f"`{show(call.node.func, ctx)}(..., device={show(device, ctx)})` copies host data with a "
