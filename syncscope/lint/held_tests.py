@@ -51,15 +51,31 @@ def _methods(cls: ast.ClassDef):
     return [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+def _statements(body):
+    """Every statement under `body`, nested blocks and definitions included. Stores into
+    attributes are statements (an assignment's targets), so walking statements alone finds all
+    of them at a fraction of `ast.walk`'s cost: this runs for every class and file of the tree."""
+    pending = list(body)
+    while pending:
+        stmt = pending.pop()
+        yield stmt
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                pending.extend(inner)
+        for handler in getattr(stmt, "handlers", ()):
+            pending.extend(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            pending.extend(case.body)
+
+
 def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, tuple[bool, str]]:
     """{field: (value, why)} for the fields of `cls` that only ever hold one decided test.
     `evaluate` is branches.Conditions.evaluate; `foreign` the attribute names the file stores on
     receivers other than `self` (those fields may be changed from outside)."""
     values: dict[str, list] = {}
     for method in _methods(cls):
-        for node in ast.walk(method):
-            if isinstance(node, (ast.ClassDef, ast.Lambda)):
-                continue
+        for node in _statements(method.body):
             for target in _targets(node):
                 # tuple targets and augmented stores hold values no single test decides
                 for inner in ast.walk(target):
@@ -83,7 +99,7 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
 def foreign_stores(tree: ast.Module) -> frozenset:
     """Attribute names the module stores on a receiver other than `self` (`obj.flag = True`)."""
     names = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         for target in _targets(node):
             for inner in ast.walk(target):
                 if isinstance(inner, ast.Attribute) and _self_attr(inner) is None:
@@ -94,12 +110,20 @@ def foreign_stores(tree: ast.Module) -> frozenset:
 def function_locals(function, evaluate) -> dict[str, tuple[bool, str]]:
     """{local: (value, why)} for the locals of `function` bound once, to a decided test."""
     stores: dict[str, list] = {}
+    # Only a local that is tested (`if`, `while`, `assert`, a conditional expression) or passed
+    # to a call can matter: the others' values are never evaluated, which is most of the cost.
+    wanted: set[str] = set()
     pending = list(function.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             stores.setdefault(getattr(node, "name", ""), []).append(None)
             continue
+        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+            wanted.update(n.id for n in ast.walk(node.test) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Call):
+            wanted.update(a.id for a in node.args if isinstance(a, ast.Name))
+            wanted.update(k.value.id for k in node.keywords if isinstance(k.value, ast.Name))
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
                 stores.setdefault(name, []).append(None)
@@ -114,7 +138,7 @@ def function_locals(function, evaluate) -> dict[str, tuple[bool, str]]:
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
     found = {}
     for name, values in stores.items():
-        if name in params or len(values) != 1 or values[0] is None:
+        if name not in wanted or name in params or len(values) != 1 or values[0] is None:
             continue
         value, why = evaluate(values[0])
         if value is not None and why:
