@@ -26,8 +26,33 @@ def page(path, **kw):
 
 
 def embedded_data(text: str) -> dict:
+    """The page's JSON block, with its sites read back into objects as report.js does."""
     (blob,) = re.findall(r'<script type="application/json" id="syncscope-data">(.*?)</script>', text, re.S)
-    return json.loads(blob)
+    data = json.loads(blob)
+
+    def expand(rows):
+        fields = data["site_fields"]
+        out = []
+        for i, row in enumerate(rows):
+            site = {**(row[len(fields)] if len(row) > len(fields) else {}), **dict(zip(fields, row)), "i": i}
+            site["path"] = data["paths"][site["path"]]
+            out.append(site)
+        return out
+
+    data["sites"] = expand(data["sites"])
+    if data["compare"]:
+        data["compare"]["before_sites"] = expand(data["compare"]["before_sites"])
+    return data
+
+
+def test_the_embedded_sites_read_back_to_the_page_data(tmp_path):
+    path = write_json(str(tmp_path / "gpu.json"), gpu_report(str(tmp_path)))
+    full = page(path)["sites"]
+    sites = embedded_data(html.render(html.load(path)))["sites"]
+    assert [s["i"] for s in sites] == list(range(len(full)))
+    for mine, theirs in zip(sites, full):  # the keys left out hold their defaults
+        assert {k: v for k, v in theirs.items() if k in mine} == mine
+        assert all(theirs[k] == html._SITE_DEFAULTS[k] or k == "stack" for k in theirs.keys() - mine.keys() - {"fingerprint"})
 
 
 def test_gpu_report_page_has_measured_sites_and_the_function_source(tmp_path):

@@ -29,7 +29,7 @@ from syncscope.atomic import write_text_atomic
 from syncscope.report.schema import Report, ReportError, SiteStats, format_ms, read_report_json
 from syncscope.render.sources import SourceIndex
 
-PAGE_ROWS = 200  # sites table rows laid out at a time (sorting and filtering see all of them)
+PAGE_ROWS = 100  # sites table rows laid out at a time (sorting and filtering see all of them)
 MAX_TIMELINE_EVENTS = 50_000  # events drawn; the page says how many more the report holds
 
 # Optional GPU-idle ("bubble") fields of `syncscope run --bubbles` (issue 11, docs/report-schema.md
@@ -364,20 +364,33 @@ _SITE_DEFAULTS = {"blocked_ns": None, "blocked_ms": "", "mean_ms": "", "idle_ns"
                   "lint_codes": None, "x": None, "stale": False, "group": "in scope"}
 
 
-def _compact_site(record: dict) -> dict:
-    out = {k: v for k, v in record.items() if k != "fingerprint" and not (k in _SITE_DEFAULTS and v == _SITE_DEFAULTS[k])}
-    stack = out.get("stack")
+# Every site has these; the page gets them as an array, in this order, with the site's other
+# non-default keys as an object after them (report.js, expandSites). Paths are indexes into one
+# table. Object keys repeated on every site were half of a 5,000-site page, and the browser's
+# HTML parser reads the embedded JSON at a few MB/s, so its size is the page's opening time.
+_SITE_FIELDS = ("path", "line", "function", "kind", "source", "count")
+
+
+def _compact_site(record: dict, paths: dict[str, int]) -> list:
+    extra = {k: v for k, v in record.items()
+             if k not in _SITE_FIELDS and k not in ("i", "fingerprint") and not (k in _SITE_DEFAULTS and v == _SITE_DEFAULTS[k])}
+    stack = extra.get("stack")
     if stack and len(stack) == 1 and (stack[0]["path"], stack[0]["line"]) == (record["path"], record["line"]):
-        del out["stack"]  # the site's own frame only
-    return out
+        del extra["stack"]  # the site's own frame only
+    row = [paths.setdefault(record["path"], len(paths))] + [record[k] for k in _SITE_FIELDS[1:]]
+    return row + [extra] if extra else row
 
 
 def _embedded(data: dict) -> dict:
-    """What the script reads: the page data less the summary (rendered as HTML), compacted."""
+    """What the script reads: the page data less the summary (rendered as HTML), compacted.
+    A site's index in its list is its `i`."""
     out = {k: v for k, v in data.items() if k != "summary"}
-    out["sites"] = [_compact_site(r) for r in data["sites"]]
+    paths: dict[str, int] = {}
+    out["sites"] = [_compact_site(r, paths) for r in data["sites"]]
     if data["compare"]:
-        out["compare"] = {**data["compare"], "before_sites": [_compact_site(r) for r in data["compare"]["before_sites"]]}
+        out["compare"] = {**data["compare"], "before_sites": [_compact_site(r, paths) for r in data["compare"]["before_sites"]]}
+    out["site_fields"] = list(_SITE_FIELDS)
+    out["paths"] = list(paths)
     return out
 
 

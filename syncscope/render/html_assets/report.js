@@ -5,12 +5,24 @@
 (function () {
   performance.mark("syncscope-start");
   const D = JSON.parse(document.getElementById("syncscope-data").textContent);
-  const sites = D.sites;
-  const before = D.compare ? D.compare.before_sites : [];
   // keys the page leaves out where they hold their default (syncscope/render/html.py, _SITE_DEFAULTS)
   const DEFAULTS = { blocked_ns: null, blocked_ms: "", mean_ms: "", idle_ns: null, idle_ms: "", idle_count: null, allow_reason: null,
     apis: [], regions: [], ranks: "", stack: [], related: null, lint: null, lint_codes: null, x: null, stale: false, group: "in scope" };
-  for (const s of sites.concat(before)) for (const k in DEFAULTS) if (!(k in s)) s[k] = DEFAULTS[k];
+  // a site comes as [path index, line, function, kind, source, count, {its other keys}] (html.py, _compact_site)
+  function expandSites(rows) {
+    const fields = D.site_fields, keys = Object.keys(DEFAULTS), none = {};
+    return rows.map(function (row, i) {
+      // every site gets its keys in one order, so the engine gives them all one shape
+      const s = { i: i }, extra = row.length > fields.length ? row[fields.length] : none;
+      for (let k = 0; k < fields.length; k++) s[fields[k]] = row[k];
+      s.path = D.paths[s.path];
+      for (const k of keys) s[k] = k in extra ? extra[k] : DEFAULTS[k];
+      return s;
+    });
+  }
+  const sites = expandSites(D.sites);
+  const before = D.compare ? expandSites(D.compare.before_sites) : [];
+  if (D.compare) D.compare.before_sites = before;
   const measured = sites.some(function (s) { return s.blocked_ns !== null; });
 
   function el(tag, cls, text) {
@@ -325,7 +337,7 @@
   const LANE = 24, PAD = 12;
   const palette = ["#0969da", "#cf222e", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7480", "#bc4c00", "#57606a", "#116329"];
   const kinds = Array.from(new Set(sites.map(function (s) { return s.kind; }))).sort();
-  const colorOf = new Map(kinds.map(function (k, n) { return [k, palette[n % palette.length]]; }));
+  const colorIndex = new Map(kinds.map(function (k, n) { return [k, n]; }));
   let maxBlocked = 0, t0 = Infinity, t1 = -Infinity;
   for (const r of T.rows) {
     if (r[2] !== null && r[2] > maxBlocked) maxBlocked = r[2];
@@ -376,12 +388,21 @@
       g.fillStyle = n % 2 ? "#f6f8fa" : "#ffffff";
       g.fillRect(0, n * LANE, width, LANE);
       const y = n * LANE + LANE / 2;
+      // Marks that would land on one another (same colour, half-pixel place and size) are drawn
+      // once: a long run has thousands per pixel, and painting each one is most of a big page's
+      // opening time. The hover still names every event (eventAt).
+      const drawn = new Set();
       for (const e of lane.events) {
         const r = T.rows[e];
+        const color = colorIndex.get(sites[r[0]].kind);
+        const x = xOf(r[1], width), size = Math.min(radius(r), LANE / 2 - 1);
+        const key = (color * 65536 + Math.round(x * 2)) * 64 + Math.round(size * 2);
+        if (drawn.has(key)) continue;
+        drawn.add(key);
         g.beginPath();
-        g.fillStyle = colorOf.get(sites[r[0]].kind) || "#57606a";
+        g.fillStyle = palette[color % palette.length];
         g.globalAlpha = 0.75;
-        g.arc(xOf(r[1], width), y, Math.min(radius(r), LANE / 2 - 1), 0, 2 * Math.PI);
+        g.arc(x, y, size, 0, 2 * Math.PI);
         g.fill();
       }
     });
@@ -431,7 +452,7 @@
   laneMode.addEventListener("change", layout);
   window.addEventListener("resize", draw);
   const legendBox = document.getElementById("timeline-legend");
-  for (const k of kinds) { const span = el("span"); const dot = el("span", "dot"); dot.style.setProperty("background", colorOf.get(k)); span.appendChild(dot); span.appendChild(document.createTextNode(k)); legendBox.appendChild(span); }
+  for (const k of kinds) { const span = el("span"); const dot = el("span", "dot"); dot.style.setProperty("background", palette[colorIndex.get(k) % palette.length]); span.appendChild(dot); span.appendChild(document.createTextNode(k)); legendBox.appendChild(span); }
   layout();
   if (tbody.rows.length === Math.min(page, sites.length)) renderCount(Math.min(page, sites.length)); // the page's own rows are these
   else applyFilter();
