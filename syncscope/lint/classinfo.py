@@ -10,6 +10,7 @@ attribute also assigned from something device-like gets no hint.
 from __future__ import annotations
 
 import ast
+import weakref
 
 from . import provenance as P
 from .nodewalk import own_nodes
@@ -18,7 +19,7 @@ from .vocabulary import HOST_RESULT_METHODS, HOST_RESULT_WORDS, PLAIN_VALUE_TYPE
 
 def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
     evidence: dict[tuple[str, str], set[int]] = {}
-    for node in _classes(tree.body):
+    for node in _classes(tree):
         for item in node.body:
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                 where = _from_annotation(item.annotation)
@@ -106,9 +107,22 @@ def _statements(body: list, into_classes: bool = False):
             yield from _statements(case.body, into_classes)
 
 
-def _classes(body: list):
-    """Every class defined in `body`, at any depth (in functions, branches, other classes)."""
-    return (stmt for stmt in _statements(body, into_classes=True) if isinstance(stmt, ast.ClassDef))
+# module -> every statement in it, in source order: five per-file facts read them all, and the walk
+# is as costly as what they do with it
+_module_statements: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def module_statements(tree: ast.Module) -> list:
+    """Every statement of the module at any depth (functions, branches, classes), in source order."""
+    found = _module_statements.get(tree)
+    if found is None:
+        found = _module_statements[tree] = list(_statements(tree.body, into_classes=True))
+    return found
+
+
+def _classes(tree: ast.Module):
+    """Every class defined in the module, at any depth (in functions, branches, other classes)."""
+    return (stmt for stmt in module_statements(tree) if isinstance(stmt, ast.ClassDef))
 
 
 def _plain_parameters(function) -> set[str]:
@@ -282,7 +296,7 @@ def attribute_places(tree: ast.Module) -> dict[str, frozenset]:
     all files, the names only ever given device tensors (`engine.device_attributes`): a rule
     may report a value read from such an attribute (`RawFinding.needs_device`)."""
     places: dict[str, set[int]] = {}
-    for stmt in _statements(tree.body, into_classes=True):
+    for stmt in module_statements(tree):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _constructor_fields(stmt, places)
             continue

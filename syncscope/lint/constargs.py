@@ -206,10 +206,10 @@ def _params(function) -> dict:
     return out
 
 
-def _rebound(function) -> frozenset:
-    """The names the function's own body stores into (a parameter rebound is no pass-through)."""
-    return frozenset(sub.id for sub in own_nodes(function.body, frozenset({ast.Name}))
-                     if isinstance(sub.ctx, (ast.Store, ast.Del)))
+def _stores(function) -> list:
+    """The names the function's own body stores into or deletes, as `Name` nodes (a parameter
+    rebound is no pass-through; where it is, guardblocks.stored_before reads the lines)."""
+    return [sub for sub in own_nodes(function.body, frozenset({ast.Name})) if isinstance(sub.ctx, (ast.Store, ast.Del))]
 
 
 def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tuple[dict, dict, dict]:
@@ -232,7 +232,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
 
     def function(node, local: str, enclosing: frozenset = frozenset()) -> None:
         params = _params(node)
-        rebound = _rebound(node)
+        stores = _stores(node)
+        rebound = frozenset(sub.id for sub in stores)
         for name in sorted(enclosing - set(params) - rebound):
             params[name] = (None, CLOSURE)
         names = frozenset(params) - {"self", "cls"}
@@ -244,7 +245,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
         held = function_locals(node, decided) if decided is not None else {}
         # nested definitions are walked on their own below (their code is theirs, not this
         # function's); the parameters this one never rebinds are theirs to read as closures
-        stale = stored_before(node.body, names & rebound)
+        stale = stored_before(node.body, names & rebound, stores)
         for sub in own_nodes(node.body, _IF_OR_CALL, enter_block_definitions=False):
             if isinstance(sub, ast.If) and names:
                 # a parameter stored into before the test may no longer be what was passed

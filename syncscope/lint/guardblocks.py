@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 
-from .nodewalk import own_nodes
 
 _EXITS = (ast.Return, ast.Raise)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -64,20 +63,23 @@ def early_exits(body: list, compile_test) -> list[tuple[int, int, tuple]]:
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def stored_before(body: list, names: frozenset):
+def stored_before(body: list, names: frozenset, stored: list):
     """A function `(name, line) -> bool`: may `name` hold something other than what the caller
     passed when a test on line `line` runs? It may when the function stores into it on an
     earlier line (`if out is None: out = torch.empty(...)` before `if ... and out is not None:`
     in vLLM's `_fmha_sm100`), or anywhere in a loop around that line. A store after the test
-    (`if num_kv_splits < 1: ... num_kv_splits = 1`) leaves the test reading the caller's value."""
+    (`if num_kv_splits < 1: ... num_kv_splits = 1`) leaves the test reading the caller's value.
+    `stored`: the `Name` nodes the body's own code stores into or deletes (the caller has them)."""
+    if not names:
+        return lambda name, line: False
     stores: dict[str, list[int]] = {}
     loops: list[tuple[int, int]] = []
     for block in statement_blocks(body):
         for stmt in block:
             if isinstance(stmt, _LOOPS):
                 loops.append((stmt.lineno, getattr(stmt, "end_lineno", None) or stmt.lineno))
-    for node in own_nodes(body, frozenset({ast.Name})):
-        if isinstance(node.ctx, (ast.Store, ast.Del)) and node.id in names:
+    for node in stored:
+        if node.id in names:
             stores.setdefault(node.id, []).append(node.lineno)
 
     def stale(name: str, line: int) -> bool:

@@ -31,6 +31,10 @@ the test it was given.
 from __future__ import annotations
 
 import ast
+import weakref
+
+from .classinfo import module_statements
+from .nodewalk import code_fields
 
 
 def _self_attr(node) -> str | None:
@@ -99,7 +103,7 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
 def foreign_stores(tree: ast.Module) -> frozenset:
     """Attribute names the module stores on a receiver other than `self` (`obj.flag = True`)."""
     names = set()
-    for node in _statements(tree.body):
+    for node in module_statements(tree):
         for target in _targets(node):
             for inner in ast.walk(target):
                 if isinstance(inner, ast.Attribute) and _self_attr(inner) is None:
@@ -107,40 +111,63 @@ def foreign_stores(tree: ast.Module) -> frozenset:
     return frozenset(names)
 
 
-def function_locals(function, evaluate) -> dict[str, tuple[bool, str]]:
-    """{local: (value, why)} for the locals of `function` bound once, to a decided test."""
+_DEFINITION = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_TESTED = (ast.If, ast.While, ast.Assert, ast.IfExp)
+# function node -> its candidates; `branches` and `constargs` both ask, with their own evaluators
+_candidates_of: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _tested_locals(function) -> dict[str, ast.expr]:
+    """{local: the value it is bound to} for the locals of `function` bound once, by a plain
+    assignment, and read by a test (`if`, `while`, `assert`, a conditional expression) or passed
+    to a call: only those can matter, and evaluating the others is most of the cost."""
+    cached = _candidates_of.get(function)
+    if cached is not None:
+        return cached
     stores: dict[str, list] = {}
-    # Only a local that is tested (`if`, `while`, `assert`, a conditional expression) or passed
-    # to a call can matter: the others' values are never evaluated, which is most of the cost.
     wanted: set[str] = set()
-    pending = list(function.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+    stack = list(function.body)
+    while stack:  # nodewalk's field table, not ast.iter_child_nodes: this reads every node of every function
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            if type(node.ctx) is not ast.Load:
+                stores.setdefault(node.id, []).append(None)  # the plain assignments are counted below
+            continue
+        if kind in _DEFINITION:
             stores.setdefault(getattr(node, "name", ""), []).append(None)
             continue
-        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
-            wanted.update(n.id for n in ast.walk(node.test) if isinstance(n, ast.Name))
-        elif isinstance(node, ast.Call):
-            wanted.update(a.id for a in node.args if isinstance(a, ast.Name))
-            wanted.update(k.value.id for k in node.keywords if isinstance(k.value, ast.Name))
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
+        if kind in _TESTED:
+            wanted.update(n.id for n in ast.walk(node.test) if type(n) is ast.Name)
+        elif kind is ast.Call:
+            wanted.update(a.id for a in node.args if type(a) is ast.Name)
+            wanted.update(k.value.id for k in node.keywords if type(k.value) is ast.Name)
+        elif kind is ast.Global or kind is ast.Nonlocal:
             for name in node.names:
                 stores.setdefault(name, []).append(None)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores.setdefault(node.id, []).append(None)  # the plain assignments are counted below
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        elif kind is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
             stores.setdefault(node.targets[0].id, []).append(node.value)
-            pending.append(node.value)
+            stack.append(node.value)
             continue
-        pending.extend(ast.iter_child_nodes(node))
+        for field in code_fields(kind):
+            value = getattr(node, field, None)
+            if type(value) is list:
+                stack.extend(value)
+            elif value is not None:
+                stack.append(value)
     args = function.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+    found = {name: values[0] for name, values in stores.items()
+             if name in wanted and name not in params and len(values) == 1 and values[0] is not None}
+    _candidates_of[function] = found
+    return found
+
+
+def function_locals(function, evaluate) -> dict[str, tuple[bool, str]]:
+    """{local: (value, why)} for the locals of `function` bound once, to a decided test."""
     found = {}
-    for name, values in stores.items():
-        if name not in wanted or name in params or len(values) != 1 or values[0] is None:
-            continue
-        value, why = evaluate(values[0])
+    for name, bound in _tested_locals(function).items():
+        value, why = evaluate(bound)
         if value is not None and why:
             found[name] = (value, f"`{name}` is set only from a decided test: {why}")
     return found

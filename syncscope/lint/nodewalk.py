@@ -27,7 +27,11 @@ _NOT_CODE = frozenset({"ctx", "op", "ops", "type_comment", "attr", "arg", "id", 
 _FIELDS: dict[type, tuple] = {}  # node type -> its fields that may hold code
 
 
-def _code_fields(kind: type) -> tuple:
+def code_fields(kind: type) -> tuple:
+    """The fields of a node type that may hold code (statements, expressions, handlers...)."""
+    fields = _FIELDS.get(kind)
+    if fields is not None:
+        return fields
     if kind is ast.Name or kind is ast.Constant or not issubclass(kind, ast.AST):
         fields = ()  # a leaf, or a plain value (a string in `global a, b`, a None dict key)
     else:
@@ -56,7 +60,7 @@ def own_nodes(body: list, wanted, skip=SCOPES, enter_block_definitions: bool = T
             found.append(node)
         fields = fields_of.get(kind)
         if fields is None:
-            fields = _code_fields(kind)
+            fields = code_fields(kind)
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
@@ -81,7 +85,7 @@ def nodes_breadth_first(node, wanted) -> list:
             found.append(current)
         fields = fields_of.get(kind)
         if fields is None:
-            fields = _code_fields(kind)
+            fields = code_fields(kind)
         for name in fields:
             value = getattr(current, name, None)
             if type(value) is list:

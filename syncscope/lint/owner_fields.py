@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 
 from . import provenance as P
-from .classinfo import VECTOR, _from_annotation, _statements, add_place, local_places, self_assignments
+from .classinfo import VECTOR, _from_annotation, _statements, add_place, local_places, module_statements, self_assignments
 
 UNTYPED = "?"  # a field also given something that is no instance of a class of the tree
 _NOT_CLASSES = frozenset("Tensor Optional Union List Dict Tuple Set Any Callable Type Sequence Mapping".split())
@@ -36,7 +36,7 @@ def owner_facts(tree: ast.Module) -> dict:
     places: dict[str, set] = {}
     types: dict[str, set] = {}
     bases: dict[str, set] = {}
-    for cls in (s for s in _statements(tree.body, into_classes=True) if isinstance(s, ast.ClassDef)):
+    for cls in (s for s in module_statements(tree) if isinstance(s, ast.ClassDef)):
         bases[cls.name] = {_short(b) for b in cls.bases if _short(b)}
         for item in cls.body:
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -49,7 +49,7 @@ def owner_facts(tree: ast.Module) -> dict:
                         places.setdefault(key, set()).add(where)
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 _method(cls.name, item, places, types)
-    for function in (s for s in _statements(tree.body, into_classes=True)
+    for function in (s for s in module_statements(tree)
                      if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))):
         _constructor_keywords(function, places)
     return {"places": {k: frozenset(v) for k, v in places.items()},
