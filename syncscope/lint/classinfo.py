@@ -65,7 +65,7 @@ def assignments(function):
     method, in source order, nested blocks and closures included; `value` is None for a bare
     annotation. The one walk behind `self_assignments` and the class hints (which also follow
     the host locals that a `self.attr = local` reads, so they need the Name targets in order)."""
-    for stmt in _statements(function.body):
+    for stmt in function_statements(function):
         if isinstance(stmt, ast.Assign):
             targets, value, annotation = stmt.targets, stmt.value, None
         elif isinstance(stmt, ast.AnnAssign):
@@ -88,23 +88,41 @@ def _is_self_attribute(target: ast.AST) -> bool:
     return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
 
 
-def _statements(body: list, into_classes: bool = False):
-    """Every statement in `body`, nested blocks and closures included; the bodies of nested
-    classes only with `into_classes` (in a method they belong to another object's `self`).
-    Statements only: walking every expression node as well (`ast.walk`) made this a quarter of
-    a cold lint run."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, ast.ClassDef) and not into_classes:
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list):
-                yield from _statements(inner, into_classes)
-        for handler in getattr(stmt, "handlers", ()):
-            yield from _statements(handler.body, into_classes)
-        for case in getattr(stmt, "cases", ()):
-            yield from _statements(case.body, into_classes)
+def _statements(body: list, into_classes: bool = False) -> list:
+    """Every statement in `body` in source order, nested blocks and closures included; the
+    bodies of nested classes only with `into_classes` (in a method they belong to another
+    object's `self`). Statements only: walking every expression node as well (`ast.walk`) made
+    this a quarter of a cold lint run. A list built by plain recursion: nested generators cost
+    a frame switch per statement and level."""
+    found: list = []
+
+    def collect(block: list) -> None:
+        for stmt in block:
+            found.append(stmt)
+            if type(stmt) is ast.ClassDef and not into_classes:
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if type(inner) is list:
+                    collect(inner)
+            for handler in getattr(stmt, "handlers", ()):
+                collect(handler.body)
+            for case in getattr(stmt, "cases", ()):
+                collect(case.body)
+    collect(body)
+    return found
+
+
+# function -> its statements (`_statements` of its body): six per-file facts read them
+_function_statements: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def function_statements(function) -> list:
+    """Every statement of a function's body, closures included, nested classes' bodies not."""
+    found = _function_statements.get(function)
+    if found is None:
+        found = _function_statements[function] = _statements(function.body)
+    return found
 
 
 # module -> every statement in it, in source order: five per-file facts read them all, and the walk
@@ -116,7 +134,7 @@ def module_statements(tree: ast.Module) -> list:
     """Every statement of the module at any depth (functions, branches, classes), in source order."""
     found = _module_statements.get(tree)
     if found is None:
-        found = _module_statements[tree] = list(_statements(tree.body, into_classes=True))
+        found = _module_statements[tree] = _statements(tree.body, into_classes=True)
     return found
 
 
@@ -264,7 +282,7 @@ def _refilled_on_the_device(tree, names: set[str]) -> set[str]:
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         local: dict[str, object] = {}
-        for stmt in _statements(function.body):
+        for stmt in function_statements(function):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 local[stmt.targets[0].id] = _literal_or_value(stmt.value)
 
@@ -351,7 +369,7 @@ def _constructor_fields(function, places: dict[str, set[int]]) -> None:
     fills the field of that name, with what the local name was assigned in this function; so
     does `req.kv.track_buffer = buf` with `buf = torch.full((n,), -1, device=d)` above it."""
     local: dict[str, set] | None = None
-    for stmt in _statements(function.body):
+    for stmt in function_statements(function):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         value = getattr(stmt, "value", None)
@@ -381,7 +399,7 @@ def local_places(function) -> dict[str, set]:
     """Local name -> the places it is assigned in this function, with the 1-D marker of its
     device tensors (`add_place`)."""
     local: dict[str, set] = {}
-    for stmt in _statements(function.body):
+    for stmt in function_statements(function):
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):

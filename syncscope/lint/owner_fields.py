@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 
 from . import provenance as P
-from .classinfo import VECTOR, _from_annotation, _statements, add_place, local_places, module_statements, self_assignments
+from .classinfo import VECTOR, _from_annotation, add_place, function_statements, local_places, module_statements, self_assignments
 
 UNTYPED = "?"  # a field also given something that is no instance of a class of the tree
 _NOT_CLASSES = frozenset("Tensor Optional Union List Dict Tuple Set Any Callable Type Sequence Mapping".split())
@@ -108,7 +108,7 @@ def _constructor_keywords(function, places: dict) -> None:
     """`self.State(conv=conv_state, temporal=temporal_state)`: a keyword of a class's
     constructor fills the field of that name, with what the local was assigned here."""
     local = None
-    for stmt in _statements(function.body):
+    for stmt in function_statements(function):
         for node in (getattr(stmt, "value", None),):
             if not isinstance(node, ast.Call) or not node.keywords:
                 continue

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from .classinfo import _statements
+from .classinfo import function_statements
 
 
 def literal_calls(tree: ast.Module, module: str | None, is_cold) -> dict[str, frozenset]:
@@ -40,7 +40,7 @@ def literal_calls(tree: ast.Module, module: str | None, is_cold) -> dict[str, fr
 
 
 def _function(function, caller: str, found: dict) -> None:
-    for stmt in _statements(function.body):
+    for stmt in function_statements(function):
         call = getattr(stmt, "value", None)
         if not isinstance(call, ast.Call):
             continue
