@@ -78,7 +78,10 @@ class Solver:
         self.const = const  # constargs.ConstArgs: guards a caller's literal arguments may rule out
         self.edges: dict[str, list[tuple[CallRecord, str, int]]] = {}  # caller -> [(call, target, shift)]
         self.all_edges = self.edges  # with the calls on cold lines too (where findings are made)
-        callers: dict[str, set[str]] = {}
+        # callee -> its callers, in file order: a dict, not a set, since the worklist follows it
+        # and a set of strings iterates in the process's hash order, which made the chain
+        # reported among equally short ones change from run to run
+        callers: dict[str, dict[str, None]] = {}
         # `self.visual(x, grid_thw)` -> the submodule's `forward`: only where its arguments come
         # from (host_fed). As a call edge it would report every sync of a `forward` (already a
         # per-step root, reported where it is) once more at each module that holds one.
@@ -94,7 +97,7 @@ class Solver:
                         self.module_edges.setdefault(qualname, []).append((call, target, shift))
                     continue
                 out.append((call, target, program.shift(call.target, target)))
-                callers.setdefault(target, set()).add(qualname)
+                callers.setdefault(target, {})[qualname] = None
             self.edges[qualname] = out
         self.callers = callers
         self.summaries: dict[str, Summary] = {q: Summary() for q in program.functions}
