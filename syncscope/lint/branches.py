@@ -38,7 +38,7 @@ from .exprguards import ifexp_guard
 from .initflags import once_after
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
-from .held_tests import class_fields, foreign_stores, function_locals
+from .held_tests import class_fields, foreign_stores, function_locals, module_globals
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -69,6 +69,7 @@ class Conditions:
         # test (platform_fields.py: `self.sync_dbo_comm = current_platform.is_rocm()`)
         self.fields: dict[str, tuple[bool, str]] = {}
         self.locals: dict[str, tuple[bool, str]] = {}  # the same for the function's locals
+        self.globals: dict[str, tuple[bool, str]] = {}  # and the module's (held_tests.module_globals)
 
     def evaluate(self, node) -> tuple[bool | None, str]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -110,8 +111,10 @@ class Conditions:
             return None, ""
         if name.startswith("self.") and name[5:] in self.fields:
             return self.fields[name[5:]]
-        if name in self.locals:
-            return self.locals[name]
+        if name in self.locals or name in self.globals:
+            return self.locals.get(name) or self.globals[name]
+        if name.endswith(".get") and name[:-4].rsplit(".", 1)[-1].isupper():  # SGLang's `envs.X.get()`
+            name = name[:-4]
         for entry in self.lib.false_while_serving:
             if name == entry or name.endswith("." + entry):
                 return False, f"`{name}` is false while serving"
@@ -572,6 +575,7 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     walk = _Walk(module, aliases, library)
     walk.module_names = _module_names(tree)
     walk.foreign = foreign_stores(tree)
+    walk.conditions.globals = module_globals(tree, walk.conditions.evaluate)
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)
 
