@@ -157,3 +157,36 @@ def test_a_module_name_rebound_elsewhere_stays_unknown(tmp_path):
 """
     found = where(lint_package(tmp_path, {"environ.py": ENVS, "backend.py": source}))
     assert ("pkg/backend.py", 10, "SYN201") in found, found
+
+
+# -- a backend chosen by a name that is another platform's --------------------------------------
+CONTROLLER = """
+    import torch
+
+    class CacheController(torch.nn.Module):
+        def __init__(self, io_backend: str):
+            super().__init__()
+            self.io_backend = io_backend
+            self.slots = torch.zeros(8, device="cuda")
+
+        def forward(self, x: torch.Tensor):
+            if self.io_backend == "direct":
+                return x
+            elif self.io_backend == "{name}":
+                return self.slots.tolist()
+            return x
+"""
+
+
+def test_a_backend_named_for_another_platform_is_not_chosen_on_cuda(tmp_path):
+    for name in ("kernel_ascend", "aiter_sparse", "intel_xpu"):
+        run = lint_package(tmp_path, {"controller.py": CONTROLLER.format(name=name)}, include_cold=True)
+        cold = cold_reasons(run)
+        assert f"names another platform's backend (`{name}`)" in cold[("pkg/controller.py", 14)], (name, cold)
+
+
+def test_a_backend_name_without_a_platform_word_stays(tmp_path):
+    # `input` holds no `npu` word; `cpu` offload is a CUDA server's choice
+    for name in ("input", "kernel", "cpu"):
+        found = where(lint_package(tmp_path, {"controller.py": CONTROLLER.format(name=name)}))
+        assert ("pkg/controller.py", 14, "SYN202") in found, (name, found)

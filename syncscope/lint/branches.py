@@ -33,6 +33,7 @@ import functools
 import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
+from .comparetests import compare_test
 from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import ifexp_guard
 from .initflags import once_after
@@ -86,7 +87,10 @@ class Conditions:
             return None, ""
         if isinstance(node, ast.Compare):
             switched = self._switch_on(node)
-            return switched if switched is not None else self._device_type(node)
+            if switched is not None:
+                return switched
+            side = node.comparators[0] if isinstance(node.left, ast.Constant) else node.left
+            return compare_test(node, _dotted(side) or "", self.lib)
         if isinstance(node, ast.Call):
             name = _dotted(node.func) or ""
             if any(name == r or name.endswith("." + r) for r in self.lib.env_readers):
@@ -158,29 +162,6 @@ class Conditions:
             return None
         value, why = self.evaluate(node.left)
         return (False, why) if value is False and why else None
-
-    def _device_type(self, node: ast.Compare) -> tuple[bool | None, str]:
-        """`x.device.type == "cpu"`, `device != "cuda"`: a device-type test."""
-        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
-            return None, ""
-        left, right = node.left, node.comparators[0]
-        if isinstance(left, ast.Constant):
-            left, right = right, left
-        if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
-            return None, ""
-        text = (_dotted(left) or "").lower()
-        if not (text.endswith(".type") or text.endswith("device") or text.endswith("device_type")):
-            return None, ""
-        kind = right.value.split(":")[0]
-        if kind == "cuda":
-            value = True
-        elif kind in self.lib.other_words:
-            value = False
-        else:
-            return None, ""
-        if isinstance(node.ops[0], ast.NotEq):
-            value = not value
-        return value, f"device type `{right.value}`"
 
 
 def _off(value) -> bool:
