@@ -111,12 +111,18 @@ class Conditions:
         return None, ""
 
     def _named(self, name: str) -> tuple[bool | None, str]:
+        value, why = self._by_name(name)
+        if value is None and name in self.globals:  # a module name kept from a decided test
+            return self.globals[name]
+        return value, why
+
+    def _by_name(self, name: str) -> tuple[bool | None, str]:
         if not name:
             return None, ""
         if name.startswith("self.") and name[5:] in self.fields:
             return self.fields[name[5:]]
-        if name in self.locals or name in self.globals:
-            return self.locals.get(name) or self.globals[name]
+        if name in self.locals:
+            return self.locals[name]
         if name.endswith(".get") and name[:-4].rsplit(".", 1)[-1].isupper():  # SGLang's `envs.X.get()`
             name = name[:-4]
         for entry in self.lib.false_while_serving:
