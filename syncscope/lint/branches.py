@@ -33,12 +33,13 @@ import functools
 import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
+from .comparetests import compare_test
 from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import ifexp_guard
 from .initflags import once_after
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
-from .held_tests import class_fields, foreign_stores, function_locals
+from .held_tests import class_fields, foreign_stores, function_locals, module_globals
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -69,6 +70,7 @@ class Conditions:
         # test (platform_fields.py: `self.sync_dbo_comm = current_platform.is_rocm()`)
         self.fields: dict[str, tuple[bool, str]] = {}
         self.locals: dict[str, tuple[bool, str]] = {}  # the same for the function's locals
+        self.globals: dict[str, tuple[bool, str]] = {}  # and the module's (held_tests.module_globals)
 
     def evaluate(self, node) -> tuple[bool | None, str]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -85,7 +87,10 @@ class Conditions:
             return None, ""
         if isinstance(node, ast.Compare):
             switched = self._switch_on(node)
-            return switched if switched is not None else self._device_type(node)
+            if switched is not None:
+                return switched
+            side = node.comparators[0] if isinstance(node.left, ast.Constant) else node.left
+            return compare_test(node, _dotted(side) or "", self.lib)
         if isinstance(node, ast.Call):
             name = _dotted(node.func) or ""
             if any(name == r or name.endswith("." + r) for r in self.lib.env_readers):
@@ -106,12 +111,20 @@ class Conditions:
         return None, ""
 
     def _named(self, name: str) -> tuple[bool | None, str]:
+        value, why = self._by_name(name)
+        if value is None and name in self.globals:  # a module name kept from a decided test
+            return self.globals[name]
+        return value, why
+
+    def _by_name(self, name: str) -> tuple[bool | None, str]:
         if not name:
             return None, ""
         if name.startswith("self.") and name[5:] in self.fields:
             return self.fields[name[5:]]
         if name in self.locals:
             return self.locals[name]
+        if name.endswith(".get") and name[:-4].rsplit(".", 1)[-1].isupper():  # SGLang's `envs.X.get()`
+            name = name[:-4]
         for entry in self.lib.false_while_serving:
             if name == entry or name.endswith("." + entry):
                 return False, f"`{name}` is false while serving"
@@ -155,29 +168,6 @@ class Conditions:
             return None
         value, why = self.evaluate(node.left)
         return (False, why) if value is False and why else None
-
-    def _device_type(self, node: ast.Compare) -> tuple[bool | None, str]:
-        """`x.device.type == "cpu"`, `device != "cuda"`: a device-type test."""
-        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
-            return None, ""
-        left, right = node.left, node.comparators[0]
-        if isinstance(left, ast.Constant):
-            left, right = right, left
-        if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
-            return None, ""
-        text = (_dotted(left) or "").lower()
-        if not (text.endswith(".type") or text.endswith("device") or text.endswith("device_type")):
-            return None, ""
-        kind = right.value.split(":")[0]
-        if kind == "cuda":
-            value = True
-        elif kind in self.lib.other_words:
-            value = False
-        else:
-            return None, ""
-        if isinstance(node.ops[0], ast.NotEq):
-            value = not value
-        return value, f"device type `{right.value}`"
 
 
 def _off(value) -> bool:
@@ -572,6 +562,7 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     walk = _Walk(module, aliases, library)
     walk.module_names = _module_names(tree)
     walk.foreign = foreign_stores(tree)
+    walk.conditions.globals = module_globals(tree, walk.conditions.evaluate)
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)
 

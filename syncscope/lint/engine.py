@@ -360,11 +360,14 @@ class Scope:
         self.library = config.library()
         self._lines = ColdLines
         self.keep_cold = config.include_cold or config.all_functions
+        self._tools: dict[str, str] = {}  # path -> its tool word, or "" (toolpaths.tool_in_chain)
 
     def judge(self, rel: str, raw, kept: list, run: LintRun) -> list:
         from .branches import platform_path
+        from .toolpaths import tool_path, tool_in_chain
 
         other = platform_path(rel, self.library)
+        tool = tool_path(rel, self.library)
         ranges = tuple(raw.branch_cold) + tuple(self.guarded.get(rel, ()))
         lines = self._lines(ranges) if ranges else None
         out = []
@@ -373,7 +376,10 @@ class Scope:
                 out.append(p)
                 continue
             why = f"file for another platform than CUDA (`{other}`)" if other else \
+                f"file of a tool that is not serving (`{tool}`)" if tool else \
                 (lines.why(p.line) if lines is not None else None)
+            if why is None and p.chain:
+                why = tool_in_chain(p.chain, self.library, self._tools)
             if why is None and p.cold:  # decided by the whole-program pass (constargs.py)
                 why = p.cold
             if why is None and self.per_step is not None:

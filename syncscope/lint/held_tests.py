@@ -26,6 +26,12 @@ self.allocator.debug_mode` then `if check_page_mappings:` (SGLang's SWA allocato
 mappings only in its debug mode): a local bound by exactly one plain assignment in its function
 (no other store: loop target, `with ... as`, `:=`, augmented, deleted, global/nonlocal) carries
 the test it was given.
+
+And a module-level name bound once: `_validate_indices = envs.SGLANG_VALIDATE_..._INDICES.get()`
+then `if _validate_indices and not in_capture:` in a method (SGLang's mamba backend validates its
+replay indices only when that check switch is on). Any other binding of the name anywhere in the
+module (a local, a loop target, `global`, an import, a definition) leaves it unknown; a
+parameter of the same name would shadow it unseen (none in vLLM 0.33 / SGLang 0.5.23).
 """
 
 from __future__ import annotations
@@ -168,6 +174,39 @@ def function_locals(function, evaluate) -> dict[str, tuple[bool, str]]:
     found = {}
     for name, bound in _tested_locals(function).items():
         value, why = evaluate(bound)
+        if value is not None and why:
+            found[name] = (value, f"`{name}` is set only from a decided test: {why}")
+    return found
+
+
+def module_globals(tree: ast.Module, evaluate) -> dict[str, tuple[bool, str]]:
+    """{name: (value, why)} for the names the module binds once, at its top level, to a
+    decided test, and nowhere else (module_statements: statements only, no whole-file walk)."""
+    bound = {}
+    for stmt in tree.body:
+        if type(stmt) is ast.Assign and len(stmt.targets) == 1 and type(stmt.targets[0]) is ast.Name:
+            bound[stmt.targets[0].id] = stmt
+    if not bound:
+        return {}
+    others: set[str] = set()
+    for stmt in module_statements(tree):
+        kind = type(stmt)
+        if kind is ast.Global or kind is ast.Nonlocal:
+            others.update(stmt.names)
+        elif kind in (ast.Import, ast.ImportFrom):
+            others.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            others.add(stmt.name)
+        else:
+            for target in _targets(stmt) + [getattr(stmt, "target", None)] + \
+                    [item.optional_vars for item in getattr(stmt, "items", ())]:
+                if target is not None and bound.keys():
+                    others.update(n.id for n in ast.walk(target) if type(n) is ast.Name and bound.get(n.id) is not stmt)
+    found = {}
+    for name, stmt in bound.items():
+        if name in others:
+            continue
+        value, why = evaluate(stmt.value)
         if value is not None and why:
             found[name] = (value, f"`{name}` is set only from a decided test: {why}")
     return found

@@ -27,6 +27,7 @@ class LibraryFacts:
     predicate_prefixes: frozenset
     other_path_words: frozenset
     other_dirs: frozenset
+    tool_path_words: frozenset
     debug_words: frozenset
     env_check_words: frozenset
     env_check_not: frozenset
@@ -79,6 +80,7 @@ _KEYS = {
     ("platform", "other-dirs"): "other_dirs",
     ("platform", "true-on-cuda"): "true_on_cuda",
     ("switches", "debug-words"): "debug_words",
+    ("switches", "tool-path-words"): "tool_path_words",
     ("switches", "env-readers"): "env_readers",
     ("switches", "env-check-words"): "env_check_words",
     ("switches", "env-check-not"): "env_check_not",

@@ -32,6 +32,7 @@ import re
 from collections import deque
 
 from .branches import platform_path
+from .toolpaths import tool_path
 from .fact_values import METHOD
 from .library import LibraryFacts
 from .modules import ModuleKinds
@@ -76,6 +77,7 @@ class PerStep:
         self.library = library
         self.cold = cold_lines(results, guarded)
         self.other_platform = {path: platform_path(path, library) for path in results}
+        self.tools = {path: tool_path(path, library) for path in results}  # benchmarks, canaries
         self.dispatch: dict[str, list] = {}
         for result in results.values():
             for qualname, calls in (getattr(result, "dispatch", None) or {}).items():
@@ -133,7 +135,7 @@ class PerStep:
         if not facts.get("hot", True) and (self.cold_name is None or self.cold_name(qualname.rsplit(".", 1)[-1])):
             return False
         path = self.program.path_of[qualname]
-        if self.other_platform.get(path):
+        if self.other_platform.get(path) or self.tools.get(path):
             return False
         return self.line_cold(path, facts["line"]) is None
 
@@ -452,14 +454,20 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
     return table, once
 
 
-def cold_calls_removed(program, edges: dict, results: dict, guarded: dict) -> dict:
+def cold_calls_removed(program, edges: dict, results: dict, guarded: dict, library=None) -> dict:
     """The call graph without the calls on cold lines (a helper that syncs only under
-    `if envs.DEBUG:` does not sync for its callers), and the program's sync roots likewise."""
+    `if envs.DEBUG:` does not sync for its callers), nor the calls from serving code into a
+    tool's file (toolpaths.py: a canary syncs only where it is turned on), and the program's
+    sync roots likewise."""
     cold = cold_lines(results, guarded)
+    tools = {path for path in results if tool_path(path, library)} if library is not None else set()
     kept_edges = {}
     for caller, out in edges.items():
         lines = cold.get(program.path_of[caller])
-        kept_edges[caller] = [e for e in out if lines is None or lines.why(e[0].line) is None] if lines and lines.merged else out
+        kept = [e for e in out if lines is None or lines.why(e[0].line) is None] if lines and lines.merged else out
+        if tools and program.path_of[caller] not in tools:
+            kept = [e for e in kept if program.path_of.get(e[1]) not in tools]
+        kept_edges[caller] = kept
     for qualname, roots in list(program.roots.items()):
         path = program.path_of.get(qualname)
         lines = cold.get(path) if path else None

@@ -549,7 +549,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     if library is not None:  # memos a long-lived object fills once (memo.py)
         for path, lines in memo_lines(program, results, library).items():
             guarded[path] = guarded.get(path, []) + lines
-    solver.edges = cold_calls_removed(program, solver.edges, results, guarded)
+    solver.edges = cold_calls_removed(program, solver.edges, results, guarded, library)
     solver.run()
     # calls whose callee syncs with no guard at all: stepargs never makes their line cold
     plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
