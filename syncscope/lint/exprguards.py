@@ -32,6 +32,7 @@ def _plain(node) -> bool:
     return isinstance(node, (ast.Name, ast.Constant))
 
 
+_VALUED = (ast.Assign, ast.AnnAssign, ast.Return)
 _COLLECT = frozenset({"append", "extend"})  # list methods: `vals.append(row if keep else row.tolist())`
 
 
@@ -107,9 +108,12 @@ def ifexp_blocks(body: list, compile_test) -> list[tuple[int, int, tuple]]:
     arm's line, and lines are the unit of coldness."""
     found = []
     for index, stmt in enumerate(body):
-        if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr)):
-            continue
-        if not isinstance(getattr(stmt, "value", None), (ast.IfExp, ast.Call)):
+        kind = type(stmt)
+        if kind is ast.Expr:  # most statements: calls; only `x.append(a if t else b)` is wanted
+            call = stmt.value
+            if type(call) is not ast.Call or len(call.args) != 1 or type(call.args[0]) is not ast.IfExp:
+                continue
+        elif kind not in _VALUED or type(stmt.value) is not ast.IfExp:
             continue
         before = body[index - 1].end_lineno if index else 0
         after = body[index + 1].lineno if index + 1 < len(body) else 1 << 30
