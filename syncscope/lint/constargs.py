@@ -22,7 +22,8 @@ callers: `file_const_guards` also records those pass-throughs (a bare parameter 
 function never rebinds), and stepargs.py follows them up the per-step callers.
 
 The blocks also include the statements after an early exit (`if info is None: return None`,
-guardblocks.py), and nested functions are read on their own: a test on a parameter of the
+guardblocks.py) and a conditional expression's arm (`row if no_copy_to_cpu else row.tolist()`,
+exprguards.py), and nested functions are read on their own: a test on a parameter of the
 function they are nested in (a closure, `CLOSURE`) is, for that function's call into them, a
 test on its own parameter (SGLang's `MoeRunner.run(..., lora_info=None)` and its nested
 `_maybe_build_lora_hooks`).
@@ -35,6 +36,7 @@ from __future__ import annotations
 import ast
 import operator
 
+from .exprguards import ifexp_blocks
 from .guardblocks import early_exits, statement_blocks, stored_before
 from .nodewalk import own_nodes
 
@@ -286,6 +288,10 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
                          if test_params(item[2]) <= kept)
         closures = False
         for block in statement_blocks(node.body):
+            if names:
+                # `vals.append(row if no_copy_to_cpu else row.tolist())`: an arm is a block too
+                found.extend(ifexp_blocks(block, lambda test: compile_test(
+                    test, frozenset(n for n in names if not stale(n, test.lineno)))))
             for stmt in block:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     closures = function(stmt, f"{local}.{stmt.name}", kept) or closures

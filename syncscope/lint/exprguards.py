@@ -13,6 +13,12 @@ the fallback's lines are a guard only where nothing else on them can sync: the s
 assignment to plain names or a `return` whose whole value is the expression, the other arm is
 a name, a constant or an attribute of a name (no call, no indexing), and no other statement
 shares the fallback's lines.
+
+The same arms, on any test constargs.py compiles on parameters (`ifexp_blocks`), are guard
+blocks a call's arguments decide: SGLang's `get_token_ids_logprobs_raw` collects
+`vals.append(row if no_copy_to_cpu else row.tolist())`, and its per-step callers pass
+`no_copy_to_cpu=True` (the `.tolist()` never runs for them). There the statement may also be a
+list's `append`/`extend` of the expression, and the test must hold no call of its own.
 """
 
 from __future__ import annotations
@@ -26,22 +32,61 @@ def _plain(node) -> bool:
     return isinstance(node, (ast.Name, ast.Constant))
 
 
-def ifexp_guard(stmt, params, nullable, before: int, after: int) -> tuple[int, int, str] | None:
-    """(first line, last line, parameter) of the arm of `stmt`'s conditional expression that
-    runs only when a parameter is None, or None. `before` / `after`: the last line of the
-    statement before it and the first of the one after it in the block (0 / a large number
-    when none)."""
+_VALUED = (ast.Assign, ast.AnnAssign, ast.Return)
+_COLLECT = frozenset({"append", "extend"})  # list methods: `vals.append(row if keep else row.tolist())`
+
+
+def _has_call(node) -> bool:
+    return any(isinstance(sub, (ast.Call, ast.Subscript)) for sub in ast.walk(node))
+
+
+def guarded_ifexp(stmt, before: int, after: int, collect: bool = False):
+    """(the conditional expression, its arm that may sync, whether that arm is the `body`) of a
+    statement whose only code besides a plain arm is that expression, or None. The statement is an
+    assignment to plain names, a `return`, or with `collect` a list's `append`/`extend` of it (a
+    call that cannot sync); the other arm is a name, a constant or an attribute of a name; no
+    other statement shares the arm's lines (`before` / `after`: the last line of the statement
+    before it and the first of the one after it in the block, 0 / a large number when none)."""
     if isinstance(stmt, ast.Assign):
         if not all(isinstance(t, ast.Name) for t in stmt.targets):
             return None
+        value = stmt.value
     elif isinstance(stmt, ast.AnnAssign):
         if not isinstance(stmt.target, ast.Name):
             return None
-    elif not isinstance(stmt, ast.Return):
+        value = stmt.value
+    elif isinstance(stmt, ast.Return):
+        value = stmt.value
+    elif collect and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _COLLECT and isinstance(func.value, ast.Name)
+                and len(call.args) == 1 and not call.keywords):
+            return None
+        value = call.args[0]
+    else:
         return None
-    value = stmt.value
     if not isinstance(value, ast.IfExp):
         return None
+    if _plain(value.orelse):
+        arm, is_body = value.body, True
+    elif _plain(value.body):
+        arm, is_body = value.orelse, False
+    else:
+        return None
+    start, end = arm.lineno, getattr(arm, "end_lineno", None) or arm.lineno
+    if start <= before or end >= after:
+        return None
+    return value, arm, is_body
+
+
+def ifexp_guard(stmt, params, nullable, before: int, after: int) -> tuple[int, int, str] | None:
+    """(first line, last line, parameter) of the arm of `stmt`'s conditional expression that
+    runs only when a parameter is None, or None. `before` / `after`: as for `guarded_ifexp`."""
+    found = guarded_ifexp(stmt, before, after)
+    if found is None:
+        return None
+    value, arm, is_body = found
     test = value.test
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
             and isinstance(test.ops[0], (ast.Is, ast.IsNot)) and isinstance(test.comparators[0], ast.Constant)
@@ -50,10 +95,36 @@ def ifexp_guard(stmt, params, nullable, before: int, after: int) -> tuple[int, i
     param = test.left.id
     if param not in params or param in ("self", "cls") or param in nullable:
         return None
-    guarded, other = (value.body, value.orelse) if isinstance(test.ops[0], ast.Is) else (value.orelse, value.body)
-    if not _plain(other):
+    if is_body != isinstance(test.ops[0], ast.Is):  # the arm that may sync runs when it is not None
         return None
-    start, end = guarded.lineno, getattr(guarded, "end_lineno", None) or guarded.lineno
-    if start <= before or end >= after:
-        return None
-    return start, end, param
+    return arm.lineno, getattr(arm, "end_lineno", None) or arm.lineno, param
+
+
+def ifexp_blocks(body: list, compile_test) -> list[tuple[int, int, tuple]]:
+    """[(first line, last line, test)] of the arms of conditional expressions in the statements of
+    `body` (a block) that may sync only when a test on parameters holds (constargs.py, stepargs.py:
+    `vals.append(row if no_copy_to_cpu else row.tolist())` with a caller passing
+    `no_copy_to_cpu=True`). The test must hold no call or subscript of its own: it shares the
+    arm's line, and lines are the unit of coldness."""
+    found = []
+    for index, stmt in enumerate(body):
+        kind = type(stmt)
+        if kind is ast.Expr:  # most statements: calls; only `x.append(a if t else b)` is wanted
+            call = stmt.value
+            if type(call) is not ast.Call or len(call.args) != 1 or type(call.args[0]) is not ast.IfExp:
+                continue
+        elif kind not in _VALUED or type(stmt.value) is not ast.IfExp:
+            continue
+        before = body[index - 1].end_lineno if index else 0
+        after = body[index + 1].lineno if index + 1 < len(body) else 1 << 30
+        shaped = guarded_ifexp(stmt, before, after, collect=True)
+        if shaped is None:
+            continue
+        value, arm, is_body = shaped
+        if _has_call(value.test):
+            continue
+        test = compile_test(value.test)
+        if test is None:
+            continue
+        found.append((arm.lineno, getattr(arm, "end_lineno", None) or arm.lineno, test if is_body else ("not", test)))
+    return found
