@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import operator
 
+from .device_params import device_param_guards
 from .guardblocks import early_exits, statement_blocks, stored_before
 from .nodewalk import own_nodes
 
@@ -284,6 +285,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
             # a parameter rebound anywhere may not hold what the caller passed when tested
             found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names))
                          if test_params(item[2]) <= kept)
+            # `torch.from_numpy(a).to(device)`: a copy to the GPU only for a GPU `device`
+            found.extend(device_param_guards(node, kept))
         closures = False
         for block in statement_blocks(node.body):
             for stmt in block:
