@@ -243,6 +243,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
         own_kwargs = node.args.kwarg.arg if node.args.kwarg is not None and node.args.kwarg.arg not in rebound else None
         found = []
         forwards = False
+        moves = False  # a `.to(...)` call: device_param_guards reads the function then
         held = function_locals(node, decided) if decided is not None else {}
         # nested definitions are walked on their own below (their code is theirs, not this
         # function's); the parameters this one never rebinds are theirs to read as closures
@@ -258,6 +259,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
                         end = getattr(body[-1], "end_lineno", None) or body[-1].lineno
                         found.append((body[0].lineno, end, compiled))
             elif isinstance(sub, ast.Call):
+                moves = moves or (isinstance(sub.func, ast.Attribute) and sub.func.attr == "to")
                 passed, handed = {}, {}
                 pairs = []
                 for position, arg in enumerate(sub.args):
@@ -286,7 +288,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
             found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names))
                          if test_params(item[2]) <= kept)
             # `torch.from_numpy(a).to(device)`: a copy to the GPU only for a GPU `device`
-            found.extend(device_param_guards(node, kept))
+            if moves:
+                found.extend(device_param_guards(node, kept))
         closures = False
         for block in statement_blocks(node.body):
             for stmt in block:
