@@ -55,13 +55,18 @@ def container_of(param: str) -> str:
 def items_argument(where, follows):
     """What a call passes for the items of a parameter, given what it passes for the parameter
     (where, caller parameter it follows): host memory has host items; a caller passing its own
-    parameter on passes that parameter's items; anything else (a Python list, a tensor) may hold
-    device tensors."""
+    parameter on passes that parameter's items (tensors when it is typed a tensor); anything
+    else (a Python list, a tensor) may hold device tensors."""
     from . import provenance as P
 
     if follows is not None:
         items = items_source(follows)
-        return (P.UNKNOWN, items) if items is not None else (P.TENSOR, None)
+        if items is None:
+            return (P.TENSOR, None)
+        # the rows of a parameter typed as a tensor are tensors: such a call is flagged where
+        # it is written, as for the parameter itself (wholeprogram `findings`), unless every
+        # call into the caller feeds it host memory
+        return (P.TENSOR if P.is_tensor_like(where) else P.UNKNOWN, items)
     return (P.HOST, None) if where == P.HOST else (P.TENSOR, None)
 
 
