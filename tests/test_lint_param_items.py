@@ -77,3 +77,47 @@ def test_the_items_of_a_python_list_passed_are_flagged(tmp_path):
     found = findings(tmp_path, model=model)
     assert {10, 11, 16} <= set(lines(found, "pkg/utils.py"))
     assert lines(found, "pkg/model.py") == [13, 14]
+
+
+TOWER = """
+import torch
+
+class Tower(torch.nn.Module):
+    def window(self, grid_thw):
+        n = 0
+        for t, h, w in grid_thw:
+            n += (t * h * w).item()
+        return n
+
+    def forward(self, x: torch.Tensor, grid_thw: torch.Tensor):
+        return x[: self.window(grid_thw)]
+"""
+
+TOWER_MODEL = """
+import torch
+from pkg.inputs import MultiModalFieldConfig
+from pkg.tower import Tower
+
+class VLProcessor:
+    def _get_mm_fields_config(self, hf_inputs):
+        return dict(image_grid_thw=MultiModalFieldConfig.batched("image", keep_on_cpu=True),
+                    pixel_values=MultiModalFieldConfig.batched("image"))
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.visual = Tower()
+
+    def embed_multimodal(self, **kwargs):
+        return self.visual(kwargs["pixel_values"], kwargs["FIELD"])
+"""
+
+
+def test_rows_passed_on_by_a_tensor_typed_parameter_follow_the_callers(tmp_path):
+    files = {"inputs.py": INPUTS, "tower.py": TOWER}
+    host = where(lint_package(tmp_path, {**files, "model.py": TOWER_MODEL.replace("FIELD", "image_grid_thw")}))
+    assert lines(host, "pkg/tower.py") == []
+    # fed a field the runner moves to the device: the sync stays, and the tower's call passing
+    # its tensor-typed parameter on is flagged where it is written
+    device = where(lint_package(tmp_path, {**files, "model.py": TOWER_MODEL.replace("FIELD", "pixel_values")}))
+    assert lines(device, "pkg/tower.py") == [8, 12]
