@@ -117,7 +117,7 @@ def test_rows_passed_on_by_a_tensor_typed_parameter_follow_the_callers(tmp_path)
     files = {"inputs.py": INPUTS, "tower.py": TOWER}
     host = where(lint_package(tmp_path, {**files, "model.py": TOWER_MODEL.replace("FIELD", "image_grid_thw")}))
     assert lines(host, "pkg/tower.py") == []
-    # fed a field the runner moves to the device: the sync stays, and the tower's call passing
-    # its tensor-typed parameter on is flagged where it is written
+    # fed a field the runner moves to the device: the sync on the rows stays, and so does the
+    # tower's call into the helper
     device = where(lint_package(tmp_path, {**files, "model.py": TOWER_MODEL.replace("FIELD", "pixel_values")}))
     assert lines(device, "pkg/tower.py") == [8, 12]
