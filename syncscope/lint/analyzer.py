@@ -20,7 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from . import provenance as P
-from .context import FunctionContext, RawFinding, _root_value, attribute_source, inherit_closure_sources
+from .context import FunctionContext, RawFinding, _root_value, attribute_source, inherit_closure_sources, is_cast
 from .evaluate import ExpressionEvaluator, annotation_where, class_check, element_where
 from .syntax_shapes import plain_type_check as _plain_check
 from .branch_merge import always_exits, keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
@@ -383,7 +383,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             where = P.HOST
         # a value copied to the device (`lens = lens.to(device=x.device)`) is on the device
         # whatever the callers pass: no longer the parameter's data
-        source = ctx.param_of(value) if value is not None and where not in (P.PY, P.DEVICE) else None
+        source = ctx.param_of(value) if value is not None and (where not in (P.PY, P.DEVICE) or is_cast(value)) else None
         ctx.env[name] = where
         attr = attribute_source(_root_value(value, ctx), ctx) if value is not None and where == P.UNKNOWN else None
         if attr is not None:

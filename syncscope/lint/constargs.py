@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import operator
 
+from .device_params import device_param_guards
 from .exprguards import ifexp_blocks
 from .guardblocks import early_exits, statement_blocks, stored_before
 from .nodewalk import own_nodes
@@ -244,6 +245,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
         own_kwargs = node.args.kwarg.arg if node.args.kwarg is not None and node.args.kwarg.arg not in rebound else None
         found = []
         forwards = False
+        moves = False  # a `.to(...)` call: device_param_guards reads the function then
         held = function_locals(node, decided) if decided is not None else {}
         # nested definitions are walked on their own below (their code is theirs, not this
         # function's); the parameters this one never rebinds are theirs to read as closures
@@ -259,6 +261,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
                         end = getattr(body[-1], "end_lineno", None) or body[-1].lineno
                         found.append((body[0].lineno, end, compiled))
             elif isinstance(sub, ast.Call):
+                moves = moves or (isinstance(sub.func, ast.Attribute) and sub.func.attr == "to")
                 passed, handed = {}, {}
                 pairs = []
                 for position, arg in enumerate(sub.args):
@@ -286,6 +289,9 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
             # a parameter rebound anywhere may not hold what the caller passed when tested
             found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names))
                          if test_params(item[2]) <= kept)
+            # `torch.from_numpy(a).to(device)`: a copy to the GPU only for a GPU `device`
+            if moves:
+                found.extend(device_param_guards(node, kept))
         closures = False
         for block in statement_blocks(node.body):
             if names:

@@ -379,7 +379,9 @@ def _root_value(node, ctx: FunctionContext | None = None):
     `torch.sum(ent)` is `ent`'s data (torch does not move an op's result off its input's device),
     while a torch factory (`torch.tensor(x)`) or a call naming a `device=` makes new data."""
     while True:
-        if ctx is not None and isinstance(node, cst.Call) and _is_module_call(node, ctx):
+        if is_cast(node):  # `cast(list[torch.Tensor], counts)` is `counts` itself, retyped
+            node = node.args[1].value
+        elif ctx is not None and isinstance(node, cst.Call) and _is_module_call(node, ctx):
             first = _torch_input(node, ctx)
             if first is None:
                 return node
@@ -402,6 +404,16 @@ def _root_value(node, ctx: FunctionContext | None = None):
             node = node.expression
         else:
             return node
+
+
+def is_cast(node) -> bool:
+    """`cast(T, x)` / `typing.cast(T, x)`: `x` at runtime."""
+    if not isinstance(node, cst.Call) or len(node.args) != 2 or any(a.keyword or a.star for a in node.args):
+        return False
+    func = node.func
+    return (isinstance(func, cst.Name) and func.value == "cast") or \
+        (isinstance(func, cst.Attribute) and func.attr.value == "cast" and isinstance(func.value, cst.Name)
+         and func.value.value in ("typing", "t"))
 
 
 def _is_module_call(node: cst.Call, ctx: FunctionContext) -> bool:

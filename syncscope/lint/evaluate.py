@@ -16,6 +16,7 @@ from . import provenance as P
 from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
+from .param_items import items_source
 from .syntax_shapes import plain_type_check, target_names
 from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
@@ -274,7 +275,7 @@ class ExpressionEvaluator:
         return P.PY
 
     def _eval_comp(self, node, ctx: FunctionContext) -> P.Place:
-        saved = dict(ctx.env)
+        saved, derived = dict(ctx.env), dict(ctx.derived)
         clause = node.for_in
         while clause is not None:
             parts = self.iter_parts(clause.iter, ctx)  # `for vecs, f in zip(embeddings, flags)`
@@ -286,8 +287,11 @@ class ExpressionEvaluator:
                 for element, where in zip(clause.target.elements, parts):
                     self.bind_loop_target(element.value, where, ctx)
             else:
-                self.bind_loop_target(clause.target, P.combine(*parts) if parts else
-                                      self._iter_where(clause.iter, ctx), ctx)
+                where = P.combine(*parts) if parts else self._iter_where(clause.iter, ctx)
+                self.bind_loop_target(clause.target, where, ctx)
+                source = items_source(ctx.param_of(clause.iter)) if where not in (P.PY, P.DEVICE) else None
+                for name in target_names(clause.target) if source is not None else ():
+                    ctx.derived[name] = source  # `[int(c.item()) for c in counts]` (param_items.py)
             for cond in clause.ifs:
                 self.condition(cond.test, ctx, "comprehension")
             clause = clause.inner_for_in
@@ -296,7 +300,7 @@ class ExpressionEvaluator:
             result = self.eval(node.value, ctx)
         else:
             result = self.eval(node.elt, ctx)
-        ctx.env = saved
+        ctx.env, ctx.derived = saved, derived
         return result
 
     def _iter_where(self, node: cst.BaseExpression, ctx: FunctionContext) -> P.Place:
@@ -346,7 +350,9 @@ class ExpressionEvaluator:
         # `image_grid_thw`). Not the items of a list (`multimodal_positions: list[Tensor]`): a
         # caller passing a list says nothing of where its items live
         tensor_rows = parts is None and self.peek(iterable, ctx) == P.TENSOR
-        source = ctx.param_of(iterable) if tensor_rows and where not in (P.PY, P.DEVICE) else None
+        source = ctx.param_of(iterable) if parts is None and where not in (P.PY, P.DEVICE) else None
+        if not tensor_rows:  # a container's items: host only where its callers pass host memory
+            source = items_source(source)
         if source is not None:
             for name in target_names(target):
                 if ctx.env.get(name) not in (P.PY, P.DEVICE):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from . import provenance as P
 from .fact_values import METHOD, PROP, SUPER
+from .param_items import container_of, is_items, items_argument, with_items
 from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
 
@@ -228,6 +229,8 @@ class Solver:
 
     def argument(self, caller: str, call: CallRecord, target: str, shift: int, param: str) -> tuple:
         """(where, caller parameter it follows) of the value a call passes for `param`."""
+        if is_items(param):  # the items of a parameter's container (param_items.py)
+            return items_argument(*self.argument(caller, call, target, shift, container_of(param)))
         params = self.program.functions[target]["params"]
         receiver = shift == 1 and params and param == params[0]
         for position, keyword, fact in call.args:
@@ -563,7 +566,10 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
                         for qualname, line, column in _starred_calls(result))
     fed, host = solver.host_fed(starred)
-    return solver.findings(host, starred), fed, solver.host_origins(results), scope
+    # the items of a parameter fed host memory are host data too; a Python value is not enough
+    # for them (param_items.py)
+    host = with_items(host)
+    return solver.findings(host, starred), fed | host, solver.host_origins(results), scope
 
 
 def _starred_calls(result):
