@@ -145,3 +145,53 @@ def test_a_fallback_for_a_module_defined_function_is_cold(tmp_path):
     lazy = LAZY + "\n    def renorm(p, k):\n        return p\n"
     run = lint_package(tmp_path, package(ops=ops, lazy=lazy))
     assert lines(run) == []
+
+
+# -- a None-guard on a method every call by name passes (reachability._dispatched_given) -------
+# SGLang's `ScheduleBatch.filter_batch` calls `self.spec_info.filter_batch(new_indices=...,
+# new_indices_cpu=keep)`: the receiver's class is unknown, so the call reaches every
+# `filter_batch` it can bind to, and those calls were not counted among the method's callers
+RELAY = """
+    import torch
+
+    class Relay:
+        def filter_batch(self, new_indices: torch.Tensor, new_indices_cpu: list[int] | None = None):
+            keep = new_indices_cpu if new_indices_cpu is not None else new_indices.tolist()
+            self.rows = [self.rows[i] for i in keep]
+"""
+
+BATCH = """
+    import torch
+
+    class Batch:
+        def __init__(self, spec_info):
+            self.spec_info = spec_info
+
+        def step(self, keep: list[int]):
+            keep_device = torch.tensor(keep, pin_memory=True).to("cuda", non_blocking=True)
+            self.spec_info.filter_batch(new_indices=keep_device, new_indices_cpu=keep)
+"""
+
+
+def test_a_fallback_every_call_by_name_rules_out_is_cold(tmp_path):
+    run = lint_package(tmp_path, {"relay.py": RELAY, "batch.py": BATCH})
+    assert lines(run, "pkg/relay.py") == []
+    assert "every caller passes it" in cold_reasons(tmp_path, "pkg/relay.py")[6]
+
+
+def test_a_fallback_a_call_by_name_leaves_to_its_default_stays(tmp_path):
+    batch = BATCH + """
+        def other(self, keep_device: torch.Tensor):
+            self.spec_info.filter_batch(keep_device)
+"""
+    run = lint_package(tmp_path, {"relay.py": RELAY, "batch.py": batch})
+    assert lines(run, "pkg/relay.py") == [6]
+
+
+def test_a_call_by_name_with_star_args_leaves_the_parameter_out(tmp_path):
+    batch = BATCH + """
+        def other(self, *args):
+            self.spec_info.filter_batch(*args)
+"""
+    run = lint_package(tmp_path, {"relay.py": RELAY, "batch.py": batch})
+    assert lines(run, "pkg/relay.py") == [6]
