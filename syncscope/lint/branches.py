@@ -38,7 +38,7 @@ from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import ifexp_guard
 from .initflags import once_after
 from .library import LibraryFacts, words
-from .modulenames import binds, module_bindings, none_block, top_names
+from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
 
@@ -228,11 +228,7 @@ class _Walk:
         self.in_try = 0  # depth of `try` bodies around the block walked, in this function
         self.module_names: frozenset = frozenset()  # top-level assigned names (cache_fill)
         self.foreign: frozenset = frozenset()  # attributes stored on receivers other than `self`
-        # module-level names a function tests for None (modulenames.py): the top-level names,
-        # those bound conditionally or by assignment, and per function [(start, end, name)]
-        self.top_names: frozenset = frozenset()
-        self.bindings: dict[str, tuple] = {}
-        self.name_guards: dict[str, list[tuple[int, int, str]]] = {}
+        self.none_sites: NoneSites | None = None  # module-level names tested for None
         self.outer = None  # the outermost function around the block walked
 
     def qualify(self, local: str) -> str:
@@ -286,7 +282,7 @@ class _Walk:
                 self.calls(stmt.test, function)
                 if function is not None and isinstance(stmt, ast.If):
                     self.guard(stmt, function)
-                    self.none_guard(stmt, rest, function)
+                    self.none_sites.visit(stmt, rest, self.outer, self.qualify(function))
                 if value is False:
                     self.mark(stmt.body[0], stmt.body[-1], why)
                     if isinstance(stmt, ast.If) and stmt.orelse and _terminates(stmt.orelse) and rest:
@@ -417,19 +413,6 @@ class _Walk:
                 end = getattr(body[-1], "end_lineno", None) or body[-1].lineno
                 self.guards.setdefault(self.qualify(function), []).append((body[0].lineno, end, param))
             return
-
-    def none_guard(self, stmt: ast.If, rest, function: str) -> None:
-        """`if top_k_renorm_prob is not None: return ...` on a module-level name: the lines that
-        run only when it is None, for the whole-program pass to decide (modulenames.py)."""
-        found = none_block(stmt, rest, self.top_names)
-        if found is None or binds(self.outer, found[0]):
-            return
-        name, start, end = found
-        if name in self.bindings or name not in self.aliases:
-            target = self.qualify(name)
-        else:
-            target = self.aliases[name]
-        self.name_guards.setdefault(self.qualify(function), []).append((start, end, target))
 
     def calls(self, node, function: str | None) -> None:
         """Method calls on receivers of unknown class (`self.quant_method.apply(x)`,
@@ -587,11 +570,10 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     walk.module_names = _module_names(tree)
     walk.foreign = foreign_stores(tree)
     walk.conditions.globals = module_globals(tree, walk.conditions.evaluate)
-    walk.top_names = top_names(tree, aliases)
-    walk.bindings = module_bindings(tree, module, aliases, walk.conditions.evaluate)
+    walk.none_sites = sites = NoneSites(tree, module, aliases, walk.conditions.evaluate)
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails), \
-        (walk.bindings, walk.name_guards)
+        (sites.bindings, sites.guards)
 
 
 def _nullable_required(args: ast.arguments) -> frozenset:

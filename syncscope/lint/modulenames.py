@@ -229,6 +229,32 @@ def binds(function, name: str) -> bool:
     return False
 
 
+class NoneSites:
+    """One file's part: its names' bindings, and the lines of its functions that run only when
+    a module-level name is None ({function: [(start, end, qualified name)]}), as branches.py
+    walks the file."""
+
+    def __init__(self, tree: ast.Module, module: str | None, aliases: dict, evaluate) -> None:
+        self.module = module
+        self.aliases = aliases
+        self.names = top_names(tree, aliases)
+        self.bindings = module_bindings(tree, module, aliases, evaluate)
+        self.guards: dict[str, list[tuple[int, int, str]]] = {}
+
+    def visit(self, stmt: ast.If, rest, outer, function: str) -> None:
+        """An `if` of `function` (nested in the outermost function `outer`), `rest` the first
+        and last statement after it in its block, if any."""
+        found = none_block(stmt, rest, self.names)
+        if found is None or binds(outer, found[0]):
+            return
+        name, start, end = found
+        if name in self.bindings or name not in self.aliases:  # this module's own name
+            target = f"{self.module}.{name}" if self.module else name
+        else:
+            target = self.aliases[name]
+        self.guards.setdefault(function, []).append((start, end, target))
+
+
 class ModuleNames:
     """The whole-program view: is a qualified module-level name ever None on a CUDA GPU?"""
 
