@@ -22,7 +22,8 @@ module-level name; a function then falls back to plain PyTorch only when no kern
 
 (SGLang's DFlash verify). constargs.py and flagguards.py decide tests on parameters; a module's
 name is no parameter, and the name that decides the test lives in another file, so the fallback
-and every call that reaches it were reported per step. Here each file records (`file_names`):
+and every call that reaches it were reported per step. Here each file records (`NoneSites`, as
+branches.py walks it):
 
 * the bindings of its top-level names that may hold on a CUDA GPU: a module-level `if` is
   walked the way branches.py evaluates it (`if is_cuda():` takes its body only, `elif is_npu():`
