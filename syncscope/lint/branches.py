@@ -38,6 +38,7 @@ from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import ifexp_guard
 from .initflags import once_after
 from .library import LibraryFacts, words
+from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
 
@@ -227,6 +228,8 @@ class _Walk:
         self.in_try = 0  # depth of `try` bodies around the block walked, in this function
         self.module_names: frozenset = frozenset()  # top-level assigned names (cache_fill)
         self.foreign: frozenset = frozenset()  # attributes stored on receivers other than `self`
+        self.none_sites: NoneSites | None = None  # module-level names tested for None
+        self.outer = None  # the outermost function around the block walked
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -259,10 +262,11 @@ class _Walk:
                 for decorator in stmt.decorator_list:
                     self.calls(decorator, function)
                 outer, self.in_try = self.in_try, 0
-                outer_locals = self.conditions.locals
+                outer_locals, outer_function = self.conditions.locals, self.outer
                 self.conditions.locals = function_locals(stmt, self.conditions.evaluate)
+                self.outer = outer_function or stmt
                 self.block(stmt.body, classes, local)
-                self.in_try, self.conditions.locals = outer, outer_locals
+                self.in_try, self.conditions.locals, self.outer = outer, outer_locals, outer_function
                 continue
             if isinstance(stmt, ast.ClassDef):
                 if platform_name(stmt.name, self.lib):
@@ -278,6 +282,7 @@ class _Walk:
                 self.calls(stmt.test, function)
                 if function is not None and isinstance(stmt, ast.If):
                     self.guard(stmt, function)
+                    self.none_sites.visit(stmt, rest, self.outer, self.qualify(function))
                 if value is False:
                     self.mark(stmt.body[0], stmt.body[-1], why)
                     if isinstance(stmt, ast.If) and stmt.orelse and _terminates(stmt.orelse) and rest:
@@ -558,13 +563,17 @@ def _keyword(stmt) -> str:
 def file_branches(tree: ast.Module, module: str, aliases: dict, library: LibraryFacts):
     """(cold line ranges [(start, end, why)], {function: [(line, method name, custom op)]},
     {function: [(start, end, parameter)]} of None-guards on parameters, (functions all of whose
-    paths raise, {function: [(start, end, line of the call the block ends in)]}))."""
+    paths raise, {function: [(start, end, line of the call the block ends in)]}), (the module's
+    names bound conditionally or by assignment, {function: [(start, end, qualified name)]} of
+    the lines that run only when a module-level name is None): modulenames.py)."""
     walk = _Walk(module, aliases, library)
     walk.module_names = _module_names(tree)
     walk.foreign = foreign_stores(tree)
     walk.conditions.globals = module_globals(tree, walk.conditions.evaluate)
+    walk.none_sites = sites = NoneSites(tree, module, aliases, walk.conditions.evaluate)
     walk.block(tree.body, [], None)
-    return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails)
+    return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails), \
+        (sites.bindings, sites.guards)
 
 
 def _nullable_required(args: ast.arguments) -> frozenset:

@@ -188,6 +188,7 @@ _STRIP = {
     "dispatch": _values(_each(_positions(0))),
     "guards": _values(_each(_positions(0, 1))),
     "error_paths": _error_paths,
+    "name_guards": _values(_each(_positions(0, 1))),
     "flag_guards": _values(_each(_positions(0, 1))),
     "flag_passes": _keyed_by_line_column,
     "const_guards": _const_guards,

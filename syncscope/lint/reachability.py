@@ -415,6 +415,7 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
                                                   and positional[position + shift] == param)
                              for position, keyword, _ in call.args)
                 given[(target, param)] = given.get((target, param), True) and passed
+    _dispatched_given(program, edges, results, guards, given)
     found: dict[str, list] = {}
     for qualname, items in guards.items():
         for start, end, param in items:
@@ -422,6 +423,46 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
                 found.setdefault(program.path_of[qualname], []).append(
                     (start, end, f"runs only when `{param}` is None, and every caller passes it"))
     return found
+
+
+def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: dict) -> None:
+    """Count the calls by name (a method called on a receiver of unknown class, which the
+    per-step walk follows to every method of that name it can bind to) among a guarded method's
+    callers, as `guarded_lines` counts the resolved ones. SGLang's `ScheduleBatch.filter_batch`
+    calls `self.spec_info.filter_batch(new_indices=..., new_indices_cpu=keep_indices)`, and
+    `PPSpecRelayInput.filter_batch` reads `new_indices.tolist()` only when `new_indices_cpu` is
+    None: with no resolved caller at all its guard was never decided, and a method whose
+    resolved callers all pass the parameter was guarded even where a call by name leaves it out."""
+    by_name: dict[str, list] = {}
+    for target in guards:
+        owner, _, short = target.rpartition(".")
+        if owner in program.classes and target in program.functions:
+            by_name.setdefault(short, []).append(target)
+    if not by_name:
+        return
+    for result in results.values():
+        for caller, calls in (getattr(result, "dispatch", None) or {}).items():
+            resolved = None
+            for line, name, op, shape in calls:
+                targets = by_name.get(name)
+                if not targets or op:
+                    continue
+                if resolved is None:
+                    resolved = {(call.line, call.name) for call, _, _ in edges.get(caller, ())}
+                if (line, name) in resolved:  # the receiver's class is known: counted with the edges
+                    continue
+                positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
+                for target in targets:
+                    facts = program.functions[target]
+                    if not _binds(facts, shape):
+                        continue
+                    params = facts["params"]
+                    bound = 1 if params and params[0] in ("self", "cls") else 0
+                    for _, _, param in guards[target]:
+                        index = params.index(param) if param in params else -1
+                        # with `*args` the places are not known: only a keyword counts
+                        passed = param in keywords or (not opened and bound <= index < bound + positional)
+                        given[(target, param)] = given.get((target, param), True) and passed
 
 
 def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,

@@ -536,6 +536,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     from .errorpaths import error_lines
     from .flagguards import flag_lines
     from .memo import memo_lines
+    from .modulenames import name_lines
     from .reachability import cold_calls_removed, guarded_lines, per_step_table
 
     from .constargs import ConstArgs
@@ -548,6 +549,8 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     for path, lines in flag_lines(program, solver.edges, results).items():  # flags no caller turns on
         guarded[path] = guarded.get(path, []) + lines
     for path, lines in error_lines(program, solver.edges, results).items():  # ends in a call that raises
+        guarded[path] = guarded.get(path, []) + lines
+    for path, lines in name_lines(program, results).items():  # a kernel's fallback when it is None
         guarded[path] = guarded.get(path, []) + lines
     if library is not None:  # memos a long-lived object fills once (memo.py)
         for path, lines in memo_lines(program, results, library).items():

@@ -46,6 +46,11 @@ class RawResult:
     # error paths (errorpaths.py): (functions all of whose paths raise, function -> [(start, end,
     # line)] of blocks that end in a call, an error path when that call always raises)
     error_paths: tuple = ((), {})
+    # module-level names and None (modulenames.py): the names bound on CUDA conditionally or by
+    # assignment -> their bindings; function -> [(start, end, qualified name)] of the lines that
+    # run only when such a name is None
+    name_bindings: dict = field(default_factory=dict)
+    name_guards: dict = field(default_factory=dict)
     # flags a caller decides (flagguards.py): function -> [(start, end, parameter, position)] that
     # run only when the parameter (default False/None) is on; (line, column) -> what a call passes
     flag_guards: dict = field(default_factory=dict)
@@ -206,7 +211,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
 
-    result.branch_cold, result.dispatch, result.guards, result.error_paths = file_branches(tree, module, aliases, config.library())
+    result.branch_cold, result.dispatch, result.guards, result.error_paths, names = \
+        file_branches(tree, module, aliases, config.library())
+    result.name_bindings, result.name_guards = names
     from .flagguards import file_flags
 
     result.flag_guards, result.flag_passes = file_flags(tree, module)
