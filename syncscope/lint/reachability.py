@@ -155,6 +155,10 @@ class PerStep:
         if found is None:
             calls = (self.program.functions.get(qualname) or {}).get("calls", ())
             found = tuple(call.line for call in calls if self.roots is not None and self.roots.match(call.name or ""))
+            # and the method calls on receivers of unknown class (`stream_scheduler.step(...)`
+            # on a loop's local): dispatched by name, never to a root (candidates())
+            found += tuple(line for line, name, _op, _shape in self.dispatch.get(qualname, ())
+                           if self.roots is not None and self.roots.match(name))
             self._step_named[qualname] = found
         return found
 

@@ -82,6 +82,7 @@ class StepLoops:
         self._outer: dict[str, tuple] = {}
         self._stepping: dict[str, tuple] = {}  # function -> (depth searched from, found)
         self._items: dict[str, tuple] = {}
+        self._beside: dict[str, tuple] = {}
 
     def holds_schedule(self, qualname: str, depth: int = 0) -> bool:
         """`qualname` runs a denoising schedule: it has a loop whose header names steps, or a
@@ -200,6 +201,48 @@ class StepLoops:
         self._items[qualname] = found
         return found
 
+    # -- loops beside the schedule's loop ---------------------------------------------------
+    def beside(self, qualname: str) -> tuple:
+        """Per loop of `qualname`: whether it is a loop over data beside the schedule's loop of
+        the same function (neither in it nor around it), which does no per-step work of its
+        own: the set-up before the denoising loop (a private scheduler per stream, each given
+        its schedule: `for s in schedulers.values(): s.set_timesteps(n)`) or the collection
+        after it. Only in a function whose own loop names the schedule: the step is that loop's
+        iteration, so a loop beside it runs once per call. Such a loop is a `for` over data
+        (loops.py), calls nothing named like per-step work on its lines, reaches no per-step
+        root and no function that runs a schedule, and so are the loops nested in it."""
+        known = self._beside.get(qualname)
+        if known is not None:
+            return known
+        loops = self.loops.get(qualname, ())
+        if not any(loop[2] for loop in loops):
+            found = self._beside[qualname] = (False,) * len(loops)
+            return found
+        fine = [not stepping for stepping in self._own_stepping(qualname)]
+
+        def spoil(index: int) -> None:  # the loop and every loop it is in
+            while index >= 0:
+                fine[index] = False
+                index = loops[index][3]
+        for index, loop in enumerate(loops):
+            if not fine[index]:
+                spoil(index)
+            if loop[2]:  # the schedule's loop: neither it nor a loop in it is beside it
+                for inner, other in enumerate(loops):
+                    parent = other[3]
+                    while parent >= 0 and parent != index:
+                        parent = loops[parent][3]
+                    if parent == index:
+                        fine[inner] = False
+        for line, target in self.calls_of(qualname):
+            inner = self.innermost(loops, line)
+            if inner < 0 or not fine[inner] or target == qualname or not self.enterable(target):
+                continue
+            if self.is_step_root(target) or self.holds_schedule(target):
+                spoil(inner)
+        found = self._beside[qualname] = tuple(fine)
+        return found
+
     def once(self, qualname: str, plain: bool = False) -> tuple | None:
         """The line ranges of `qualname` that run once per call: its straight lines and the own
         lines of the loops that are outer all the way out. With `plain` (reached from a stage
@@ -209,7 +252,7 @@ class StepLoops:
         loops = self.loops.get(qualname)
         if straight is None or not loops:
             return straight
-        outer = self.outer(qualname)
+        outer = tuple(a or b for a, b in zip(self.outer(qualname), self.beside(qualname)))
         if plain:
             outer = tuple(a or b for a, b in zip(outer, self.items(qualname)))
         if not any(outer):
