@@ -92,6 +92,9 @@ class PerStep:
             table.setdefault(short, []).append(qualname)
         self.edges = edges
         self.roots = _root_pattern(library.hot_roots)
+        self.intake = _root_pattern(getattr(library, "request_intake", ()))
+        # request intake (`[roots] request-intake`) that per-step code calls: qualname -> (caller, line)
+        self.intakes: dict[str, tuple] = {}
         # qualname -> (parent qualname or None, call line in the parent)
         self.reached: dict[str, tuple] = {}
         # per-request entries (modules.py) and what they reach outside loops: same shape
@@ -148,6 +151,10 @@ class PerStep:
         # `Class.method` patterns match methods only
         return owner in self.program.classes and bool(self.roots.match(f"{owner.rsplit('.', 1)[-1]}.{short}"))
 
+    def is_intake(self, qualname: str) -> bool:
+        """`qualname` takes in new requests (`[roots] request-intake`): it runs once per request."""
+        return self.intake is not None and _matches(self.intake, qualname, self.program.classes)
+
     def step_named(self, qualname: str) -> tuple:
         """The lines of `qualname`'s calls named like per-step work (`x.forward(...)`,
         `self.scheduler.step(...)`: a `[roots] hot` name), whatever they resolve to."""
@@ -178,6 +185,7 @@ class PerStep:
         self.walk(queue)
         self.per_request(entries)
         self.per_request_modules(modules)
+        self.per_request_intake()
         return self.reached
 
     def calls_of(self, caller: str):
@@ -284,6 +292,9 @@ class PerStep:
             caller = queue.popleft()
             for line, target in self.calls_of(caller):
                 if target not in self.reached and self.enterable(target):
+                    if self.is_intake(target):  # runs once per request: walked last
+                        self.intakes.setdefault(target, (caller, line))
+                        continue
                     self.reached[target] = (caller, line)
                     queue.append(target)
 
@@ -308,6 +319,9 @@ class PerStep:
                     if target in self.reached or not self.enterable(target):
                         continue
                     if once is not None and not _inside(once, line):
+                        if self.is_intake(target):
+                            self.intakes.setdefault(target, (caller, line))
+                            continue
                         self.reached[target] = (caller, line)
                         self.walk(deque([target]))
                     elif target not in self.request:
@@ -341,6 +355,23 @@ class PerStep:
                 self.whole.add(target)
                 queue.append(target)
 
+    def per_request_intake(self) -> None:
+        """From the request intake that per-step code calls (`add_request`, an event loop's
+        `process_input_requests`): everything it reaches, loops included (a loop over the new
+        requests), runs once per request, unless per-step code reaches it too (walked before)."""
+        queue = deque(q for q in self.intakes if q not in self.reached and q not in self.request)
+        for qualname in queue:
+            self.request[qualname] = (None, 0)
+            self.whole.add(qualname)
+        while queue:
+            caller = queue.popleft()
+            for line, target in self.calls_of(caller):
+                if target in self.reached or target in self.request or not self.enterable(target):
+                    continue
+                self.request[target] = (caller, line)
+                self.whole.add(target)
+                queue.append(target)
+
     def request_lines(self) -> dict[str, list]:
         """{path: [(start, end, why)]}: the lines of per-request functions that run once per
         request (outside their loops), with the entry point that reaches them."""
@@ -359,7 +390,9 @@ class PerStep:
                     break
                 entry = self.request[entry][0]
             short = ".".join(entry.rsplit(".", 2)[-2:])
-            if qualname in self.whole:
+            if entry in self.intakes:
+                why = f"runs once per request, not per step: `{short}` takes in new requests (request intake)"
+            elif qualname in self.whole:
                 why = (f"runs once per request, not per step: `{short}` is a module that runs once per request "
                        f"(an encoder, or built only inside one)")
             elif qualname in self.plain:
@@ -384,6 +417,14 @@ class PerStep:
         if len(steps) > MAX_WHY:
             steps = steps[:1] + steps[-(MAX_WHY - 1):]
         return tuple((q, self.program.path_of[q], self.program.functions[q]["line"]) for q in steps)
+
+
+def _matches(pattern: re.Pattern, qualname: str, classes) -> bool:
+    """A `[roots]` pattern matches the function's name, or `Class.method` for a method."""
+    owner, _, short = qualname.rpartition(".")
+    if pattern.match(short):
+        return True
+    return owner in classes and bool(pattern.match(f"{owner.rsplit('.', 1)[-1]}.{short}"))
 
 
 def _inside(ranges, line: int) -> bool:
@@ -478,6 +519,16 @@ def cold_calls_removed(program, edges: dict, results: dict, guarded: dict, libra
         if lines is not None and lines.merged:
             program.roots[qualname] = [(p, r) for p, r in roots if lines.why(r.line) is None]
     return kept_edges
+
+
+def intake_calls_removed(program, edges: dict, library) -> dict:
+    """The call graph without the calls into request intake (`[roots] request-intake`): what it
+    syncs, it syncs once per request, not in its caller's step. The per-step walk keeps them
+    (PerStep.per_request_intake), to say why the intake's own lines are cold."""
+    intake = _root_pattern(getattr(library, "request_intake", ())) if library is not None else None
+    if intake is None:
+        return edges
+    return {caller: [e for e in out if not _matches(intake, e[1], program.classes)] for caller, out in edges.items()}
 
 
 def _binds(facts: dict, shape: tuple) -> bool:
