@@ -109,12 +109,14 @@ class PerStep:
         # a loop around the denoising loop (over chunks: steploops.py)
         self.steps = StepLoops(loops, self.straight, self.calls_of, self.enterable,
                                lambda q: self.is_root(q) and not self.kinds.request_entry(q)
-                               and not self.kinds.request_module_method(q), self.step_named)
+                               and not self.kinds.request_module_method(q), self.step_named,
+                               self.step_dispatched)
         self.request: dict[str, tuple] = {}
         # of those, the ones reached from a stage that runs no schedule (steploops.py: their
         # loops over data run once per request too)
         self.plain: set[str] = set()
         self._step_named: dict[str, tuple] = {}
+        self._step_dispatched: dict[str, tuple] = {}
         # of those, the ones that run once per request whole, loops included: what a module
         # that runs once per request (modules.py: a diffusion text encoder) reaches
         self.whole: set[str] = set()
@@ -162,11 +164,18 @@ class PerStep:
         if found is None:
             calls = (self.program.functions.get(qualname) or {}).get("calls", ())
             found = tuple(call.line for call in calls if self.roots is not None and self.roots.match(call.name or ""))
-            # and the method calls on receivers of unknown class (`stream_scheduler.step(...)`
-            # on a loop's local): dispatched by name, never to a root (candidates())
-            found += tuple(line for line, name, _op, _shape in self.dispatch.get(qualname, ())
-                           if self.roots is not None and self.roots.match(name))
             self._step_named[qualname] = found
+        return found
+
+    def step_dispatched(self, qualname: str) -> tuple:
+        """The lines of `qualname`'s method calls on receivers of unknown class named like
+        per-step work (`stream_scheduler.step(...)` on a loop's local): dispatched by name, never
+        to a root (candidates()), so neither step_named nor calls_of shows them."""
+        found = self._step_dispatched.get(qualname)
+        if found is None:
+            found = tuple(line for line, name, _op, _shape in self.dispatch.get(qualname, ())
+                          if self.roots is not None and self.roots.match(name))
+            self._step_dispatched[qualname] = found
         return found
 
     # -- the walk -----------------------------------------------------------------------

@@ -69,13 +69,14 @@ class StepLoops:
     the outer loops' own lines included."""
 
     def __init__(self, loops: dict, straight: dict, calls_of, enterable, is_step_root,
-                 step_named=lambda qualname: ()) -> None:
+                 step_named=lambda qualname: (), step_dispatched=lambda qualname: ()) -> None:
         self.loops = loops  # function -> loops.py's loop tuples
         self.straight = straight
         self.calls_of = calls_of  # reachability's: (line, callee) of the calls that may run
         self.enterable = enterable
         self.is_step_root = is_step_root  # per-step roots: reached anyway, not searched
         self.step_named = step_named  # function -> lines of its calls named like per-step work
+        self.step_dispatched = step_dispatched  # ... and of such calls on receivers of unknown class
         self._holds: set[str] = set()  # found to run a schedule
         self._none_from: dict[str, int] = {}  # found not to, searching from this depth
         self._open: set[str] = set()  # being searched (a cycle of calls finds nothing more)
@@ -210,7 +211,8 @@ class StepLoops:
         after it. Only in a function whose own loop names the schedule: the step is that loop's
         iteration, so a loop beside it runs once per call. Such a loop is a `for` over data
         (loops.py), calls nothing named like per-step work on its lines, reaches no per-step
-        root and no function that runs a schedule, and so are the loops nested in it."""
+        root and no function that runs a schedule, and so are the loops nested in it (a call on an
+        object of unknown class counts by its name: `stream_scheduler.step(...)`)."""
         known = self._beside.get(qualname)
         if known is not None:
             return known
@@ -218,7 +220,9 @@ class StepLoops:
         if not any(loop[2] for loop in loops):
             found = self._beside[qualname] = (False,) * len(loops)
             return found
-        fine = [not stepping for stepping in self._own_stepping(qualname)]
+        dispatched = self.step_dispatched(qualname)
+        fine = [not stepping and not any(start <= line <= end for line in dispatched for start, end in loop[4])
+                for stepping, loop in zip(self._own_stepping(qualname), loops)]
 
         def spoil(index: int) -> None:  # the loop and every loop it is in
             while index >= 0:
