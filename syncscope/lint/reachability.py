@@ -400,7 +400,8 @@ class PerStep:
                 entry = self.request[entry][0]
             short = ".".join(entry.rsplit(".", 2)[-2:])
             if entry in self.intakes:
-                why = f"runs once per request, not per step: `{short}` takes in new requests (request intake)"
+                why = (f"runs once per request, not per step: `{short}` takes in new requests or the adapters "
+                       f"they name (request intake)")
             elif qualname in self.whole:
                 why = (f"runs once per request, not per step: `{short}` is a module that runs once per request "
                        f"(an encoder, or built only inside one)")
