@@ -93,3 +93,45 @@ def test_a_helper_per_step_code_also_reaches_stays_per_step(tmp_path):
                        include_cold=True)
     tables = lines_of(run, "pkg/tables.py")
     assert 10 in tables and tables[10] is None, tables
+
+
+# a diffusion stage that switches the LoRA adapter between two phases of a request (SGLang's
+# LTX-2 two-stage pipeline): `set_lora` writes the adapter's weights into every layer, in a loop
+LORA = """
+    import torch
+    from pkg.base import PipelineStage
+
+    class LoRAPipeline:
+        def __init__(self, layers: list):
+            self.layers = layers
+
+        def set_lora(self, name: str, scale: float):
+            for layer in self.layers:
+                layer.weight[0] = scale
+                if layer.weight.abs().max().item() > 1e4:
+                    raise ValueError(name)
+
+    class LoRASwitchStage(PipelineStage):
+        def __init__(self, pipeline: LoRAPipeline):
+            self.pipeline = pipeline
+
+        def forward(self, batch, server_args):
+            for phase in batch.phases:
+                self.pipeline.set_lora(phase, 0.5)
+            return batch
+"""
+
+
+def test_an_adapter_switch_from_a_stage_runs_once_per_request(tmp_path):
+    from test_lint_request_entries import BASE
+
+    run = lint_package(tmp_path, {"base.py": BASE, "lora.py": LORA}, include_cold=True)
+    found = lines_of(run, "pkg/lora.py")
+    # VALID (cold): the readback in `set_lora`'s loop over layers, once per adapter switch
+    assert found.get(12) and "takes in new requests" in found[12], found
+    # INVALID twin: the same loop under another name, called in the denoising loop: per step
+    renamed = LORA.replace("set_lora", "apply_weights").replace("for phase in batch.phases:",
+                                                                "for i, t in enumerate(batch.timesteps):") \
+        .replace("apply_weights(phase, 0.5)", "apply_weights(t, 0.5)")
+    found = lines_of(lint_package(tmp_path, {"base.py": BASE, "lora.py": renamed}, include_cold=True), "pkg/lora.py")
+    assert 12 in found and found[12] is None, found

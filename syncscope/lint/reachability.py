@@ -327,10 +327,10 @@ class PerStep:
                 for line, target in self.calls_of(caller):
                     if target in self.reached or not self.enterable(target):
                         continue
+                    if self.is_intake(target):  # once per request or adapter, loops included
+                        self.intakes.setdefault(target, (caller, line))
+                        continue
                     if once is not None and not _inside(once, line):
-                        if self.is_intake(target):
-                            self.intakes.setdefault(target, (caller, line))
-                            continue
                         self.reached[target] = (caller, line)
                         self.walk(deque([target]))
                     elif target not in self.request:
