@@ -19,6 +19,10 @@ lines inside the loops of all of these run every step (loops.py; a loop around t
 loop, over a request's chunks, runs once per chunk; in a stage that runs no schedule, a loop over
 the request's data runs once per request: steploops.py), and so does everything a call on such a
 line reaches. A per-request function reached from a per-step one is per-step whole.
+Request intake (`[roots] request-intake`: `add_request`, an event loop's
+`process_input_requests`, an adapter's `activate_adapter`) is called every step but takes in
+what arrived since the last one, each once: the walk does not enter it from per-step code, and
+what only it reaches runs once per request, loops included.
 A finding is per-step when its function is reached and its line is not cold (nor a per-request
 function's line outside its loops); it then carries the path from its root ("why"). Everything
 else is cold: reported only on request.

@@ -30,6 +30,15 @@ is per step), that calls nothing named like per-step work (`forward`, `step`: th
 names) on its lines, reaches no per-step root and no function that holds a step loop, and holds
 no step loop itself: `for i in range(n): for branch in cfg: self.transformer.forward(...)` may
 be a schedule loop whose header says nothing, so it stays one.
+
+In a function whose own loop names the schedule, a `for` over data beside that loop (neither in
+it nor around it) is the set-up before it or the collection after it, and runs once per call
+with the same guards (`beside`):
+
+    for stream_scheduler in schedulers.values():           # once per call: a schedule per stream
+        stream_scheduler.set_timesteps(n_steps, device=device)
+    for tick, tick_value in zip(timesteps, timesteps.cpu().tolist()):   # the step loop
+        ...
 """
 
 from __future__ import annotations
