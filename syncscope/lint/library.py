@@ -120,8 +120,8 @@ def load(extra_file: str | None = None, extra_roots: tuple = ()) -> LibraryFacts
         if unknown:
             raise LibraryFactsError(f"{path}: unknown keys: {', '.join(sorted(unknown))}")
     merged["hot_roots"].extend(extra_roots)
-    ordered = ("hot_roots", "module_methods", "not_module_bases", "module_types", "step_stages", "request_modules", "request_intake",
-               "host_functions")
+    ordered = ("hot_roots", "module_methods", "not_module_bases", "module_types", "step_stages", "request_modules",
+               "request_intake", "host_functions")
     facts = LibraryFacts(**{k: (tuple(v) if k in ordered else frozenset(v)) for k, v in merged.items()})
     _LOADED[key] = facts
     return facts
