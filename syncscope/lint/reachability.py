@@ -19,6 +19,10 @@ lines inside the loops of all of these run every step (loops.py; a loop around t
 loop, over a request's chunks, runs once per chunk; in a stage that runs no schedule, a loop over
 the request's data runs once per request: steploops.py), and so does everything a call on such a
 line reaches. A per-request function reached from a per-step one is per-step whole.
+Request intake (`[roots] request-intake`: `add_request`, an event loop's
+`process_input_requests`, an adapter's `activate_adapter`) is called every step but takes in
+what arrived since the last one, each once: the walk does not enter it from per-step code, and
+what only it reaches runs once per request, loops included.
 A finding is per-step when its function is reached and its line is not cold (nor a per-request
 function's line outside its loops); it then carries the path from its root ("why"). Everything
 else is cold: reported only on request.
@@ -92,6 +96,9 @@ class PerStep:
             table.setdefault(short, []).append(qualname)
         self.edges = edges
         self.roots = _root_pattern(library.hot_roots)
+        self.intake = _root_pattern(getattr(library, "request_intake", ()))
+        # request intake (`[roots] request-intake`) that per-step code calls: qualname -> (caller, line)
+        self.intakes: dict[str, tuple] = {}
         # qualname -> (parent qualname or None, call line in the parent)
         self.reached: dict[str, tuple] = {}
         # per-request entries (modules.py) and what they reach outside loops: same shape
@@ -106,12 +113,14 @@ class PerStep:
         # a loop around the denoising loop (over chunks: steploops.py)
         self.steps = StepLoops(loops, self.straight, self.calls_of, self.enterable,
                                lambda q: self.is_root(q) and not self.kinds.request_entry(q)
-                               and not self.kinds.request_module_method(q), self.step_named)
+                               and not self.kinds.request_module_method(q), self.step_named,
+                               self.step_dispatched)
         self.request: dict[str, tuple] = {}
         # of those, the ones reached from a stage that runs no schedule (steploops.py: their
         # loops over data run once per request too)
         self.plain: set[str] = set()
         self._step_named: dict[str, tuple] = {}
+        self._step_dispatched: dict[str, tuple] = {}
         # of those, the ones that run once per request whole, loops included: what a module
         # that runs once per request (modules.py: a diffusion text encoder) reaches
         self.whole: set[str] = set()
@@ -148,6 +157,10 @@ class PerStep:
         # `Class.method` patterns match methods only
         return owner in self.program.classes and bool(self.roots.match(f"{owner.rsplit('.', 1)[-1]}.{short}"))
 
+    def is_intake(self, qualname: str) -> bool:
+        """`qualname` takes in new requests (`[roots] request-intake`): it runs once per request."""
+        return self.intake is not None and _matches(self.intake, qualname, self.program.classes)
+
     def step_named(self, qualname: str) -> tuple:
         """The lines of `qualname`'s calls named like per-step work (`x.forward(...)`,
         `self.scheduler.step(...)`: a `[roots] hot` name), whatever they resolve to."""
@@ -156,6 +169,17 @@ class PerStep:
             calls = (self.program.functions.get(qualname) or {}).get("calls", ())
             found = tuple(call.line for call in calls if self.roots is not None and self.roots.match(call.name or ""))
             self._step_named[qualname] = found
+        return found
+
+    def step_dispatched(self, qualname: str) -> tuple:
+        """The lines of `qualname`'s method calls on receivers of unknown class named like
+        per-step work (`stream_scheduler.step(...)` on a loop's local): dispatched by name, never
+        to a root (candidates()), so neither step_named nor calls_of shows them."""
+        found = self._step_dispatched.get(qualname)
+        if found is None:
+            found = tuple(line for line, name, _op, _shape in self.dispatch.get(qualname, ())
+                          if self.roots is not None and self.roots.match(name))
+            self._step_dispatched[qualname] = found
         return found
 
     # -- the walk -----------------------------------------------------------------------
@@ -174,6 +198,7 @@ class PerStep:
         self.walk(queue)
         self.per_request(entries)
         self.per_request_modules(modules)
+        self.per_request_intake()
         return self.reached
 
     def calls_of(self, caller: str):
@@ -280,6 +305,9 @@ class PerStep:
             caller = queue.popleft()
             for line, target in self.calls_of(caller):
                 if target not in self.reached and self.enterable(target):
+                    if self.is_intake(target):  # runs once per request: walked last
+                        self.intakes.setdefault(target, (caller, line))
+                        continue
                     self.reached[target] = (caller, line)
                     queue.append(target)
 
@@ -302,6 +330,9 @@ class PerStep:
                 once = self.steps.once(caller, caller in self.plain)
                 for line, target in self.calls_of(caller):
                     if target in self.reached or not self.enterable(target):
+                        continue
+                    if self.is_intake(target):  # once per request or adapter, loops included
+                        self.intakes.setdefault(target, (caller, line))
                         continue
                     if once is not None and not _inside(once, line):
                         self.reached[target] = (caller, line)
@@ -337,6 +368,23 @@ class PerStep:
                 self.whole.add(target)
                 queue.append(target)
 
+    def per_request_intake(self) -> None:
+        """From the request intake that per-step code calls (`add_request`, an event loop's
+        `process_input_requests`): everything it reaches, loops included (a loop over the new
+        requests), runs once per request, unless per-step code reaches it too (walked before)."""
+        queue = deque(q for q in self.intakes if q not in self.reached and q not in self.request)
+        for qualname in queue:
+            self.request[qualname] = (None, 0)
+            self.whole.add(qualname)
+        while queue:
+            caller = queue.popleft()
+            for line, target in self.calls_of(caller):
+                if target in self.reached or target in self.request or not self.enterable(target):
+                    continue
+                self.request[target] = (caller, line)
+                self.whole.add(target)
+                queue.append(target)
+
     def request_lines(self) -> dict[str, list]:
         """{path: [(start, end, why)]}: the lines of per-request functions that run once per
         request (outside their loops), with the entry point that reaches them."""
@@ -355,7 +403,10 @@ class PerStep:
                     break
                 entry = self.request[entry][0]
             short = ".".join(entry.rsplit(".", 2)[-2:])
-            if qualname in self.whole:
+            if entry in self.intakes:
+                why = (f"runs once per request, not per step: `{short}` takes in new requests or the adapters "
+                       f"they name (request intake)")
+            elif qualname in self.whole:
                 why = (f"runs once per request, not per step: `{short}` is a module that runs once per request "
                        f"(an encoder, or built only inside one)")
             elif qualname in self.plain:
@@ -380,6 +431,14 @@ class PerStep:
         if len(steps) > MAX_WHY:
             steps = steps[:1] + steps[-(MAX_WHY - 1):]
         return tuple((q, self.program.path_of[q], self.program.functions[q]["line"]) for q in steps)
+
+
+def _matches(pattern: re.Pattern, qualname: str, classes) -> bool:
+    """A `[roots]` pattern matches the function's name, or `Class.method` for a method."""
+    owner, _, short = qualname.rpartition(".")
+    if pattern.match(short):
+        return True
+    return owner in classes and bool(pattern.match(f"{owner.rsplit('.', 1)[-1]}.{short}"))
 
 
 def _inside(ranges, line: int) -> bool:
@@ -515,6 +574,16 @@ def cold_calls_removed(program, edges: dict, results: dict, guarded: dict, libra
         if lines is not None and lines.merged:
             program.roots[qualname] = [(p, r) for p, r in roots if lines.why(r.line) is None]
     return kept_edges
+
+
+def intake_calls_removed(program, edges: dict, library) -> dict:
+    """The call graph without the calls into request intake (`[roots] request-intake`): what it
+    syncs, it syncs once per request, not in its caller's step. The per-step walk keeps them
+    (PerStep.per_request_intake), to say why the intake's own lines are cold."""
+    intake = _root_pattern(getattr(library, "request_intake", ())) if library is not None else None
+    if intake is None:
+        return edges
+    return {caller: [e for e in out if not _matches(intake, e[1], program.classes)] for caller, out in edges.items()}
 
 
 def _binds(facts: dict, shape: tuple) -> bool:

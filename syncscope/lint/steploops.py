@@ -30,6 +30,15 @@ is per step), that calls nothing named like per-step work (`forward`, `step`: th
 names) on its lines, reaches no per-step root and no function that holds a step loop, and holds
 no step loop itself: `for i in range(n): for branch in cfg: self.transformer.forward(...)` may
 be a schedule loop whose header says nothing, so it stays one.
+
+In a function whose own loop names the schedule, a `for` over data beside that loop (neither in
+it nor around it) is the set-up before it or the collection after it, and runs once per call
+with the same guards (`beside`):
+
+    for stream_scheduler in schedulers.values():           # once per call: a schedule per stream
+        stream_scheduler.set_timesteps(n_steps, device=device)
+    for tick, tick_value in zip(timesteps, timesteps.cpu().tolist()):   # the step loop
+        ...
 """
 
 from __future__ import annotations
@@ -69,19 +78,21 @@ class StepLoops:
     the outer loops' own lines included."""
 
     def __init__(self, loops: dict, straight: dict, calls_of, enterable, is_step_root,
-                 step_named=lambda qualname: ()) -> None:
+                 step_named=lambda qualname: (), step_dispatched=lambda qualname: ()) -> None:
         self.loops = loops  # function -> loops.py's loop tuples
         self.straight = straight
         self.calls_of = calls_of  # reachability's: (line, callee) of the calls that may run
         self.enterable = enterable
         self.is_step_root = is_step_root  # per-step roots: reached anyway, not searched
         self.step_named = step_named  # function -> lines of its calls named like per-step work
+        self.step_dispatched = step_dispatched  # ... and of such calls on receivers of unknown class
         self._holds: set[str] = set()  # found to run a schedule
         self._none_from: dict[str, int] = {}  # found not to, searching from this depth
         self._open: set[str] = set()  # being searched (a cycle of calls finds nothing more)
         self._outer: dict[str, tuple] = {}
         self._stepping: dict[str, tuple] = {}  # function -> (depth searched from, found)
         self._items: dict[str, tuple] = {}
+        self._beside: dict[str, tuple] = {}
 
     def holds_schedule(self, qualname: str, depth: int = 0) -> bool:
         """`qualname` runs a denoising schedule: it has a loop whose header names steps, or a
@@ -200,6 +211,51 @@ class StepLoops:
         self._items[qualname] = found
         return found
 
+    # -- loops beside the schedule's loop ---------------------------------------------------
+    def beside(self, qualname: str) -> tuple:
+        """Per loop of `qualname`: whether it is a loop over data beside the schedule's loop of
+        the same function (neither in it nor around it), which does no per-step work of its
+        own: the set-up before the denoising loop (a private scheduler per stream, each given
+        its schedule: `for s in schedulers.values(): s.set_timesteps(n)`) or the collection
+        after it. Only in a function whose own loop names the schedule: the step is that loop's
+        iteration, so a loop beside it runs once per call. Such a loop is a `for` over data
+        (loops.py), calls nothing named like per-step work on its lines, reaches no per-step
+        root and no function that runs a schedule, and so are the loops nested in it (a call on an
+        object of unknown class counts by its name: `stream_scheduler.step(...)`)."""
+        known = self._beside.get(qualname)
+        if known is not None:
+            return known
+        loops = self.loops.get(qualname, ())
+        if not any(loop[2] for loop in loops):
+            found = self._beside[qualname] = (False,) * len(loops)
+            return found
+        dispatched = self.step_dispatched(qualname)
+        fine = [not stepping and not any(start <= line <= end for line in dispatched for start, end in loop[4])
+                for stepping, loop in zip(self._own_stepping(qualname), loops)]
+
+        def spoil(index: int) -> None:  # the loop and every loop it is in
+            while index >= 0:
+                fine[index] = False
+                index = loops[index][3]
+        for index, loop in enumerate(loops):
+            if not fine[index]:
+                spoil(index)
+            if loop[2]:  # the schedule's loop: neither it nor a loop in it is beside it
+                for inner, other in enumerate(loops):
+                    parent = other[3]
+                    while parent >= 0 and parent != index:
+                        parent = loops[parent][3]
+                    if parent == index:
+                        fine[inner] = False
+        for line, target in self.calls_of(qualname):
+            inner = self.innermost(loops, line)
+            if inner < 0 or not fine[inner] or target == qualname or not self.enterable(target):
+                continue
+            if self.is_step_root(target) or self.holds_schedule(target):
+                spoil(inner)
+        found = self._beside[qualname] = tuple(fine)
+        return found
+
     def once(self, qualname: str, plain: bool = False) -> tuple | None:
         """The line ranges of `qualname` that run once per call: its straight lines and the own
         lines of the loops that are outer all the way out. With `plain` (reached from a stage
@@ -209,7 +265,7 @@ class StepLoops:
         loops = self.loops.get(qualname)
         if straight is None or not loops:
             return straight
-        outer = self.outer(qualname)
+        outer = tuple(a or b for a, b in zip(self.outer(qualname), self.beside(qualname)))
         if plain:
             outer = tuple(a or b for a, b in zip(outer, self.items(qualname)))
         if not any(outer):

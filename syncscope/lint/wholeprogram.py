@@ -537,7 +537,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     from .flagguards import flag_lines
     from .memo import memo_lines
     from .modulenames import name_lines
-    from .reachability import cold_calls_removed, guarded_lines, per_step_table
+    from .reachability import cold_calls_removed, guarded_lines, intake_calls_removed, per_step_table
 
     from .constargs import ConstArgs
 
@@ -555,12 +555,14 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     if library is not None:  # memos a long-lived object fills once (memo.py)
         for path, lines in memo_lines(program, results, library).items():
             guarded[path] = guarded.get(path, []) + lines
-    solver.edges = cold_calls_removed(program, solver.edges, results, guarded, library)
+    walked = cold_calls_removed(program, solver.edges, results, guarded, library)
+    # a call into request intake does not sync for its caller (the walk still follows it)
+    solver.edges = intake_calls_removed(program, walked, library)
     solver.run()
     # calls whose callee syncs with no guard at all: stepargs never makes their line cold
     plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
                       if solver.summaries[target].sync is not None or solver.summaries[target].cond)
-    functions, once = per_step_table(program, solver.edges, results, library, guarded, cold_name, solver.const,
+    functions, once = per_step_table(program, walked, results, library, guarded, cold_name, solver.const,
                                      plain) if library is not None else (None, {})
     # the lines of per-request functions outside their loops are cold for the findings on them
     # only: a sync there still counts for a per-step caller, so the edges above keep it
