@@ -141,6 +141,9 @@ class Conditions:
         split = words(last)
         if not split:
             return None, ""
+        event = self.lib.rare_event(last)
+        if event:  # `if scheduler_output.preempted_req_ids:`, `while self.retracted_queue:`
+            return False, f"`{name}` names a rare event (`{event}`), not an ordinary step"
         if last.isupper():  # an environment flag: `envs.VLLM_ROCM_USE_AITER`
             if any(w in self.lib.other_words for w in split):
                 return False, f"`{name}` is for another platform than CUDA"
@@ -253,6 +256,9 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
                 elif self.host_functions and self.host_functions.match(self.qualify(local)):
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
+                elif self.lib.rare_event_function(stmt.name):
+                    event = self.lib.rare_event_function(stmt.name)
+                    self.mark(stmt, stmt, f"`{stmt.name}` runs only on a rare event (`{event}`), not every step")
                 elif always_raises(stmt):
                     self.raising.append(self.qualify(local))
                     self.mark(stmt, stmt, f"error path: every path of `{stmt.name}` raises")
@@ -292,6 +298,10 @@ class _Walk:
                     if once:
                         self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)
+                    counter = _periodic(stmt) if function is not None else None
+                    if counter is not None:
+                        self.mark(stmt.body[0], stmt.body[-1], f"runs once every `{ast.unparse(stmt.test.comparators[0])}` "
+                                  f"calls: it resets the counter `{counter}`")
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:
                         how = "once per new largest size" if isinstance(stmt.test.ops[0], GROWTH) else "once per key"
@@ -545,6 +555,27 @@ def _module_names(tree: ast.Module) -> frozenset:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
         names.update(t.id for t in targets if isinstance(t, ast.Name))
     return frozenset(names)
+
+
+def _periodic(stmt: ast.If) -> str | None:
+    """The counter of a block that runs once per so many calls: `if self.step >= self.interval:`
+    whose body sets `self.step = 0` (vLLM's EPLB rearranges the experts every
+    `expert_rearrangement_step_interval` steps; a logger flushes every `log_interval` batches).
+    The counter is an object's field (it lives across the calls) compared with a limit that is
+    not a literal; the reset is a statement of the block itself, not of a nested one."""
+    test = stmt.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE))):
+        return None
+    counter, limit = test.left, test.comparators[0]
+    if not (isinstance(counter, ast.Attribute) and isinstance(counter.value, ast.Name) and counter.value.id == "self") \
+            or isinstance(limit, ast.Constant):
+        return None
+    for inner in stmt.body:
+        if isinstance(inner, ast.Assign) and isinstance(inner.value, ast.Constant) and inner.value.value == 0 \
+                and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                        and t.attr == counter.attr for t in inner.targets):
+            return f"self.{counter.attr}"
+    return None
 
 
 def _terminates(body) -> bool:

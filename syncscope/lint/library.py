@@ -28,6 +28,9 @@ class LibraryFacts:
     other_path_words: frozenset
     other_dirs: frozenset
     tool_path_words: frozenset
+    rare_event_words: frozenset
+    rare_event_not: frozenset
+    rare_event_probes: frozenset
     debug_words: frozenset
     env_check_words: frozenset
     env_check_not: frozenset
@@ -52,10 +55,32 @@ class LibraryFacts:
         joined = "_" + "_".join(split) + "_"
         return any("_" in entry and f"_{entry}_" in joined for entry in vocabulary)
 
+    def rare_event(self, name: str) -> str | None:
+        """The rare event a test's name says happened (`preempted_req_ids`, `rebalanced`,
+        `try_recover_ranks`), or None; not a switch or capability (`enable_priority_preemption`)."""
+        if not self.has_word(name, self.rare_event_words) or self.has_word(name, self.rare_event_not):
+            return None
+        return _event_word(name, self.rare_event_words)
+
+    def rare_event_function(self, name: str) -> str | None:
+        """The rare event a function is named for (`handle_preemptions`, `retract_decode`), or None:
+        not one that asks whether it happened (`maybe_rebalance_after_rank_fault`) nor a switch."""
+        split = words(name)
+        if not split or split[0] in self.rare_event_probes:
+            return None
+        return self.rare_event(name)
+
     def env_check(self, variable: str) -> bool:
         """An environment variable that turns on a check left off by default (`..._NANS_IN_LOGITS`,
         `..._DEBUG_BOUNDS`), not one that turns a check off (`VLLM_SKIP_P2P_CHECK`)."""
         return self.has_word(variable, self.env_check_words) and not self.has_word(variable, self.env_check_not)
+
+
+def _event_word(name: str, vocabulary: frozenset) -> str:
+    split = words(name)
+    joined = "_" + "_".join(split) + "_"
+    return next((w for w in split if w in vocabulary), None) or \
+        next(e for e in sorted(vocabulary) if "_" in e and f"_{e}_" in joined)
 
 
 class LibraryFactsError(Exception):
@@ -81,6 +106,9 @@ _KEYS = {
     ("platform", "true-on-cuda"): "true_on_cuda",
     ("switches", "debug-words"): "debug_words",
     ("switches", "tool-path-words"): "tool_path_words",
+    ("switches", "rare-event-words"): "rare_event_words",
+    ("switches", "rare-event-not"): "rare_event_not",
+    ("switches", "rare-event-probes"): "rare_event_probes",
     ("switches", "env-readers"): "env_readers",
     ("switches", "env-check-words"): "env_check_words",
     ("switches", "env-check-not"): "env_check_not",
