@@ -141,3 +141,42 @@ def test_an_equality_test_is_no_period(tmp_path):
     files = {"balancer.py": PERIODIC.format(op="==", reset="self.count = 0")}
     found = where(lint_package(tmp_path, files))
     assert ("pkg/balancer.py", 14, "SYN202") in found, found
+
+
+# -- the switch of a debug tool -------------------------------------------------------------
+TOOL = """
+    import torch
+
+    class {cls}:
+        def __init__(self, components):
+            self.enabled = bool(components)
+            self.pending = []
+
+        def observe(self, stamp: torch.Tensor):
+            if not self.enabled:
+                return
+            self.pending.append(stamp.cuda().item())
+
+    class Runner(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tool = {cls}(components=set())
+
+        def forward(self, x: torch.Tensor):
+            self.tool.observe(x)
+            return x
+"""
+
+
+def test_the_enabled_switch_of_a_debug_tool_is_off(tmp_path):
+    files = {"runner.py": TOOL.format(cls="StepInfoDumper")}
+    assert where(lint_package(tmp_path, files)) == []
+    cold = cold_reasons(lint_package(tmp_path, files, include_cold=True))
+    assert "a debug tool: off unless turned on" in cold[("pkg/runner.py", 12)], cold
+
+
+def test_the_enabled_switch_of_another_object_stays(tmp_path):
+    files = {"runner.py": TOOL.format(cls="StepOffloader")}
+    found = where(lint_package(tmp_path, files))
+    assert ("pkg/runner.py", 12, "SYN201") in found, found
+    assert ("pkg/runner.py", 20, "SYN601") in found, found

@@ -71,6 +71,7 @@ class Conditions:
         self.fields: dict[str, tuple[bool, str]] = {}
         self.locals: dict[str, tuple[bool, str]] = {}  # the same for the function's locals
         self.globals: dict[str, tuple[bool, str]] = {}  # and the module's (held_tests.module_globals)
+        self.tool_class: str | None = None  # the class walked, when its name is a debug tool's
 
     def evaluate(self, node) -> tuple[bool | None, str]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -123,6 +124,8 @@ class Conditions:
             return self.fields[name[5:]]
         if name in self.locals:
             return self.locals[name]
+        if self.tool_class and name in _ENABLED:  # `if not self.enabled: return` in a `DsparkInfoDumper`
+            return False, f"`{name}` of `{self.tool_class}`, a debug tool: off unless turned on"
         if name.endswith(".get") and name[:-4].rsplit(".", 1)[-1].isupper():  # SGLang's `envs.X.get()`
             name = name[:-4]
         for entry in self.lib.false_while_serving:
@@ -190,6 +193,19 @@ def platform_name(name: str, library: LibraryFacts) -> bool:
     if set(hits) == {"cpu"}:  # `forward_cpu` is the CPU platform's; `x_to_cpu` is a host copy
         return split[:1] == ["forward"]
     return True
+
+
+# the switch of an object that does its work only when turned on
+_ENABLED = frozenset({"self.enabled", "self._enabled", "self.is_enabled", "self._is_enabled"})
+
+
+def debug_tool(name: str, library: LibraryFacts) -> bool:
+    """A class named for a debug tool: a debug word among the words of its CamelCase name
+    (`DsparkInfoDumper`, `StepTimingCollector`, `GCDebugger`). Its `self.enabled` is the
+    tool's switch: SGLang's `DsparkInfoDumper.enabled` is true only when an environment
+    variable names components to dump (`SGLANG_DSPARK_DEBUG_DUMP`), and every method that
+    syncs returns first when it is off."""
+    return any(w.lower() in library.debug_words for w in _CAMEL.findall(name))
 
 
 def platform_path(rel: str, library: LibraryFacts) -> str | None:
@@ -274,10 +290,14 @@ class _Walk:
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` is for another platform than CUDA")
                 outer_fields, outer_locals = self.conditions.fields, self.conditions.locals
+                outer_tool = self.conditions.tool_class
+                if debug_tool(stmt.name, self.lib):
+                    self.conditions.tool_class = stmt.name
                 self.conditions.locals = {}
                 self.conditions.fields = class_fields(stmt, self.conditions.evaluate, self.foreign)
                 self.block(stmt.body, classes + [stmt.name], None)
                 self.conditions.fields, self.conditions.locals = outer_fields, outer_locals
+                self.conditions.tool_class = outer_tool
                 continue
             if isinstance(stmt, (ast.If, ast.While)):
                 value, why = self.conditions.evaluate(stmt.test)
