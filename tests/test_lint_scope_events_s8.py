@@ -37,7 +37,7 @@ def test_a_branch_on_a_rare_event_is_cold(tmp_path):
     files = {"runner.py": EVENT_TEST.format(test="meta.preempted_req_ids")}
     assert where(lint_package(tmp_path, files)) == []
     cold = cold_reasons(lint_package(tmp_path, files, include_cold=True))
-    assert "names a rare event (`preempted`)" in cold[("pkg/runner.py", 19)], cold
+    assert "names an event that is no ordinary step (`preempted`)" in cold[("pkg/runner.py", 19)], cold
     assert cold[("pkg/runner.py", 10)] == "not reached from a per-step root", cold
 
 
@@ -85,7 +85,7 @@ def test_a_function_named_for_a_rare_event_is_cold_and_not_followed(tmp_path):
     files = {"sched.py": EVENT_FUNCTION.format(name="retract_decode")}
     assert where(lint_package(tmp_path, files)) == []
     cold = cold_reasons(lint_package(tmp_path, files, include_cold=True))
-    assert "runs only on a rare event (`retract`)" in cold[("pkg/sched.py", 9)], cold
+    assert "runs only on an event that is no ordinary step (`retract`)" in cold[("pkg/sched.py", 9)], cold
 
 
 def test_a_function_that_asks_whether_the_event_happened_stays(tmp_path):
@@ -180,3 +180,46 @@ def test_the_enabled_switch_of_another_object_stays(tmp_path):
     found = where(lint_package(tmp_path, files))
     assert ("pkg/runner.py", 12, "SYN201") in found, found
     assert ("pkg/runner.py", 20, "SYN601") in found, found
+
+
+# -- the server being idle ------------------------------------------------------------------
+IDLE = """
+    import torch
+
+    class Pool:
+        def __init__(self):
+            self.free_slots = torch.arange(16, device="cuda")
+
+    class Scheduler:
+        def __init__(self):
+            self.pool = Pool()
+
+        def {checker}(self):
+            return not self.queue
+
+        def housekeeping(self):
+            idle = self.{checker}()
+            if not idle:
+                return
+            free = set(self.pool.free_slots.tolist())
+            return free
+
+        def event_loop_normal(self):
+            while True:
+                self.housekeeping()
+"""
+
+
+def test_housekeeping_when_the_server_is_fully_idle_is_cold(tmp_path):
+    files = {"sched.py": IDLE.format(checker="is_fully_idle")}
+    assert where(lint_package(tmp_path, files)) == []
+    cold = cold_reasons(lint_package(tmp_path, files, include_cold=True))
+    assert "(`fully_idle`)" in cold[("pkg/sched.py", 19)], cold
+
+
+def test_an_idle_batch_is_a_step(tmp_path):
+    # `is_idle()` of a batch: a DP-attention rank runs one while the others serve
+    files = {"sched.py": IDLE.format(checker="is_idle")}
+    found = where(lint_package(tmp_path, files))
+    assert ("pkg/sched.py", 19, "SYN202") in found, found
+    assert ("pkg/sched.py", 24, "SYN602") in found, found

@@ -146,7 +146,7 @@ class Conditions:
             return None, ""
         event = self.lib.rare_event(last)
         if event:  # `if scheduler_output.preempted_req_ids:`, `while self.retracted_queue:`
-            return False, f"`{name}` names a rare event (`{event}`), not an ordinary step"
+            return False, f"`{name}` names an event that is no ordinary step (`{event}`)"
         if last.isupper():  # an environment flag: `envs.VLLM_ROCM_USE_AITER`
             if any(w in self.lib.other_words for w in split):
                 return False, f"`{name}` is for another platform than CUDA"
@@ -274,7 +274,7 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
                 elif self.lib.rare_event_function(stmt.name):
                     event = self.lib.rare_event_function(stmt.name)
-                    self.mark(stmt, stmt, f"`{stmt.name}` runs only on a rare event (`{event}`), not every step")
+                    self.mark(stmt, stmt, f"`{stmt.name}` runs only on an event that is no ordinary step (`{event}`)")
                 elif always_raises(stmt):
                     self.raising.append(self.qualify(local))
                     self.mark(stmt, stmt, f"error path: every path of `{stmt.name}` raises")
