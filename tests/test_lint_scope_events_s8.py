@@ -223,3 +223,40 @@ def test_an_idle_batch_is_a_step(tmp_path):
     found = where(lint_package(tmp_path, files))
     assert ("pkg/sched.py", 19, "SYN202") in found, found
     assert ("pkg/sched.py", 24, "SYN602") in found, found
+
+
+# -- the operands after a decided one are not evaluated -------------------------------------
+SHORT = """
+    import torch
+
+    class State:
+        def __init__(self):
+            self.rebalanced = False
+            self.flag = torch.zeros(1, device="cuda")
+
+        def ready(self) -> bool:
+            return bool(self.flag.item())
+
+    class Balancer:
+        def __init__(self):
+            self.state = State()
+
+        def step(self):
+            if self.state.{name} and self.state.ready():
+                return 1
+            return 0
+"""
+
+
+def test_an_operand_after_a_false_one_is_not_evaluated(tmp_path):
+    files = {"balancer.py": SHORT.format(name="rebalanced")}
+    assert where(lint_package(tmp_path, files)) == []
+    cold = cold_reasons(lint_package(tmp_path, files, include_cold=True))
+    assert cold[("pkg/balancer.py", 10)] == "not reached from a per-step root", cold
+
+
+def test_an_operand_after_an_unknown_one_is_evaluated(tmp_path):
+    files = {"balancer.py": SHORT.format(name="pending")}
+    found = where(lint_package(tmp_path, files))
+    assert ("pkg/balancer.py", 10, "SYN201") in found, found
+    assert ("pkg/balancer.py", 17, "SYN602") in found, found

@@ -302,6 +302,7 @@ class _Walk:
             if isinstance(stmt, (ast.If, ast.While)):
                 value, why = self.conditions.evaluate(stmt.test)
                 self.calls(stmt.test, function)
+                self.short_circuit(stmt.test)
                 if function is not None and isinstance(stmt, ast.If):
                     self.guard(stmt, function)
                 if value is False:
@@ -361,6 +362,26 @@ class _Walk:
                     self.calls(child, function)
                 elif isinstance(child, ast.withitem):
                     self.calls(child.context_expr, function)
+
+    def short_circuit(self, test) -> None:
+        """The operands of `a and b(...)` after one that is decided false (of `or`, true) never
+        run: vLLM's EPLB step calls `self._all_ranks_result_ready(state)` only `if
+        state.rebalanced and ...`. Their lines are cold, but for a line that an operand before
+        them, one that calls something, shares."""
+        if not isinstance(test, ast.BoolOp):
+            return
+        decisive = isinstance(test.op, ast.Or)
+        for index, operand in enumerate(test.values[:-1]):
+            value, why = self.conditions.evaluate(operand)
+            if value is not decisive:
+                continue
+            busy = {line for before in test.values[:index + 1] if _calls_any(before)
+                    for line in range(before.lineno, (before.end_lineno or before.lineno) + 1)}
+            for after in test.values[index + 1:]:
+                lines = [n for n in range(after.lineno, (after.end_lineno or after.lineno) + 1) if n not in busy]
+                if lines and _calls_any(after):
+                    self.cold.append((lines[0], lines[-1], f"not evaluated: {why}"))
+            return
 
     def error_paths(self, stmt: ast.If, function: str | None) -> None:
         """The `if` body / `else` that only lead to an exception: cold now (a `raise`), or once
@@ -575,6 +596,10 @@ def _module_names(tree: ast.Module) -> frozenset:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
         names.update(t.id for t in targets if isinstance(t, ast.Name))
     return frozenset(names)
+
+
+def _calls_any(node) -> bool:
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
 
 
 def _periodic(stmt: ast.If) -> str | None:
