@@ -37,6 +37,7 @@ from .comparetests import compare_test
 from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import ifexp_guard
 from .initflags import once_after
+from .rare_events import ENABLED, debug_tool, periodic_counter, short_circuit
 from .library import LibraryFacts, words
 from .nodewalk import nodes_breadth_first
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
@@ -124,7 +125,7 @@ class Conditions:
             return self.fields[name[5:]]
         if name in self.locals:
             return self.locals[name]
-        if self.tool_class and name in _ENABLED:  # `if not self.enabled: return` in a `DsparkInfoDumper`
+        if self.tool_class and name in ENABLED:  # `if not self.enabled: return` in a `DsparkInfoDumper`
             return False, f"`{name}` of `{self.tool_class}`, a debug tool: off unless turned on"
         if name.endswith(".get") and name[:-4].rsplit(".", 1)[-1].isupper():  # SGLang's `envs.X.get()`
             name = name[:-4]
@@ -144,8 +145,7 @@ class Conditions:
         split = words(last)
         if not split:
             return None, ""
-        event = self.lib.rare_event(last)
-        if event:  # `if scheduler_output.preempted_req_ids:`, `while self.retracted_queue:`
+        if event := self.lib.rare_event(last):  # `if scheduler_output.preempted_req_ids:`
             return False, f"`{name}` names an event that is no ordinary step (`{event}`)"
         if last.isupper():  # an environment flag: `envs.VLLM_ROCM_USE_AITER`
             if any(w in self.lib.other_words for w in split):
@@ -193,19 +193,6 @@ def platform_name(name: str, library: LibraryFacts) -> bool:
     if set(hits) == {"cpu"}:  # `forward_cpu` is the CPU platform's; `x_to_cpu` is a host copy
         return split[:1] == ["forward"]
     return True
-
-
-# the switch of an object that does its work only when turned on
-_ENABLED = frozenset({"self.enabled", "self._enabled", "self.is_enabled", "self._is_enabled"})
-
-
-def debug_tool(name: str, library: LibraryFacts) -> bool:
-    """A class named for a debug tool: a debug word among the words of its CamelCase name
-    (`DsparkInfoDumper`, `StepTimingCollector`, `GCDebugger`). Its `self.enabled` is the
-    tool's switch: SGLang's `DsparkInfoDumper.enabled` is true only when an environment
-    variable names components to dump (`SGLANG_DSPARK_DEBUG_DUMP`), and every method that
-    syncs returns first when it is off."""
-    return any(w.lower() in library.debug_words for w in _CAMEL.findall(name))
 
 
 def platform_path(rel: str, library: LibraryFacts) -> str | None:
@@ -272,8 +259,7 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
                 elif self.host_functions and self.host_functions.match(self.qualify(local)):
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
-                elif self.lib.rare_event_function(stmt.name):
-                    event = self.lib.rare_event_function(stmt.name)
+                elif event := self.lib.rare_event_function(stmt.name):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs only on an event that is no ordinary step (`{event}`)")
                 elif always_raises(stmt):
                     self.raising.append(self.qualify(local))
@@ -291,8 +277,7 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` is for another platform than CUDA")
                 outer_fields, outer_locals = self.conditions.fields, self.conditions.locals
                 outer_tool = self.conditions.tool_class
-                if debug_tool(stmt.name, self.lib):
-                    self.conditions.tool_class = stmt.name
+                self.conditions.tool_class = stmt.name if debug_tool(stmt.name, self.lib) else outer_tool
                 self.conditions.locals = {}
                 self.conditions.fields = class_fields(stmt, self.conditions.evaluate, self.foreign)
                 self.block(stmt.body, classes + [stmt.name], None)
@@ -302,7 +287,7 @@ class _Walk:
             if isinstance(stmt, (ast.If, ast.While)):
                 value, why = self.conditions.evaluate(stmt.test)
                 self.calls(stmt.test, function)
-                self.short_circuit(stmt.test)
+                self.cold.extend(short_circuit(stmt.test, self.conditions.evaluate))
                 if function is not None and isinstance(stmt, ast.If):
                     self.guard(stmt, function)
                 if value is False:
@@ -319,10 +304,8 @@ class _Walk:
                     if once:
                         self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)
-                    counter = _periodic(stmt) if function is not None else None
-                    if counter is not None:
-                        self.mark(stmt.body[0], stmt.body[-1], f"runs once every `{ast.unparse(stmt.test.comparators[0])}` "
-                                  f"calls: it resets the counter `{counter}`")
+                    if function is not None and (period := periodic_counter(stmt)):
+                        self.mark(stmt.body[0], stmt.body[-1], period)
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:
                         how = "once per new largest size" if isinstance(stmt.test.ops[0], GROWTH) else "once per key"
@@ -362,26 +345,6 @@ class _Walk:
                     self.calls(child, function)
                 elif isinstance(child, ast.withitem):
                     self.calls(child.context_expr, function)
-
-    def short_circuit(self, test) -> None:
-        """The operands of `a and b(...)` after one that is decided false (of `or`, true) never
-        run: vLLM's EPLB step calls `self._all_ranks_result_ready(state)` only `if
-        state.rebalanced and ...`. Their lines are cold, but for a line that an operand before
-        them, one that calls something, shares."""
-        if not isinstance(test, ast.BoolOp):
-            return
-        decisive = isinstance(test.op, ast.Or)
-        for index, operand in enumerate(test.values[:-1]):
-            value, why = self.conditions.evaluate(operand)
-            if value is not decisive:
-                continue
-            busy = {line for before in test.values[:index + 1] if _calls_any(before)
-                    for line in range(before.lineno, (before.end_lineno or before.lineno) + 1)}
-            for after in test.values[index + 1:]:
-                lines = [n for n in range(after.lineno, (after.end_lineno or after.lineno) + 1) if n not in busy]
-                if lines and _calls_any(after):
-                    self.cold.append((lines[0], lines[-1], f"not evaluated: {why}"))
-            return
 
     def error_paths(self, stmt: ast.If, function: str | None) -> None:
         """The `if` body / `else` that only lead to an exception: cold now (a `raise`), or once
@@ -596,31 +559,6 @@ def _module_names(tree: ast.Module) -> frozenset:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
         names.update(t.id for t in targets if isinstance(t, ast.Name))
     return frozenset(names)
-
-
-def _calls_any(node) -> bool:
-    return any(isinstance(n, ast.Call) for n in ast.walk(node))
-
-
-def _periodic(stmt: ast.If) -> str | None:
-    """The counter of a block that runs once per so many calls: `if self.step >= self.interval:`
-    whose body sets `self.step = 0` (vLLM's EPLB rearranges the experts every
-    `expert_rearrangement_step_interval` steps; a logger flushes every `log_interval` batches).
-    The counter is an object's field (it lives across the calls) compared with a limit that is
-    not a literal; the reset is a statement of the block itself, not of a nested one."""
-    test = stmt.test
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE))):
-        return None
-    counter, limit = test.left, test.comparators[0]
-    if not (isinstance(counter, ast.Attribute) and isinstance(counter.value, ast.Name) and counter.value.id == "self") \
-            or isinstance(limit, ast.Constant):
-        return None
-    for inner in stmt.body:
-        if isinstance(inner, ast.Assign) and isinstance(inner.value, ast.Constant) and inner.value.value == 0 \
-                and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                        and t.attr == counter.attr for t in inner.targets):
-            return f"self.{counter.attr}"
-    return None
 
 
 def _terminates(body) -> bool:
