@@ -260,3 +260,19 @@ def test_an_operand_after_an_unknown_one_is_evaluated(tmp_path):
     found = where(lint_package(tmp_path, files))
     assert ("pkg/balancer.py", 10, "SYN201") in found, found
     assert ("pkg/balancer.py", 17, "SYN602") in found, found
+
+
+def test_work_after_a_scaling_check_is_cold(tmp_path):
+    # `if not Manager.is_scaling(): return`: the rest runs only while the EP group is rescaled
+    source = IDLE.format(checker="is_scaling").replace("if not idle:", "if not scaling:")
+    files = {"sched.py": source.replace("idle = ", "scaling = ")}
+    assert "if not scaling:" in files["sched.py"]
+    assert where(lint_package(tmp_path, files)) == []
+    cold = cold_reasons(lint_package(tmp_path, files, include_cold=True))
+    assert "(`is_scaling`)" in cold[("pkg/sched.py", 19)], cold
+
+
+def test_rope_scaling_is_no_event(tmp_path):
+    files = {"runner.py": EVENT_TEST.format(test="meta.rope_scaling")}
+    found = where(lint_package(tmp_path, files))
+    assert ("pkg/runner.py", 10, "SYN503") in found, found
