@@ -37,6 +37,8 @@ from .comparetests import compare_test
 from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import ifexp_guard
 from .initflags import once_after
+from .keyword_dicts import keyword_dicts
+from .rare_events import ENABLED, debug_tool, periodic_counter, short_circuit
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
@@ -72,6 +74,7 @@ class Conditions:
         self.fields: dict[str, tuple[bool, str]] = {}
         self.locals: dict[str, tuple[bool, str]] = {}  # the same for the function's locals
         self.globals: dict[str, tuple[bool, str]] = {}  # and the module's (held_tests.module_globals)
+        self.tool_class: str | None = None  # the class walked, when its name is a debug tool's
 
     def evaluate(self, node) -> tuple[bool | None, str]:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -124,6 +127,8 @@ class Conditions:
             return self.fields[name[5:]]
         if name in self.locals:
             return self.locals[name]
+        if self.tool_class and name in ENABLED:  # `if not self.enabled: return` in a `DsparkInfoDumper`
+            return False, f"`{name}` of `{self.tool_class}`, a debug tool: off unless turned on"
         if name.endswith(".get") and name[:-4].rsplit(".", 1)[-1].isupper():  # SGLang's `envs.X.get()`
             name = name[:-4]
         for entry in self.lib.false_while_serving:
@@ -142,6 +147,8 @@ class Conditions:
         split = words(last)
         if not split:
             return None, ""
+        if event := self.lib.rare_event(last):  # `if scheduler_output.preempted_req_ids:`
+            return False, f"`{name}` names an event that is no ordinary step (`{event}`)"
         if last.isupper():  # an environment flag: `envs.VLLM_ROCM_USE_AITER`
             if any(w in self.lib.other_words for w in split):
                 return False, f"`{name}` is for another platform than CUDA"
@@ -256,6 +263,8 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
                 elif self.host_functions and self.host_functions.match(self.qualify(local)):
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
+                elif event := self.lib.rare_event_function(stmt.name):
+                    self.mark(stmt, stmt, f"`{stmt.name}` runs only on an event that is no ordinary step (`{event}`)")
                 elif always_raises(stmt):
                     self.raising.append(self.qualify(local))
                     self.mark(stmt, stmt, f"error path: every path of `{stmt.name}` raises")
@@ -272,14 +281,18 @@ class _Walk:
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` is for another platform than CUDA")
                 outer_fields, outer_locals = self.conditions.fields, self.conditions.locals
+                outer_tool = self.conditions.tool_class
+                self.conditions.tool_class = stmt.name if debug_tool(stmt.name, self.lib) else outer_tool
                 self.conditions.locals = {}
                 self.conditions.fields = class_fields(stmt, self.conditions.evaluate, self.foreign)
                 self.block(stmt.body, classes + [stmt.name], None)
                 self.conditions.fields, self.conditions.locals = outer_fields, outer_locals
+                self.conditions.tool_class = outer_tool
                 continue
             if isinstance(stmt, (ast.If, ast.While)):
                 value, why = self.conditions.evaluate(stmt.test)
                 self.calls(stmt.test, function)
+                self.cold.extend(short_circuit(stmt.test, self.conditions.evaluate))
                 if function is not None and isinstance(stmt, ast.If):
                     self.guard(stmt, function)
                     self.none_sites.visit(stmt, rest, self.outer, self.qualify(function))
@@ -297,6 +310,8 @@ class _Walk:
                     if once:
                         self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)
+                    if function is not None and (period := periodic_counter(stmt)):
+                        self.mark(stmt.body[0], stmt.body[-1], period)
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:
                         how = "once per new largest size" if isinstance(stmt.test.ops[0], GROWTH) else "once per key"
@@ -493,54 +508,6 @@ def _patterns(patterns: tuple) -> re.Pattern | None:
     import fnmatch
 
     return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
-
-
-def keyword_dicts(function) -> dict[str, tuple]:
-    """The locals of a function bound once, to a dict display with string keys (`kwargs =
-    {"sm_scale": s, "k_scale": k}`), and never shrunk (`del`, `.pop`, `.clear`, rebinding, passed
-    on to a call that may change it): `f(q, **kwargs)` passes at least those keywords. SGLang's
-    MiniCPM attention adapter calls `self.active_wrapper.forward(q, (k, v), **kwargs)`: with
-    `sm_scale` among them, it cannot bind to a pipeline stage's `forward(self, batch,
-    server_args)`. Nested definitions are left out (their names are their own)."""
-    displays: dict[str, list] = {}
-    spoiled: set[str] = set()
-    pending = list(function.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    displays.setdefault(target.id, []).append(node.value)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
-            if isinstance(node.target, ast.Name):
-                spoiled.add(node.target.id)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            spoiled.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            spoiled.update(n.id for item in node.items if item.optional_vars is not None
-                           for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name))
-        elif isinstance(node, ast.Delete):
-            spoiled.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-                    func.attr in ("pop", "popitem", "clear", "__delitem__"):
-                spoiled.add(func.value.id)
-            spoiled.update(a.id for a in node.args if isinstance(a, ast.Name))
-            spoiled.update(k.value.id for k in node.keywords if k.arg is not None and isinstance(k.value, ast.Name))
-        pending.extend(ast.iter_child_nodes(node))
-    args = function.args
-    spoiled.update(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a)
-    found = {}
-    for name, values in displays.items():
-        if name in spoiled or len(values) != 1 or not isinstance(values[0], ast.Dict):
-            continue
-        keys = values[0].keys
-        if keys and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
-            found[name] = tuple(k.value for k in keys)
-    return found
 
 
 def _module_names(tree: ast.Module) -> frozenset:

@@ -6,6 +6,7 @@ the tree. One place, read by the per-file walk (branches.py) and the whole-progr
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
@@ -28,6 +29,9 @@ class LibraryFacts:
     other_path_words: frozenset
     other_dirs: frozenset
     tool_path_words: frozenset
+    rare_event_words: frozenset
+    rare_event_not: frozenset
+    rare_event_probes: frozenset
     debug_words: frozenset
     env_check_words: frozenset
     env_check_not: frozenset
@@ -53,10 +57,43 @@ class LibraryFacts:
         joined = "_" + "_".join(split) + "_"
         return any("_" in entry and f"_{entry}_" in joined for entry in vocabulary)
 
+    def rare_event(self, name: str) -> str | None:
+        """The rare event a test's name says happened (`preempted_req_ids`, `rebalanced`,
+        `try_recover_ranks`), or None; not a switch or capability (`enable_priority_preemption`)."""
+        if not _mentions(self.rare_event_words).search(name.lower()):  # most names: one search
+            return None
+        if not self.has_word(name, self.rare_event_words) or self.has_word(name, self.rare_event_not):
+            return None
+        return _event_word(name, self.rare_event_words)
+
+    def rare_event_function(self, name: str) -> str | None:
+        """The rare event a function is named for (`handle_preemptions`, `retract_decode`), or None:
+        not one that asks whether it happened (`maybe_rebalance_after_rank_fault`) nor a switch."""
+        split = words(name)
+        if not split or split[0] in self.rare_event_probes:
+            return None
+        return self.rare_event(name)
+
     def env_check(self, variable: str) -> bool:
         """An environment variable that turns on a check left off by default (`..._NANS_IN_LOGITS`,
         `..._DEBUG_BOUNDS`), not one that turns a check off (`VLLM_SKIP_P2P_CHECK`)."""
         return self.has_word(variable, self.env_check_words) and not self.has_word(variable, self.env_check_not)
+
+
+@functools.lru_cache(maxsize=8)
+def _mentions(vocabulary: frozenset) -> re.Pattern:
+    """A pattern that finds the longest word of any entry of the vocabulary inside a lower-cased
+    name (a word of it or not): a cheap test before splitting the name into words, which finds
+    every name that `has_word` would (`is_scaling` looks for `scaling`)."""
+    longest = sorted({max(words(entry), key=len) for entry in vocabulary if words(entry)})
+    return re.compile("|".join(re.escape(word) for word in longest) or "(?!)")
+
+
+def _event_word(name: str, vocabulary: frozenset) -> str:
+    split = words(name)
+    joined = "_" + "_".join(split) + "_"
+    return next((w for w in split if w in vocabulary), None) or \
+        next(e for e in sorted(vocabulary) if "_" in e and f"_{e}_" in joined)
 
 
 class LibraryFactsError(Exception):
@@ -82,6 +119,9 @@ _KEYS = {
     ("platform", "true-on-cuda"): "true_on_cuda",
     ("switches", "debug-words"): "debug_words",
     ("switches", "tool-path-words"): "tool_path_words",
+    ("switches", "rare-event-words"): "rare_event_words",
+    ("switches", "rare-event-not"): "rare_event_not",
+    ("switches", "rare-event-probes"): "rare_event_probes",
     ("switches", "env-readers"): "env_readers",
     ("switches", "env-check-words"): "env_check_words",
     ("switches", "env-check-not"): "env_check_not",

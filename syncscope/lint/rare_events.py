@@ -1,0 +1,77 @@
+"""Code that runs on an event, not in an ordinary step, told by the shape of a test (branches.py
+reads them with its other cold lines; the words are `[switches] rare-event-*` of the library
+facts, read by library.py `rare_event` / `rare_event_function`):
+* a block that resets the counter it is tested on runs once per interval (`periodic_counter`);
+* the operands of `a and b(...)` after one decided false never run (`short_circuit`);
+* the `enabled` switch of a class named for a debug tool is off (`debug_tool`, `ENABLED`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .library import LibraryFacts
+
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+# the switch of an object that does its work only when turned on
+ENABLED = frozenset({"self.enabled", "self._enabled", "self.is_enabled", "self._is_enabled"})
+
+
+def debug_tool(name: str, library: LibraryFacts) -> bool:
+    """A class named for a debug tool: a debug word among the words of its CamelCase name
+    (`DsparkInfoDumper`, `StepTimingCollector`, `GCDebugger`). Its `self.enabled` is the
+    tool's switch: SGLang's `DsparkInfoDumper.enabled` is true only when an environment
+    variable names components to dump (`SGLANG_DSPARK_DEBUG_DUMP`), and every method that
+    syncs returns first when it is off."""
+    return any(w.lower() in library.debug_words for w in _CAMEL.findall(name))
+
+
+def periodic_counter(stmt: ast.If) -> str | None:
+    """Why a block runs once per so many calls (else None): `if self.step >= self.interval:`
+    whose body sets `self.step = 0` (vLLM's EPLB rearranges the experts every
+    `expert_rearrangement_step_interval` steps; a logger flushes every `log_interval` batches).
+    The counter is an object's field (it lives across the calls) compared with a limit that is
+    not a literal; the reset is a statement of the block itself, not of a nested one. Not `==`
+    (a state compared with a value), nor a threshold with no reset (once past it, every call)."""
+    test = stmt.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Gt, ast.GtE))):
+        return None
+    counter, limit = test.left, test.comparators[0]
+    if not (isinstance(counter, ast.Attribute) and isinstance(counter.value, ast.Name) and counter.value.id == "self") \
+            or isinstance(limit, ast.Constant):
+        return None
+    for inner in stmt.body:
+        if isinstance(inner, ast.Assign) and isinstance(inner.value, ast.Constant) and inner.value.value == 0 \
+                and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                        and t.attr == counter.attr for t in inner.targets):
+            return f"runs once every `{ast.unparse(limit)}` calls: it resets the counter `self.{counter.attr}`"
+    return None
+
+
+def short_circuit(test, evaluate) -> list[tuple[int, int, str]]:
+    """The lines of the operands of `a and b(...)` after one that `evaluate` decides false (of
+    `or`: true), which never run: vLLM's EPLB calls `self._all_ranks_result_ready(state)` (an
+    all-reduce and an `.item()`) only `if state.rebalanced and ...`. A line that an operand
+    before them, one that calls something, shares stays."""
+    if not isinstance(test, ast.BoolOp):
+        return []
+    decisive = isinstance(test.op, ast.Or)
+    for index, operand in enumerate(test.values[:-1]):
+        value, why = evaluate(operand)
+        if value is not decisive:
+            continue
+        busy = {line for before in test.values[:index + 1] if _calls_any(before)
+                for line in range(before.lineno, (before.end_lineno or before.lineno) + 1)}
+        cold = []
+        for after in test.values[index + 1:]:
+            lines = [n for n in range(after.lineno, (after.end_lineno or after.lineno) + 1) if n not in busy]
+            if lines and _calls_any(after):
+                cold.append((lines[0], lines[-1], f"not evaluated: {why}"))
+        return cold
+    return []
+
+
+def _calls_any(node) -> bool:
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
