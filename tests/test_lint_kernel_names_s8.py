@@ -147,7 +147,7 @@ def test_a_fallback_for_a_module_defined_function_is_cold(tmp_path):
     assert lines(run) == []
 
 
-# -- a None-guard on a method every call by name passes (reachability._dispatched_given) -------
+# -- a None-guard on a method every call by name passes (callguards._dispatched_given) -------
 # SGLang's `ScheduleBatch.filter_batch` calls `self.spec_info.filter_batch(new_indices=...,
 # new_indices_cpu=keep)`: the receiver's class is unknown, so the call reaches every
 # `filter_batch` it can bind to, and those calls were not counted among the method's callers

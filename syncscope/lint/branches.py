@@ -223,7 +223,7 @@ class _Walk:
         self.guards: dict[str, list[tuple[int, int, str]]] = {}
         self.params: dict[str, frozenset] = {}
         # required parameters typed `Optional[X]`: callers pass None to them, so a None-test on
-        # one is no guard that "every caller passes it" rules out (reachability.guarded_lines)
+        # one is no guard that "every caller passes it" rules out (callguards.guarded_lines)
         self.nullable: dict[str, frozenset] = {}
         # function -> {name: keys}: locals that hold a dict of known keys, passed as `**name`
         self.kw_dicts: dict[str, object] = {}  # (the function's node until first needed)

@@ -1,7 +1,7 @@
 """None-guards written as a conditional expression: `cpu if cpu is not None else t.cpu()`.
 
 branches.py records `if p is None:` blocks on a parameter that defaults to None, and
-reachability.guarded_lines makes them cold when every call in the tree passes the parameter.
+callguards.guarded_lines makes them cold when every call in the tree passes the parameter.
 The same fallback is often one expression. SGLang's speculative `filter_batch`:
 
     host_indices = (

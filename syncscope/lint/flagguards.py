@@ -3,7 +3,7 @@
 `def _fmha(q, k, ..., check_input_valid: bool = False): ... if check_input_valid:
 _validate(...)` validates only for a caller that asks. When no call in the tree can pass a true
 value for the flag, the branch does not run in serving, like the None-guards every caller rules
-out (reachability.guarded_lines). Read from each file's `ast` (`file_flags`), decided over the
+out (callguards.guarded_lines). Read from each file's `ast` (`file_flags`), decided over the
 whole tree after the call graph is resolved (`flag_lines`).
 
 A call "may turn the flag on" when it passes it (by keyword or position) anything but a literal

@@ -537,7 +537,8 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     from .flagguards import flag_lines
     from .memo import memo_lines
     from .modulenames import name_lines
-    from .reachability import cold_calls_removed, guarded_lines, intake_calls_removed, per_step_table
+    from .callguards import guarded_lines
+    from .reachability import cold_calls_removed, intake_calls_removed, per_step_table
 
     from .constargs import ConstArgs
 

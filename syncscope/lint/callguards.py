@@ -1,0 +1,107 @@
+"""None-guards that every caller rules out: lines that run only when a parameter is None
+(`if chunk_indices is None:`) in a function every call in the tree passes that parameter to,
+counted over the resolved calls and over the calls by name (a method on a receiver of unknown
+class). Also whether a call of a given shape could bind to a method at all (`binds`), which the
+per-step walk (reachability.py) asks of the calls by name it follows."""
+
+from __future__ import annotations
+
+
+def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
+    """Lines that run only when a parameter is None (`if chunk_indices is None:`) in functions
+    every caller in the tree passes that parameter to: {path: [(start, end, why)]}. A call
+    with `*args`/`**kwargs` may pass it unseen: it counts as leaving it out. A required
+    parameter typed `Optional[X]` has no such guards (branches.py): its callers pass None."""
+    guards: dict[str, list] = {}
+    for result in results.values():
+        for qualname, items in (getattr(result, "guards", None) or {}).items():
+            guards.setdefault(qualname, []).extend(items)
+    if not guards:
+        return {}
+    given: dict[tuple, bool] = {}
+    for out in edges.values():
+        for call, target, shift in out:
+            items = guards.get(target)
+            if not items:
+                continue
+            positional = program.functions[target]["params"]
+            for _, _, param in items:
+                passed = any(keyword == param or (position is not None and position >= 0 and position + shift < len(positional)
+                                                  and positional[position + shift] == param)
+                             for position, keyword, _ in call.args)
+                given[(target, param)] = given.get((target, param), True) and passed
+    _dispatched_given(program, edges, results, guards, given)
+    found: dict[str, list] = {}
+    for qualname, items in guards.items():
+        for start, end, param in items:
+            if given.get((qualname, param)):
+                found.setdefault(program.path_of[qualname], []).append(
+                    (start, end, f"runs only when `{param}` is None, and every caller passes it"))
+    return found
+
+
+def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: dict) -> None:
+    """Count the calls by name (a method called on a receiver of unknown class, which the
+    per-step walk follows to every method of that name it can bind to) among a guarded method's
+    callers, as `guarded_lines` counts the resolved ones. SGLang's `ScheduleBatch.filter_batch`
+    calls `self.spec_info.filter_batch(new_indices=..., new_indices_cpu=keep_indices)`, and
+    `PPSpecRelayInput.filter_batch` reads `new_indices.tolist()` only when `new_indices_cpu` is
+    None: with no resolved caller at all its guard was never decided, and a method whose
+    resolved callers all pass the parameter was guarded even where a call by name leaves it out."""
+    by_name: dict[str, list] = {}
+    for target in guards:
+        owner, _, short = target.rpartition(".")
+        if owner in program.classes and target in program.functions:
+            by_name.setdefault(short, []).append(target)
+    if not by_name:
+        return
+    for result in results.values():
+        for caller, calls in (getattr(result, "dispatch", None) or {}).items():
+            resolved = None
+            for line, name, op, shape in calls:
+                targets = by_name.get(name)
+                if not targets or op:
+                    continue
+                if resolved is None:
+                    resolved = {(call.line, call.name) for call, _, _ in edges.get(caller, ())}
+                if (line, name) in resolved:  # the receiver's class is known: counted with the edges
+                    continue
+                positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
+                for target in targets:
+                    facts = program.functions[target]
+                    if not binds(facts, shape):
+                        continue
+                    params = facts["params"]
+                    bound = 1 if params and params[0] in ("self", "cls") else 0
+                    for _, _, param in guards[target]:
+                        index = params.index(param) if param in params else -1
+                        # with `*args` the places are not known: only a keyword counts
+                        passed = param in keywords or (not opened and bound <= index < bound + positional)
+                        given[(target, param)] = given.get((target, param), True) and passed
+
+
+def binds(facts: dict, shape: tuple) -> bool:
+    """Could a method call of this shape (the positional arguments and keyword names it passes
+    at least: `*args`/`**kwargs` only add) bind to this method? Python raises where it could
+    not, so such a target is never run:
+    `self.attn_impl.forward(q, k, v, attn_metadata=m)` in SGLang's diffusion attention layer does
+    not reach the pipeline stages' `forward(self, batch, server_args)`. Lenient where unsure: a
+    first parameter not named `self`/`cls` (a static method) is counted as one more place, and
+    the receiver fills the first place when a parameter is missing."""
+    positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
+    params = facts["params"]
+    bound = 1 if params and params[0] in ("self", "cls") else 0
+    if not facts.get("varargs", True) and positional > len(params) - bound:
+        return False
+    if not opened:
+        # a parameter without a default that the call passes neither by place nor by name:
+        # `mega.forward(tensors)` cannot run a stage's `forward(self, batch, server_args)`
+        # (the receiver counted as the first place even where it is not named `self`)
+        required = params[1 + positional:facts.get("required", 0)]
+        if any(name not in keywords for name in required):
+            return False
+    if not facts.get("varkw", True):
+        names = set(params[bound:]) | set(facts.get("kwonly", ()))
+        if any(keyword not in names for keyword in keywords):
+            return False
+    return True
