@@ -22,13 +22,14 @@ import sys
 from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, JOINING_FUNCTIONS, called_device_place, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
-from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, PY_FACT as _PY, UNKNOWN_FACT as _UNKNOWN
+from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
+    UNKNOWN_FACT as _UNKNOWN
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine, keep_params_made_host
 from .nodewalk import flat_statements, names_bound
 
@@ -163,6 +164,8 @@ class FileFacts:
                         scope.types[arg.arg] = found
             # a parameter is "whatever the caller passes", unless its name or type says
             scope.env[arg.arg] = (where, None, None) if P.known_host(where) else (where, arg.arg, None)
+            if where == P.HOST and self.hints.container_only(arg.arg):
+                scope.env[arg.arg] = _NAMED_LIST  # `masks_list`: its items may be anywhere (param_items.py)
         facts = {
             "line": node.lineno,
             "params": positional,
@@ -183,6 +186,7 @@ class FileFacts:
             "scalar_return": node.returns is not None and scalar_annotation(node.returns),
         }
         scope.facts = facts
+        scope.node = node
         self.functions[qualname] = facts
         # nested definitions are visible by name before the statements that call them
         for inner in flat_statements(node.body):
@@ -207,6 +211,10 @@ class _Scope:
         # list name -> where the items appended to it live (`parts.append(h[a:b])`): what
         # `torch.cat(parts)` makes, whatever the list's own name says
         self.items: dict[str, Fact] = {}
+        # name -> ((key, fact), ...) of a local bound to a dict literal of string keys, which a
+        # call may expand into keywords (`self.vision_model(**vision_model_args)`)
+        self.keyed: dict[str, tuple] = {}
+        self.node = None  # the function's own node
         self.types: dict[str, str] = dict(outer.types) if outer else {}
         self.local_defs: dict[str, str] = dict(outer.local_defs) if outer else {}
         self.facts: dict = {}
@@ -227,9 +235,16 @@ class _Scope:
             return
         self.stmt = (stmt.lineno, getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno)
         if isinstance(stmt, ast.Assign):
-            fact = self.eval(stmt.value)
+            keyed = _string_keys(stmt.value) if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) else None
+            if keyed is not None:  # `args = {"grid_thw": grid_thw, ...}`: each value's fact, by key
+                fact = _PY
+                values = tuple((key, self.eval(value)) for key, value in zip(keyed, stmt.value.values))
+            else:
+                fact = self.eval(stmt.value)
             for target in stmt.targets:
                 self.bind(target, fact, stmt.value)
+            if keyed is not None:
+                self.keyed[stmt.targets[0].id] = values
         elif isinstance(stmt, ast.AnnAssign):
             fact = self.eval(stmt.value) if stmt.value is not None else _UNKNOWN
             if isinstance(stmt.target, ast.Name):
@@ -316,7 +331,9 @@ class _Scope:
         if isinstance(target, ast.Name):
             name = target.id
             if self.file.hints.overrides(name, fact[0]):
-                fact = _HOST  # a name's own convention wins: `x_cpu = ...` is a host mirror
+                # a name's own convention wins: `x_cpu = ...` is a host mirror; `x_list = ...` a
+                # Python list, whose items may be device tensors (param_items.py)
+                fact = _NAMED_LIST if self.file.hints.container_only(name) else _HOST
             self.env[name] = fact
             self.local_defs.pop(name, None)
             if isinstance(value, ast.Call):  # `runner = Runner(...)`: its class types the name
@@ -386,7 +403,8 @@ class _Scope:
                 return found
             if node.id in self.file.aliases or node.id in self.local_defs or node.id in self.file.defined:
                 return _PY
-            return (self.file.hints.where(node.id), None, None)
+            where = self.file.hints.where(node.id)
+            return _NAMED_LIST if where == P.HOST and self.file.hints.container_only(node.id) else (where, None, None)
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
         if isinstance(node, ast.Call):
@@ -463,6 +481,9 @@ class _Scope:
         func = node.func
         args = [(i, None, self.eval(a)) for i, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
         args += [(None, k.arg, self.eval(k.value)) for k in node.keywords if k.arg is not None]
+        for k in node.keywords:
+            if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.keyed:
+                args += self._expanded(k.value.id, {a[1] for a in args if a[1] is not None})
         for a in node.args:
             if isinstance(a, ast.Starred):
                 self.eval(a.value)
@@ -517,6 +538,26 @@ class _Scope:
         self.eval(func)
         return _UNKNOWN
 
+    def _expanded(self, name: str, named: set) -> list:
+        """The keywords `**name` passes, for a local bound once, to a dict literal of string keys,
+        and never changed after (no item store or delete, no method call on it, no other binding
+        in the function); none otherwise (a `**mapping` may then pass anything)."""
+        for node in ast.walk(self.node) if self.node is not None else ():
+            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
+                    and node is not self._keyed_target(name):
+                return []
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.value, ast.Name) \
+                    and node.value.id == name and (isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load)):
+                return []
+        return [(None, key, fact) for key, fact in self.keyed[name] if key not in named]
+
+    def _keyed_target(self, name: str):
+        for node in ast.walk(self.node):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id == name and _string_keys(node.value) is not None:
+                return node.targets[0]
+        return None
+
     def _to_target(self, node: ast.Call, receiver: Fact) -> Fact:
         """Where `x.to(...)` sends x (the same reading as devices.copy_target)."""
         device = next((k.value for k in node.keywords if k.arg == "device"), None)
@@ -532,7 +573,7 @@ class _Scope:
         if isinstance(node, ast.Call):
             if self.file.resolve_name(dotted(node.func) or "", self.local_defs) == "torch.device":
                 return (self._device_place(node.args[0]) if node.args else None) or P.DEVICE
-            return None
+            return called_device_place(dotted(node.func), self.file.hints.host_words)
         if isinstance(node, ast.Attribute) and node.attr == "device":
             owner = dotted(node.value)
             found = self.env.get(owner) if owner else None
@@ -592,6 +633,14 @@ class _Scope:
         packed = tuple((position, keyword, fact) for position, keyword, fact in args)
         self.facts["calls"].append(CallRecord(node.lineno, node.col_offset + 1, self.stmt[0], self.stmt[1],
                                               ref, packed, sys.intern(text)))
+
+
+def _string_keys(node) -> tuple[str, ...] | None:
+    """The keys of a dict literal whose keys are all string literals (no `**other`); else None."""
+    if not isinstance(node, ast.Dict) or not node.keys:
+        return None
+    keys = tuple(key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None for key in node.keys)
+    return None if None in keys else keys
 
 
 def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.NameHints, is_cold):

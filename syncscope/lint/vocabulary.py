@@ -284,6 +284,13 @@ def named_device_place(name: str, host_words: frozenset[str]) -> P.Place | None:
     return None
 
 
+def called_device_place(name: str | None, host_words: frozenset[str]) -> P.Place | None:
+    """Where the device a call returns points, by the called function's name (`get_device()`,
+    `torch.cuda.current_device()`, `get_cpu_device()`); None for a call that names no device
+    (`x.to(torch_dtype())`, `get_dtype()`)."""
+    return named_device_place(name, host_words) if name else None
+
+
 # torch functions that join a Python sequence of tensors into one tensor on their device
 JOINING_FUNCTIONS = frozenset("cat concat concatenate stack hstack vstack".split())
 # Other torch functions whose first argument is a sequence of tensors, not one tensor.
