@@ -6,6 +6,9 @@
   `_seq_lens_from_masks(neg_masks_list)`, fifth pass's open regression).
 - `x.to(get_device())`: a call named for a device returns one, so the copy goes there (SGLang
   `dump_comparator._load_object`), instead of keeping the receiver's host place.
+- `processor(image, return_tensors="pt")`: Hugging Face's processors and tokenizers build the
+  tensors on the host (SGLang `hunyuan_image3/ar_stage.py` `spatial_shapes`); a `.to(device)` of
+  the result still moves them.
 - `self.tower(**args)` with `args` a local dict literal of string keys passes those keywords;
   `Tower._from_config(cfg)` makes a `Tower` (vLLM `kanana_v.py` `forward_vision`).
 """
@@ -95,6 +98,34 @@ def test_a_copy_to_a_call_named_for_a_device_goes_there(tmp_path):
     # the copy itself (a pageable host-to-device copy), its caller, and the sync on the copy
     found = device_findings(tmp_path, "get_device")
     assert lines(found, "pkg/model.py") == [14, 18, 19]
+
+
+PROCESSOR_MODEL = """
+import torch
+from pkg.helpers import peak
+
+class Stage(torch.nn.Module):
+    def forward(self, image, processor):
+        inputs = processor(image, return_tensors="pt")MOVE
+        shapes = inputs["spatial_shapes"].squeeze(0)
+        h = int(shapes[0].item())
+        return h, peak(inputs["pixel_values"])
+"""
+
+
+def processor_findings(tmp_path, move: str):
+    model = PROCESSOR_MODEL.replace("MOVE", move)
+    return where(lint_package(tmp_path, {"helpers.py": HELPERS, "model.py": model}))
+
+
+def test_a_processors_tensors_are_host_data(tmp_path):
+    found = processor_findings(tmp_path, "")
+    assert lines(found, "pkg/model.py") == []
+
+
+def test_a_processors_tensors_moved_to_the_device_are_flagged(tmp_path):
+    found = processor_findings(tmp_path, '.to("cuda")')
+    assert lines(found, "pkg/model.py") == [7, 9, 10]  # the copy, and the syncs on its result
 
 
 # `self.tower(**args)` with `args` a local dict literal of string keys passes those keywords

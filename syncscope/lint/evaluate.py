@@ -19,7 +19,7 @@ from .imports import dotted
 from .param_items import items_source
 from .syntax_shapes import plain_type_check, target_names
 from .rules.base import CallInfo
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
                          PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, element_place, factory_place,
                          keyed_place, torch_gives_python, type_place, CONTAINERS)
@@ -447,6 +447,8 @@ class ExpressionEvaluator:
 
     def _call_result(self, info: CallInfo, ctx: FunctionContext) -> P.Place:
         qualname, method = info.qualname, info.method
+        if _string(info.kwarg(HOST_RESULT_KEYWORD)) in HOST_RESULT_FORMATS:
+            return P.HOST  # `processor(image, return_tensors="pt")`: built on the host
         if info.receiver is not None:
             r = info.receiver_where if info.receiver_where is not None else P.UNKNOWN
             if method in PY_METHODS:  # `.item()`, `.tolist()`: Python numbers; a fill, not a copy

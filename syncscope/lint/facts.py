@@ -22,7 +22,8 @@ import sys
 from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, JOINING_FUNCTIONS, called_device_place, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
+                         JOINING_FUNCTIONS, called_device_place, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind, factory_place, keyed_place,
                          literal_device_place, named_device_place, torch_gives_python)
@@ -478,6 +479,13 @@ class _Scope:
         return found
 
     def call(self, node: ast.Call) -> Fact:
+        fact = self._call(node)
+        if any(k.arg == HOST_RESULT_KEYWORD and isinstance(k.value, ast.Constant) and k.value.value in HOST_RESULT_FORMATS
+               for k in node.keywords):
+            return _HOST  # `processor(image, return_tensors="pt")`: built on the host (vocabulary)
+        return fact
+
+    def _call(self, node: ast.Call) -> Fact:
         func = node.func
         args = [(i, None, self.eval(a)) for i, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
         args += [(None, k.arg, self.eval(k.value)) for k in node.keywords if k.arg is not None]

@@ -86,6 +86,11 @@ TORCH_NON_TENSOR = (
 PREDICATE_PREFIXES = ("is_", "has_", "get_", "supports_", "can_")
 # torch functions that wrap host memory.
 TORCH_HOST_FUNCTIONS = frozenset(("from_numpy",))
+# `processor(images, return_tensors="pt")`, `tokenizer(text, return_tensors="np")`: Hugging Face's
+# tokenizers, image and feature processors build the tensors (or arrays) they are asked for on the
+# host; only a `.to(device)` of the result (`BatchFeature.to`) moves them
+HOST_RESULT_KEYWORD = "return_tensors"
+HOST_RESULT_FORMATS = frozenset(("pt", "np"))
 # Modules whose functions return host memory, and those whose functions return Python values.
 HOST_MODULES = ("numpy.", "np.", "array.", "pandas.")  # pandas frames and series are host data
 PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.", "os.", "logging.",
