@@ -189,3 +189,46 @@ def test_a_tower_made_by_from_config_is_typed_by_its_class(tmp_path):
             "self.tower = Tower()", "self.tower = Tower._from_config(None)")
         found = where(lint_package(tmp_path, {"tower.py": tower, "model.py": model}))
         assert lines(found, "pkg/tower.py") == expected, grid
+
+
+# the rows of a tensor parameter zipped with another value, unpacked by an assignment, are still
+# what the callers pass (vLLM kanana_v `DynamicCAbstractor.forward`: `for _e, _grid_thw in
+# zip(split_embeds, grid_thw): T, H, W = _grid_thw; assert T == 1`)
+PROJECTOR = """
+import torch
+
+class Projector(torch.nn.Module):
+    def forward(self, embeds: torch.Tensor, grid_thw: torch.Tensor):
+        out = []
+        for e, row in zip(embeds, grid_thw):
+            t, h, w = row
+            assert t == 1
+            out.append(e)
+        return out
+"""
+
+PROJECTOR_MODEL = """
+import torch
+from pkg.projector import Projector
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.projector = Projector()
+
+    def forward(self, x: torch.Tensor, grid_thw: torch.Tensor):
+        return self.projector(x, grid_thw=GRID)
+"""
+
+
+def projector_findings(tmp_path, grid: str):
+    model = PROJECTOR_MODEL.replace("GRID", grid)
+    return where(lint_package(tmp_path, {"projector.py": PROJECTOR, "model.py": model}))
+
+
+def test_zipped_rows_of_a_host_parameter_are_host_data(tmp_path):
+    assert lines(projector_findings(tmp_path, "grid_thw.cpu()"), "pkg/projector.py") == []
+
+
+def test_zipped_rows_of_a_device_parameter_are_flagged(tmp_path):
+    assert lines(projector_findings(tmp_path, "grid_thw.cuda()"), "pkg/projector.py") == [9]

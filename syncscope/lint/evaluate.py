@@ -341,6 +341,14 @@ class ExpressionEvaluator:
                 and not any(isinstance(e, cst.StarredElement) for e in target.elements):
             for element, where in zip(target.elements, parts):
                 self.bind(element.value, where, None, ctx)
+            if iterable.func.value == "zip" if parts is not None and isinstance(iterable, cst.Call) else False:
+                # `for embeds, grid in zip(split_embeds, grid_thw):` the rows of a tensor parameter
+                # zipped with others are still what the callers passed, as in a plain loop below
+                for element, arg in zip(target.elements, iterable.args):
+                    source = ctx.param_of(arg.value) if self.peek(arg.value, ctx) == P.TENSOR else None
+                    for name in target_names(element.value) if source is not None else ():
+                        if ctx.env.get(name) not in (P.PY, P.DEVICE):
+                            ctx.derived[name] = source
             return
         where = P.combine(*parts) if parts else self._iter_where(iterable, ctx)
         self.bind(target, where, None, ctx)
