@@ -23,15 +23,17 @@ from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
-                         JOINING_FUNCTIONS, called_device_place, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
+                         JOINING_FUNCTIONS, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind, factory_place, keyed_place,
-                         literal_device_place, named_device_place, torch_gives_python)
+                         torch_gives_python)
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
     UNKNOWN_FACT as _UNKNOWN
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine, keep_params_made_host
+from .fact_devices import copy_target, device_place
+from .keyed_args import expanded, string_keys
 from .nodewalk import flat_statements, names_bound
 
 
@@ -212,9 +214,7 @@ class _Scope:
         # list name -> where the items appended to it live (`parts.append(h[a:b])`): what
         # `torch.cat(parts)` makes, whatever the list's own name says
         self.items: dict[str, Fact] = {}
-        # name -> ((key, fact), ...) of a local bound to a dict literal of string keys, which a
-        # call may expand into keywords (`self.vision_model(**vision_model_args)`)
-        self.keyed: dict[str, tuple] = {}
+        self.keyed: dict[str, tuple] = {}  # name -> ((key, fact), ...) of a dict literal (keyed_args.py)
         self.node = None  # the function's own node
         self.types: dict[str, str] = dict(outer.types) if outer else {}
         self.local_defs: dict[str, str] = dict(outer.local_defs) if outer else {}
@@ -236,12 +236,10 @@ class _Scope:
             return
         self.stmt = (stmt.lineno, getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno)
         if isinstance(stmt, ast.Assign):
-            keyed = _string_keys(stmt.value) if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) else None
-            if keyed is not None:  # `args = {"grid_thw": grid_thw, ...}`: each value's fact, by key
-                fact = _PY
-                values = tuple((key, self.eval(value)) for key, value in zip(keyed, stmt.value.values))
-            else:
-                fact = self.eval(stmt.value)
+            keyed = string_keys(stmt.value) if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) else None
+            # `args = {"grid_thw": grid_thw}`: each value's fact, by key (keyed_args.py)
+            values = tuple(zip(keyed, map(self.eval, stmt.value.values))) if keyed is not None else None
+            fact = self.eval(stmt.value) if keyed is None else _PY
             for target in stmt.targets:
                 self.bind(target, fact, stmt.value)
             if keyed is not None:
@@ -490,8 +488,8 @@ class _Scope:
         args = [(i, None, self.eval(a)) for i, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
         args += [(None, k.arg, self.eval(k.value)) for k in node.keywords if k.arg is not None]
         for k in node.keywords:
-            if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.keyed:
-                args += self._expanded(k.value.id, {a[1] for a in args if a[1] is not None})
+            if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.keyed and self.node is not None:
+                args += expanded(self.node, k.value.id, self.keyed[k.value.id], {a[1] for a in args})
         for a in node.args:
             if isinstance(a, ast.Starred):
                 self.eval(a.value)
@@ -526,7 +524,7 @@ class _Scope:
             if method == "cuda":
                 return _DEVICE
             if method == "to":
-                return self._to_target(node, receiver)
+                return copy_target(self, node, receiver)
             owner = self.receiver(func.value)
             if owner is not None:  # the receiver is passed too: position -1 (`self`)
                 self.record((METHOD, owner, method), [(-1, None, receiver)] + args, node, method)
@@ -546,55 +544,6 @@ class _Scope:
         self.eval(func)
         return _UNKNOWN
 
-    def _expanded(self, name: str, named: set) -> list:
-        """The keywords `**name` passes, for a local bound once, to a dict literal of string keys,
-        and never changed after (no item store or delete, no method call on it, no other binding
-        in the function); none otherwise (a `**mapping` may then pass anything)."""
-        for node in ast.walk(self.node) if self.node is not None else ():
-            if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
-                    and node is not self._keyed_target(name):
-                return []
-            if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.value, ast.Name) \
-                    and node.value.id == name and (isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load)):
-                return []
-        return [(None, key, fact) for key, fact in self.keyed[name] if key not in named]
-
-    def _keyed_target(self, name: str):
-        for node in ast.walk(self.node):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and node.targets[0].id == name and _string_keys(node.value) is not None:
-                return node.targets[0]
-        return None
-
-    def _to_target(self, node: ast.Call, receiver: Fact) -> Fact:
-        """Where `x.to(...)` sends x (the same reading as devices.copy_target)."""
-        device = next((k.value for k in node.keywords if k.arg == "device"), None)
-        if device is None and node.args and not isinstance(node.args[0], ast.Starred):
-            device = node.args[0]
-        where = self._device_place(device) if device is not None else None
-        return receiver if where is None else (where, None, None)
-
-    def _device_place(self, node) -> int | None:
-        """Where a device argument points (the same reading as devices.device_where)."""
-        if isinstance(node, ast.Constant):
-            return literal_device_place(node.value) if isinstance(node.value, str) else None
-        if isinstance(node, ast.Call):
-            if self.file.resolve_name(dotted(node.func) or "", self.local_defs) == "torch.device":
-                return (self._device_place(node.args[0]) if node.args else None) or P.DEVICE
-            return called_device_place(dotted(node.func), self.file.hints.host_words)
-        if isinstance(node, ast.Attribute) and node.attr == "device":
-            owner = dotted(node.value)
-            found = self.env.get(owner) if owner else None
-            where = found[0] if found is not None else self.file.hints.where(owner.rsplit(".", 1)[-1]) if owner else P.UNKNOWN
-            return P.HOST if where == P.HOST else P.DEVICE
-        name = dotted(node)
-        if name is None:
-            return None
-        qual = self.file.resolve_name(name, self.local_defs)
-        if qual is not None and qual.startswith("torch.") and not qual.startswith("torch.device"):
-            return None  # torch.float16 and friends
-        return named_device_place(name, self.file.hints.host_words)
-
     def function_call(self, qualname: str | None, args, node: ast.Call) -> Fact:
         if qualname is None:
             return _UNKNOWN
@@ -603,7 +552,7 @@ class _Scope:
             if short in TORCH_FACTORIES:
                 device = next((k.value for k in node.keywords if k.arg == "device"), None)
                 first = next((fact for position, _, fact in args if position == 0), None)
-                where = factory_place(short, None if device is None else (self._device_place(device) or P.DEVICE),
+                where = factory_place(short, None if device is None else (device_place(self, device) or P.DEVICE),
                                       None if first is None else first[0])
                 if device is None and first is not None and where == first[0]:
                     return first  # `zeros_like(x)`: x's device, whatever x follows
@@ -614,7 +563,7 @@ class _Scope:
                 return _HOST
             device = next((k.value for k in node.keywords if k.arg == "device"), None)
             if device is not None:  # `torch.normal(..., device="cpu")`: where it says (as evaluate.py)
-                return (self._device_place(device) or P.DEVICE, None, None)
+                return (device_place(self, device) or P.DEVICE, None, None)
             if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
                     and node.args[0].id in self.items:
                 # `torch.cat(pruned_states_list)`: where the appended items live, not the list's `_list` name
@@ -641,14 +590,6 @@ class _Scope:
         packed = tuple((position, keyword, fact) for position, keyword, fact in args)
         self.facts["calls"].append(CallRecord(node.lineno, node.col_offset + 1, self.stmt[0], self.stmt[1],
                                               ref, packed, sys.intern(text)))
-
-
-def _string_keys(node) -> tuple[str, ...] | None:
-    """The keys of a dict literal whose keys are all string literals (no `**other`); else None."""
-    if not isinstance(node, ast.Dict) or not node.keys:
-        return None
-    keys = tuple(key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None for key in node.keys)
-    return None if None in keys else keys
 
 
 def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.NameHints, is_cold):
