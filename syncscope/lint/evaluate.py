@@ -342,7 +342,7 @@ class ExpressionEvaluator:
                 and not any(isinstance(e, cst.StarredElement) for e in target.elements):
             for element, where in zip(target.elements, parts):
                 self.bind(element.value, where, None, ctx)
-            if iterable.func.value == "zip":  # `for e, row in zip(embeds, grid_thw):` rows of a tensor
+            if isinstance(iterable, cst.Call) and iterable.func.value == "zip":  # `for e, row in zip(embeds, grid_thw):` rows of a tensor
                 for element, arg in zip(target.elements, iterable.args):  # parameter: the callers tell (below)
                     source = ctx.param_of(arg.value) if self.peek(arg.value, ctx) == P.TENSOR else None
                     for name in target_names(element.value) if source is not None else ():
