@@ -367,8 +367,10 @@ class ModuleAnalyzer(ExpressionEvaluator):
             if name is not None:
                 self._bind_name(name, where, value, ctx)
         elif isinstance(target, (cst.Tuple, cst.List)):
+            # `T, H, W = row` of a parameter's row: still the parameter's data (its callers tell)
+            named = value if isinstance(value, cst.Name) else None
             for element in target.elements:
-                self.bind(element.value, where, None, ctx)
+                self.bind(element.value, where, named, ctx)
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, where, None, ctx)
         elif isinstance(target, cst.Subscript):

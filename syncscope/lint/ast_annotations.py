@@ -83,7 +83,7 @@ def annotation_shape(node) -> tuple:
 
 
 def factory_class(made: str | None) -> str | None:
-    """`Cls.from_server_args(...)`: an alternative constructor makes a `Cls` (or
+    """`Cls.from_server_args(...)`, `Cls._from_config(...)`: an alternative constructor makes a `Cls` (or
     a subclass, whose inherited methods the class's own lookup still finds): SGLang's
     `self.dllm_algorithm = DllmAlgorithm.from_server_args(server_args)`, whose `run` the per-step
     worker calls. Any other name is returned as it is."""
@@ -93,6 +93,7 @@ def factory_class(made: str | None) -> str | None:
     # `create*` is left out: factories (`EventPublisherFactory.create`) return other classes, and
     # `DecodeStagingHandler.create` typed that way reached its per-request release path's stream
     # synchronize from the decode queue (SGLang 0.5.20 disaggregation/decode.py:2452)
-    if owner.rsplit(".", 1)[-1][:1].isupper() and method.startswith("from_"):
+    # `_from_config` too: Hugging Face's private alternative constructor (`Tower._from_config(cfg)`)
+    if owner.rsplit(".", 1)[-1][:1].isupper() and method.lstrip("_").startswith("from_"):
         return owner
     return made

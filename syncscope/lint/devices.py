@@ -9,7 +9,7 @@ import libcst as cst
 
 from . import provenance as P
 from .imports import dotted
-from .vocabulary import literal_device_place, named_device_place
+from .vocabulary import called_device_place, literal_device_place, named_device_place
 
 if TYPE_CHECKING:
     from .context import FunctionContext
@@ -30,7 +30,7 @@ def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> P.Place | No
             if node.args:
                 return device_where(node.args[0].value, ctx) or P.DEVICE
             return P.DEVICE
-        return None
+        return called_device_place(dotted(node.func), ctx.config.name_hints.host_words)
     if isinstance(node, cst.Attribute) and node.attr.value == "device":
         owner = ctx.analyzer.peek(node.value, ctx)
         return P.HOST if owner == P.HOST else P.DEVICE

@@ -17,12 +17,13 @@ from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
 from .param_items import items_source
-from .syntax_shapes import plain_type_check, target_names
+from .syntax_shapes import plain_string as _string, plain_type_check, target_names
 from .rules.base import CallInfo
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, NEW_TENSOR_METHODS,
-                         PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES,
-                         TORCH_HOST_FUNCTIONS, annotation_place, compares_dtypes, element_place, factory_place,
-                         keyed_place, torch_gives_python, type_place, CONTAINERS)
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
+                         KEYED_READ_METHODS, NEW_TENSOR_METHODS, PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS,
+                         PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, annotation_place,
+                         compares_dtypes, element_place, factory_place, keyed_place, torch_gives_python, type_place,
+                         CONTAINERS)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -341,6 +342,12 @@ class ExpressionEvaluator:
                 and not any(isinstance(e, cst.StarredElement) for e in target.elements):
             for element, where in zip(target.elements, parts):
                 self.bind(element.value, where, None, ctx)
+            if isinstance(iterable, cst.Call) and iterable.func.value == "zip":  # `for e, row in zip(embeds, grid_thw):` rows of a tensor
+                for element, arg in zip(target.elements, iterable.args):  # parameter: the callers tell (below)
+                    source = ctx.param_of(arg.value) if self.peek(arg.value, ctx) == P.TENSOR else None
+                    for name in target_names(element.value) if source is not None else ():
+                        if ctx.env.get(name) not in (P.PY, P.DEVICE):
+                            ctx.derived[name] = source
             return
         where = P.combine(*parts) if parts else self._iter_where(iterable, ctx)
         self.bind(target, where, None, ctx)
@@ -447,6 +454,8 @@ class ExpressionEvaluator:
 
     def _call_result(self, info: CallInfo, ctx: FunctionContext) -> P.Place:
         qualname, method = info.qualname, info.method
+        if _string(info.kwarg(HOST_RESULT_KEYWORD)) in HOST_RESULT_FORMATS:
+            return P.HOST  # `processor(image, return_tensors="pt")`: built on the host
         if info.receiver is not None:
             r = info.receiver_where if info.receiver_where is not None else P.UNKNOWN
             if method in PY_METHODS:  # `.item()`, `.tolist()`: Python numbers; a fill, not a copy
@@ -543,14 +552,6 @@ def class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str, bool] | No
     classes = [last for last, w in zip(lasts, wheres) if w is None]
     return (name, P.join(*(w if w is not None else P.PY for w in wheres)), classes[0] if len(classes) == 1 else "",
             any(last in CONTAINERS for last in lasts))
-
-
-def _string(node: cst.BaseExpression) -> str | None:
-    """The value of a plain string literal (no f-string, no concatenation), else None."""
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 def _py(node, ctx) -> P.Place:

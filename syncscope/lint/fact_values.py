@@ -17,11 +17,15 @@ PROP = "p"  # ("p", receiver or None, attr): an attribute read that may be a pro
 # resolved through class field types.
 SUPER = "__super__"
 
-Fact = tuple  # (where, parameter or None, call index or None)
+Fact = tuple  # (where, parameter or None, call index or None, or NAMED_LIST)
 PY_FACT: Fact = (P.PY, None, None)
 HOST_FACT: Fact = (P.HOST, None, None)
 DEVICE_FACT: Fact = (P.DEVICE, None, None)
 UNKNOWN_FACT: Fact = (P.UNKNOWN, None, None)
+# Host by a container word of its name only (`neg_masks_list`, provenance.CONTAINER_WORDS): a
+# Python list, host data itself, but nothing is known of its items (param_items.py)
+NAMED_LIST = "list"
+NAMED_LIST_FACT: Fact = (P.HOST, None, NAMED_LIST)
 
 
 def combine(facts: list[Fact]) -> Fact:
@@ -30,7 +34,7 @@ def combine(facts: list[Fact]) -> Fact:
     if any(f[0] == P.DEVICE for f in facts):
         return DEVICE_FACT
     for fact in facts:
-        if fact[1] is not None or fact[2] is not None:
+        if fact[1] is not None or (fact[2] is not None and fact[2] != NAMED_LIST):
             return fact
     return (P.combine(*[f[0] for f in facts]), None, None) if facts else PY_FACT
 

@@ -22,14 +22,18 @@ import sys
 from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, JOINING_FUNCTIONS, HOST_METHODS, HOST_MODULES, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
+from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
+                         JOINING_FUNCTIONS, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind, factory_place, keyed_place,
-                         literal_device_place, named_device_place, torch_gives_python)
+                         torch_gives_python)
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
-from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, PY_FACT as _PY, UNKNOWN_FACT as _UNKNOWN
+from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
+    UNKNOWN_FACT as _UNKNOWN
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine, keep_params_made_host
+from .fact_devices import copy_target, device_place
+from .keyed_args import expanded, string_keys
 from .nodewalk import flat_statements, names_bound
 
 
@@ -163,6 +167,8 @@ class FileFacts:
                         scope.types[arg.arg] = found
             # a parameter is "whatever the caller passes", unless its name or type says
             scope.env[arg.arg] = (where, None, None) if P.known_host(where) else (where, arg.arg, None)
+            if where == P.HOST and self.hints.container_only(arg.arg):
+                scope.env[arg.arg] = _NAMED_LIST  # `masks_list`: its items may be anywhere (param_items.py)
         facts = {
             "line": node.lineno,
             "params": positional,
@@ -183,6 +189,7 @@ class FileFacts:
             "scalar_return": node.returns is not None and scalar_annotation(node.returns),
         }
         scope.facts = facts
+        scope.node = node
         self.functions[qualname] = facts
         # nested definitions are visible by name before the statements that call them
         for inner in flat_statements(node.body):
@@ -207,6 +214,8 @@ class _Scope:
         # list name -> where the items appended to it live (`parts.append(h[a:b])`): what
         # `torch.cat(parts)` makes, whatever the list's own name says
         self.items: dict[str, Fact] = {}
+        self.keyed: dict[str, tuple] = {}  # name -> ((key, fact), ...) of a dict literal (keyed_args.py)
+        self.node = None  # the function's own node
         self.types: dict[str, str] = dict(outer.types) if outer else {}
         self.local_defs: dict[str, str] = dict(outer.local_defs) if outer else {}
         self.facts: dict = {}
@@ -227,9 +236,14 @@ class _Scope:
             return
         self.stmt = (stmt.lineno, getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno)
         if isinstance(stmt, ast.Assign):
-            fact = self.eval(stmt.value)
+            keyed = string_keys(stmt.value) if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) else None
+            # `args = {"grid_thw": grid_thw}`: each value's fact, by key (keyed_args.py)
+            values = tuple(zip(keyed, map(self.eval, stmt.value.values))) if keyed is not None else None
+            fact = self.eval(stmt.value) if keyed is None else _PY
             for target in stmt.targets:
                 self.bind(target, fact, stmt.value)
+            if keyed is not None:
+                self.keyed[stmt.targets[0].id] = values
         elif isinstance(stmt, ast.AnnAssign):
             fact = self.eval(stmt.value) if stmt.value is not None else _UNKNOWN
             if isinstance(stmt.target, ast.Name):
@@ -316,7 +330,9 @@ class _Scope:
         if isinstance(target, ast.Name):
             name = target.id
             if self.file.hints.overrides(name, fact[0]):
-                fact = _HOST  # a name's own convention wins: `x_cpu = ...` is a host mirror
+                # a name's own convention wins: `x_cpu = ...` is a host mirror; `x_list = ...` a
+                # Python list, whose items may be device tensors (param_items.py)
+                fact = _NAMED_LIST if self.file.hints.container_only(name) else _HOST
             self.env[name] = fact
             self.local_defs.pop(name, None)
             if isinstance(value, ast.Call):  # `runner = Runner(...)`: its class types the name
@@ -386,7 +402,8 @@ class _Scope:
                 return found
             if node.id in self.file.aliases or node.id in self.local_defs or node.id in self.file.defined:
                 return _PY
-            return (self.file.hints.where(node.id), None, None)
+            where = self.file.hints.where(node.id)
+            return _NAMED_LIST if where == P.HOST and self.file.hints.container_only(node.id) else (where, None, None)
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
         if isinstance(node, ast.Call):
@@ -460,9 +477,19 @@ class _Scope:
         return found
 
     def call(self, node: ast.Call) -> Fact:
+        fact = self._call(node)
+        if any(k.arg == HOST_RESULT_KEYWORD and isinstance(k.value, ast.Constant) and k.value.value in HOST_RESULT_FORMATS
+               for k in node.keywords):
+            return _HOST  # `processor(image, return_tensors="pt")`: built on the host (vocabulary)
+        return fact
+
+    def _call(self, node: ast.Call) -> Fact:
         func = node.func
         args = [(i, None, self.eval(a)) for i, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
         args += [(None, k.arg, self.eval(k.value)) for k in node.keywords if k.arg is not None]
+        for k in node.keywords:
+            if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.keyed and self.node is not None:
+                args += expanded(self.node, k.value.id, self.keyed[k.value.id], {a[1] for a in args})
         for a in node.args:
             if isinstance(a, ast.Starred):
                 self.eval(a.value)
@@ -497,7 +524,7 @@ class _Scope:
             if method == "cuda":
                 return _DEVICE
             if method == "to":
-                return self._to_target(node, receiver)
+                return copy_target(self, node, receiver)
             owner = self.receiver(func.value)
             if owner is not None:  # the receiver is passed too: position -1 (`self`)
                 self.record((METHOD, owner, method), [(-1, None, receiver)] + args, node, method)
@@ -517,35 +544,6 @@ class _Scope:
         self.eval(func)
         return _UNKNOWN
 
-    def _to_target(self, node: ast.Call, receiver: Fact) -> Fact:
-        """Where `x.to(...)` sends x (the same reading as devices.copy_target)."""
-        device = next((k.value for k in node.keywords if k.arg == "device"), None)
-        if device is None and node.args and not isinstance(node.args[0], ast.Starred):
-            device = node.args[0]
-        where = self._device_place(device) if device is not None else None
-        return receiver if where is None else (where, None, None)
-
-    def _device_place(self, node) -> int | None:
-        """Where a device argument points (the same reading as devices.device_where)."""
-        if isinstance(node, ast.Constant):
-            return literal_device_place(node.value) if isinstance(node.value, str) else None
-        if isinstance(node, ast.Call):
-            if self.file.resolve_name(dotted(node.func) or "", self.local_defs) == "torch.device":
-                return (self._device_place(node.args[0]) if node.args else None) or P.DEVICE
-            return None
-        if isinstance(node, ast.Attribute) and node.attr == "device":
-            owner = dotted(node.value)
-            found = self.env.get(owner) if owner else None
-            where = found[0] if found is not None else self.file.hints.where(owner.rsplit(".", 1)[-1]) if owner else P.UNKNOWN
-            return P.HOST if where == P.HOST else P.DEVICE
-        name = dotted(node)
-        if name is None:
-            return None
-        qual = self.file.resolve_name(name, self.local_defs)
-        if qual is not None and qual.startswith("torch.") and not qual.startswith("torch.device"):
-            return None  # torch.float16 and friends
-        return named_device_place(name, self.file.hints.host_words)
-
     def function_call(self, qualname: str | None, args, node: ast.Call) -> Fact:
         if qualname is None:
             return _UNKNOWN
@@ -554,7 +552,7 @@ class _Scope:
             if short in TORCH_FACTORIES:
                 device = next((k.value for k in node.keywords if k.arg == "device"), None)
                 first = next((fact for position, _, fact in args if position == 0), None)
-                where = factory_place(short, None if device is None else (self._device_place(device) or P.DEVICE),
+                where = factory_place(short, None if device is None else (device_place(self, device) or P.DEVICE),
                                       None if first is None else first[0])
                 if device is None and first is not None and where == first[0]:
                     return first  # `zeros_like(x)`: x's device, whatever x follows
@@ -565,7 +563,7 @@ class _Scope:
                 return _HOST
             device = next((k.value for k in node.keywords if k.arg == "device"), None)
             if device is not None:  # `torch.normal(..., device="cpu")`: where it says (as evaluate.py)
-                return (self._device_place(device) or P.DEVICE, None, None)
+                return (device_place(self, device) or P.DEVICE, None, None)
             if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
                     and node.args[0].id in self.items:
                 # `torch.cat(pruned_states_list)`: where the appended items live, not the list's `_list` name

@@ -24,6 +24,11 @@ every call in the tree passes host memory for the parameter (wholeprogram.host_f
 not its `fed`, which also takes Python values), and a call passing anything else (a list, a
 tensor of unknown place, the caller's own parameter's items) still syncs. Rows of a tensor
 parameter (`for t, h, w in grid_thw:`) stay the parameter itself (evaluate.bind_loop).
+
+A name that is host only by a container word (`neg_masks_list`, provenance.CONTAINER_WORDS) is
+a Python list: host data for the parameter itself, but no host memory for its items (the call
+facts mark it, fact_values.NAMED_LIST; SGLang's `_seq_lens_from_masks(neg_masks_list)` of
+CUDA masks had been dropped by the `_list` convention).
 """
 
 from __future__ import annotations

@@ -68,6 +68,9 @@ def device_unknown(where: Place) -> bool:
 
 
 FLAG_WORDS = frozenset("is has use uses enable enabled can should do need needs allow supports".split())
+# host words that name a Python container (`seq_lens_list`): the list itself is a Python value, but
+# its name says nothing of where its items live (a list of CUDA tensors is named so too)
+CONTAINER_WORDS = frozenset(("list", "lists"))
 
 
 class NameHints:
@@ -85,6 +88,14 @@ class NameHints:
         """Whether the name's place wins over the value bound to it: a host word (`x_cpu =
         ...`) is a host mirror whatever the walk makes of its value."""
         return self.where(name) == HOST and assigned != PY
+
+    def container_only(self, name: str) -> bool:
+        """Whether the name is host only by a container word (`masks_list`): a Python list,
+        not host memory, so not evidence for the items it holds."""
+        if self.where(name) != HOST:
+            return False
+        words = name.lower().strip("_").split("_")
+        return all(w in CONTAINER_WORDS for w in words if w in self.host_words)
 
     def where(self, name: str) -> Place:
         found = self._memo.get(name)
@@ -119,6 +130,9 @@ class FileNameHints(NameHints):
         if name in self.host_names:
             return HOST
         return super()._classify(name)
+
+    def container_only(self, name: str) -> bool:
+        return name not in self.host_names and super().container_only(name)
 
     def overrides(self, name: str, assigned: Place) -> bool:
         # a field's key is no naming convention for locals: `audio_feature_lengths =

@@ -35,3 +35,11 @@ def target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.StarredElement):
         return target_names(target.value)
     return []
+
+
+def plain_string(node: cst.BaseExpression | None) -> str | None:
+    """The value of a plain string literal (no f-string, no concatenation), else None."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None

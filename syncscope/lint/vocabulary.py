@@ -86,6 +86,11 @@ TORCH_NON_TENSOR = (
 PREDICATE_PREFIXES = ("is_", "has_", "get_", "supports_", "can_")
 # torch functions that wrap host memory.
 TORCH_HOST_FUNCTIONS = frozenset(("from_numpy",))
+# `processor(images, return_tensors="pt")`, `tokenizer(text, return_tensors="np")`: Hugging Face's
+# tokenizers, image and feature processors build the tensors (or arrays) they are asked for on the
+# host; only a `.to(device)` of the result (`BatchFeature.to`) moves them
+HOST_RESULT_KEYWORD = "return_tensors"
+HOST_RESULT_FORMATS = frozenset(("pt", "np"))
 # Modules whose functions return host memory, and those whose functions return Python values.
 HOST_MODULES = ("numpy.", "np.", "array.", "pandas.")  # pandas frames and series are host data
 PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.", "os.", "logging.",
@@ -282,6 +287,13 @@ def named_device_place(name: str, host_words: frozenset[str]) -> P.Place | None:
     if "device" in words or "dev" in words or last in ("cuda", "gpu"):
         return P.DEVICE
     return None
+
+
+def called_device_place(name: str | None, host_words: frozenset[str]) -> P.Place | None:
+    """Where the device a call returns points, by the called function's name (`get_device()`,
+    `torch.cuda.current_device()`, `get_cpu_device()`); None for a call that names no device
+    (`x.to(torch_dtype())`, `get_dtype()`)."""
+    return named_device_place(name, host_words) if name else None
 
 
 # torch functions that join a Python sequence of tensors into one tensor on their device

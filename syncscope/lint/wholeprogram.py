@@ -28,7 +28,7 @@ Findings, at call sites in hot code (functions that run every step, facts.py):
 from __future__ import annotations
 
 from . import provenance as P
-from .fact_values import METHOD, PROP, SUPER
+from .fact_values import METHOD, NAMED_LIST, PROP, SUPER, UNKNOWN_FACT
 from .param_items import container_of, is_items, items_argument, with_items
 from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
@@ -230,6 +230,8 @@ class Solver:
     def argument(self, caller: str, call: CallRecord, target: str, shift: int, param: str) -> tuple:
         """(where, caller parameter it follows) of the value a call passes for `param`."""
         if is_items(param):  # the items of a parameter's container (param_items.py)
+            if self._passed(call, target, shift, container_of(param))[2] == NAMED_LIST:
+                return (P.TENSOR, None)  # `masks_list`: a list's name says nothing of its items
             return items_argument(*self.argument(caller, call, target, shift, container_of(param)))
         params = self.program.functions[target]["params"]
         receiver = shift == 1 and params and param == params[0]
@@ -245,11 +247,21 @@ class Solver:
             return (P.UNKNOWN, None)  # called through an object we know nothing of
         return (P.PY, None)  # not passed: its default, a Python value
 
+    def _passed(self, call: CallRecord, target: str, shift: int, param: str) -> tuple:
+        """The fact of what a call passes for `param` (not the receiver); UNKNOWN_FACT when it
+        passes nothing for it."""
+        params = self.program.functions[target]["params"]
+        for position, keyword, fact in call.args:
+            if position != -1 and (keyword == param or (position is not None and position + shift < len(params)
+                                                        and params[position + shift] == param)):
+                return fact
+        return UNKNOWN_FACT
+
     def value(self, caller: str, fact: tuple, depth: int = 0) -> tuple:
         where, param, call_index = fact
         if param is not None:
             return (where, param)
-        if call_index is None or depth > 8:
+        if call_index is None or call_index == NAMED_LIST or depth > 8:
             return (where, None)
         element = None
         if isinstance(call_index, tuple):  # element k of a call's (tuple) result
