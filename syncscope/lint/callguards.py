@@ -1,10 +1,33 @@
-"""None-guards that every caller rules out: lines that run only when a parameter is None
+"""Lines the callers decide never run while serving (`decided_lines`), and first the
+None-guards that every caller rules out: lines that run only when a parameter is None
 (`if chunk_indices is None:`) in a function every call in the tree passes that parameter to,
 counted over the resolved calls and over the calls by name (a method on a receiver of unknown
 class). Also whether a call of a given shape could bind to a method at all (`binds`), which the
 per-step walk (reachability.py) asks of the calls by name it follows."""
 
 from __future__ import annotations
+
+
+def decided_lines(program, edges: dict, results: dict, library=None) -> dict[str, list]:
+    """The lines the rest of the program decides never run while serving: {path: [(start, end,
+    why)]}. Calls and syncs on them do not count, nor are they reported by default. Under a
+    None-guard on a parameter every caller passes; under a flag no caller turns on
+    (flagguards.py); before a call that always raises (errorpaths.py); a kernel's fallback
+    when the kernel's name is never None on CUDA (modulenames.py); a memo a long-lived object
+    fills once (memo.py)."""
+    from .errorpaths import error_lines
+    from .flagguards import flag_lines
+    from .memo import memo_lines
+    from .modulenames import name_lines
+
+    guarded = guarded_lines(program, edges, results)
+    found = [flag_lines(program, edges, results), error_lines(program, edges, results), name_lines(program, results)]
+    if library is not None:
+        found.append(memo_lines(program, results, library))
+    for table in found:
+        for path, lines in table.items():
+            guarded[path] = guarded.get(path, []) + lines
+    return guarded
 
 
 def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:

@@ -545,29 +545,15 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     """(extra findings per path, host-fed parameters, rules' findings on host return values,
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
-    from .errorpaths import error_lines
-    from .flagguards import flag_lines
-    from .memo import memo_lines
-    from .modulenames import name_lines
-    from .callguards import guarded_lines
+    from .callguards import decided_lines
     from .reachability import cold_calls_removed, intake_calls_removed, per_step_table
 
     from .constargs import ConstArgs
 
     program = Program(results)
     solver = Solver(program, ConstArgs(results))
-    # calls and syncs on lines that never run on CUDA or while serving do not count, nor those
-    # under a None-guard on a parameter that every caller passes
-    guarded = guarded_lines(program, solver.edges, results)
-    for path, lines in flag_lines(program, solver.edges, results).items():  # flags no caller turns on
-        guarded[path] = guarded.get(path, []) + lines
-    for path, lines in error_lines(program, solver.edges, results).items():  # ends in a call that raises
-        guarded[path] = guarded.get(path, []) + lines
-    for path, lines in name_lines(program, results).items():  # a kernel's fallback when it is None
-        guarded[path] = guarded.get(path, []) + lines
-    if library is not None:  # memos a long-lived object fills once (memo.py)
-        for path, lines in memo_lines(program, results, library).items():
-            guarded[path] = guarded.get(path, []) + lines
+    # lines that no caller, flag or import lets run while serving (callguards.decided_lines)
+    guarded = decided_lines(program, solver.edges, results, library)
     walked = cold_calls_removed(program, solver.edges, results, guarded, library)
     # a call into request intake does not sync for its caller (the walk still follows it)
     solver.edges = intake_calls_removed(program, walked, library)
