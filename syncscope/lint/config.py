@@ -38,7 +38,7 @@ DEFAULT_SKIP_FUNCTIONS = [
     "load_weights", "load_model", "*warmup*", "*warm_up*", "*warming_up*", "*capture*", "profile_run", "_dummy_run",
     "_dummy_sampler_run", "init_*", "_init_*", "initialize_*", "_initialize_*", "setup_*", "_setup_*",
     "determine_available_memory", "reset_*", "shutdown", "test_*", "load_*", "save_*", "sleep",
-    "wake_up", "*checkpoint*", "*ensure_*cache*", "*profil*", "*compile*", "*allocate*", "*teardown*",
+    "wake_up", "*checkpoint*", "*ensure_*cache*", "*profil*", "*compile*", "allocate*", "*_allocate*", "*teardown*",
     "*cleanup*", "*dummy*", "*reference*", "ref_*", "*register*",
 ]
 DEFAULT_HOST_SUFFIXES = ["_cpu", "_np", "_host", "_list", "_numpy", "_pinned"]  # pinned memory is host memory
