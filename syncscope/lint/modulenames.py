@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import ast
 
+from .ast_annotations import dotted
 from .classinfo import module_statements
 
 NEVER_NONE = ("value",)
@@ -65,14 +66,12 @@ _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 def _dotted(node, module: str | None, aliases: dict) -> str | None:
     """`a.b.c` with its first name qualified through the module's imports (or the module)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
+    name = dotted(node)
+    if name is None:
         return None
-    head = aliases.get(node.id) or (f"{module}.{node.id}" if module else node.id)
-    return ".".join([head] + parts[::-1])
+    head, _, rest = name.partition(".")
+    head = aliases.get(head) or (f"{module}.{head}" if module else head)
+    return f"{head}.{rest}" if rest else head
 
 
 def _value(node, module: str | None, aliases: dict) -> tuple:

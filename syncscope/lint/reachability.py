@@ -356,24 +356,18 @@ class PerStep:
         step), runs once per request, unless per-step code reaches it too (walked before) or a
         stage's loop does (a prompt enhancer's `generate` loop calling the encoder's `forward`:
         walked before, as per step)."""
-        queue = deque(q for q in entries if q not in self.reached and q not in self.request)
-        for qualname in queue:
-            self.request[qualname] = (None, 0)
-            self.whole.add(qualname)
-        while queue:
-            caller = queue.popleft()
-            for line, target in self.calls_of(caller):
-                if target in self.reached or target in self.request or not self.enterable(target):
-                    continue
-                self.request[target] = (caller, line)
-                self.whole.add(target)
-                queue.append(target)
+        self._walk_per_request(entries)
 
     def per_request_intake(self) -> None:
         """From the request intake that per-step code calls (`add_request`, an event loop's
         `process_input_requests`): everything it reaches, loops included (a loop over the new
         requests), runs once per request, unless per-step code reaches it too (walked before)."""
-        queue = deque(q for q in self.intakes if q not in self.reached and q not in self.request)
+        self._walk_per_request(self.intakes)
+
+    def _walk_per_request(self, entries) -> None:
+        """Everything `entries` reach that per-step code does not, loops included, as once per
+        request (each target kept with the caller and line that reach it first)."""
+        queue = deque(q for q in entries if q not in self.reached and q not in self.request)
         for qualname in queue:
             self.request[qualname] = (None, 0)
             self.whole.add(qualname)
