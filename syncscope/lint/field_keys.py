@@ -9,6 +9,15 @@ The key `num_chunks` holds the host-only field, so it is host data wherever the 
 like the field itself (`classinfo.keep_on_cpu_fields`). A key that some construction in the
 module fills with anything else (`token_len=audio_token_len`, a field the runner moves to the
 device, or a device tensor) is left alone.
+
+A key may also hold a count the parser builds itself on the host: vLLM's MiniCPM-V 4.6 parses
+`num_slices_flat = torch.tensor([len(ps) for ps in pixel_values])` into
+`MiniCPMVImagePixelInputs(..., num_slices=num_slices_flat)` and reads
+`image_input["num_slices"].tolist()` in another method. A torch factory called without `device=`
+builds on the host; for `torch.tensor` / `as_tensor` / `asarray` (which keep a tensor's device)
+only when the data is a Python list written there or a local only ever bound to one. So a key
+every construction fills with such a build (directly or through a local only ever bound to one)
+is carried like a host-only field (`_host_built`).
 """
 
 from __future__ import annotations
@@ -27,14 +36,67 @@ def carried_keys(tree, fields: set[str] | frozenset[str]) -> set[str]:
     # given a field read (`num_pooled_patches = kwargs.pop("image_num_pooled_patches")`) is the field
     declared = fields
     fields = (set(fields) | _field_locals(tree, fields)) - _rebound(tree, fields)
+    built = _host_built_locals(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not _class_like(node.func):
             continue
         for keyword in node.keywords:
             if keyword.arg is None or keyword.arg in declared:
                 continue
-            (carried if _field_value(keyword.value, fields) else other).add(keyword.arg)
+            value = keyword.value
+            host = _field_value(value, fields) or _host_built(value, built) \
+                or (isinstance(value, ast.Name) and value.id in built.get("", ()))
+            (carried if host else other).add(keyword.arg)
     return carried - other
+
+
+_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})  # keep the device of a tensor given
+_LIST_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp)
+
+
+def _host_built(value, built) -> bool:
+    """`torch.tensor([len(ps) for ps in pixel_values])`, `torch.tensor(sizes)` with `sizes` only
+    ever a list display, `torch.zeros(n, dtype=...)`: a torch factory with no `device=` that
+    makes a new host tensor."""
+    from .vocabulary import TORCH_SIZED_FACTORIES
+
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == "torch"
+            and value.func.attr in TORCH_SIZED_FACTORIES and value.func.attr != "frombuffer"):
+        return False
+    if any(k.arg in ("device", None) for k in value.keywords):
+        return False
+    if value.func.attr not in _DATA_FACTORIES:
+        return True
+    data = value.args[0] if value.args else None
+    return isinstance(data, _LIST_DISPLAYS) or (isinstance(data, ast.Name) and data.id in built["lists"])
+
+
+def _host_built_locals(tree) -> dict[str, set[str]]:
+    """Names every assignment in the module binds to a list display ("lists"), then names every
+    assignment binds to a host build ("")."""
+    kinds: dict[str, set] = {}
+    assigns = [node for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
+    for node in assigns:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    kinds.setdefault(name.id, set()).add(
+                        "list" if node.value is not None and target is name and not isinstance(node, ast.AugAssign)
+                        and isinstance(node.value, _LIST_DISPLAYS) else id(node))
+    lists = {name for name, seen in kinds.items() if seen == {"list"}}
+    built: dict[str, set[str]] = {"lists": lists, "": set()}
+    host: dict[str, set] = {}
+    for node in assigns:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    host.setdefault(name.id, set()).add(
+                        target is name and isinstance(node, ast.Assign) and _host_built(node.value, built))
+    built[""] = {name for name, seen in host.items() if seen == {True}}
+    return built
 
 
 def _class_like(func) -> bool:
