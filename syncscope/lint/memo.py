@@ -168,18 +168,27 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
     for index, stmt in enumerate(body):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             # `v = self._meta.get(key)` with a key of addresses: `v` is that memo's entry
-            field = _self_field(stmt.value) or looked_up(stmt.value, body[:index])
-            if field is not None:
-                local[stmt.targets[0].id] = field
+            field = _self_field(stmt.value)
+            keyed = looked_up(stmt.value, body[:index]) if field is None else None
+            if field is not None or keyed is not None:
+                local[stmt.targets[0].id] = field or keyed
             else:
                 local.pop(stmt.targets[0].id, None)
+            if keyed is not None:
+                local[(KEYED, stmt.targets[0].id)] = True
+            else:
+                local.pop((KEYED, stmt.targets[0].id), None)
         if isinstance(stmt, ast.If):
             # not `if self.x is None or bs != self.bs:`: what forces a rebuild may change every step
             missing = _missing(stmt.test, local)
             how = _fills(stmt.body, missing, setters) if missing else False
             if how:
-                # `if self.x is None: self.x = build()`: the body fills the memo
-                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing, how if isinstance(how, str) else None))
+                # `if self.x is None: self.x = build()`: the body fills the memo (once per key
+                # where `v = self._meta.get(key)` looked it up by a key of addresses)
+                if how is True:
+                    left = stmt.test.left if isinstance(stmt.test, ast.Compare) else None
+                    how = KEYED if isinstance(left, ast.Name) and (KEYED, left.id) in local else None
+                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing, how))
                 _block(stmt.orelse, local, out, setters)
                 continue
             changed = changed_field(stmt.test, body[:index])
