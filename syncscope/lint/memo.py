@@ -11,13 +11,18 @@ A per-step method often builds something on first use and keeps it:
         return context
 
     if not hasattr(self, "_ptrs"): self._ptrs = torch.tensor([...], device=...)
+    if not hasattr(self, "freqs"): self.register_buffer("freqs", build(...))   # a setter stores it
+    if self._addresses != pointers: ...; self._addresses = pointers   # pointers: data_ptr()s of its buffers
+    meta = self._meta.get(key); if meta is None: ...; self._meta[key] = meta  # the same kind of key
     if self.step_index is None: self._init_step_index(t)   # the method named for the field fills it
 
     @cached_property
     def precomputed_freqs_cis(self): ...                     # the whole body, on first read
 
-What such a fill does runs once per object (`if self.x is None or bs != self.bs:` is not one: what
-forces the rebuild may change every step).
+What such a fill does runs once per object; the `_addresses` and `_meta` forms once per key, a
+key built only of the addresses and layouts of the object's own buffers (memo_keys.py
+`of_addresses`). `if self.x is None or bs != self.bs:` is not one: what forces the rebuild may
+change every step.
 Whether that is once or every step depends on how long the object lives: the analyzer keeps a
 lazy field of a per-step object (vLLM's `CommonAttentionMetadata.seq_lens_cpu`) as a sync for
 its callers. Here the fill is cold only in a class that serves steps itself: it (or an in-tree
