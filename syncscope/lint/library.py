@@ -48,6 +48,7 @@ class LibraryFacts:
     request_intake: tuple
     no_dispatch: frozenset
     host_functions: tuple
+    field_setters: frozenset
 
     def has_word(self, name: str, vocabulary: frozenset) -> bool:
         """A word of `name` is in the vocabulary (entries with `_` match as a run of words)."""
@@ -136,6 +137,7 @@ _KEYS = {
     ("roots", "request-intake"): "request_intake",
     ("roots", "no-dispatch"): "no_dispatch",
     ("host", "functions"): "host_functions",
+    ("fields", "setters"): "field_setters",
 }
 
 _LOADED: dict[tuple, LibraryFacts] = {}

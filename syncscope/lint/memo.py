@@ -11,13 +11,18 @@ A per-step method often builds something on first use and keeps it:
         return context
 
     if not hasattr(self, "_ptrs"): self._ptrs = torch.tensor([...], device=...)
+    if not hasattr(self, "freqs"): self.register_buffer("freqs", build(...))   # a setter stores it
+    if self._addresses != pointers: ...; self._addresses = pointers   # pointers: data_ptr()s of its buffers
+    meta = self._meta.get(key); if meta is None: ...; self._meta[key] = meta  # the same kind of key
     if self.step_index is None: self._init_step_index(t)   # the method named for the field fills it
 
     @cached_property
     def precomputed_freqs_cis(self): ...                     # the whole body, on first read
 
-What such a fill does runs once per object (`if self.x is None or bs != self.bs:` is not one: what
-forces the rebuild may change every step).
+What such a fill does runs once per object; the `_addresses` and `_meta` forms once per key, a
+key built only of the addresses and layouts of the object's own buffers (memo_keys.py
+`of_addresses`). `if self.x is None or bs != self.bs:` is not one: what forces the rebuild may
+change every step.
 Whether that is once or every step depends on how long the object lives: the analyzer keeps a
 lazy field of a per-step object (vLLM's `CommonAttentionMetadata.seq_lens_cpu`) as a sync for
 its callers. Here the fill is cold only in a class that serves steps itself: it (or an in-tree
@@ -34,7 +39,7 @@ import fnmatch
 import re
 
 from .ast_annotations import dotted
-from .memo_keys import grown_field, kept_while
+from .memo_keys import changed_field, grown_field, kept_while, looked_up
 from .modules import ModuleKinds
 
 
@@ -109,11 +114,15 @@ def _identity_key(test) -> bool:
     return False
 
 
-def _fills(body, name: str) -> str | bool:
-    """The block stores `self.<name>` (or `self.<name>[key]`): True; or calls a method of `self`
-    named for the field (`self._init_step_index(...)` fills `self.step_index`): that method's
-    name (memo_lines drops it when the method runs every step anyway)."""
+def _fills(body, name: str, setters: frozenset = frozenset()) -> str | bool:
+    """The block stores `self.<name>` (or `self.<name>[key]`, `setattr(self, "<name>", v)`,
+    `self.register_buffer("<name>", v)`: a setter of library facts `[fields] setters`): True;
+    or calls a method of `self` named for the field (`self._init_step_index(...)` fills
+    `self.step_index`): that method's name (memo_lines drops it when the method runs every step
+    anyway)."""
     for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if _set_by_name(node, setters) == name:
+            return True
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -128,7 +137,22 @@ def _fills(body, name: str) -> str | bool:
     return False
 
 
+def _set_by_name(node, setters: frozenset) -> str | None:
+    """`setattr(self, "a", v)`, `self.register_buffer("a", v)`: "a"."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func, args = node.func, node.args
+    if isinstance(func, ast.Name) and func.id == "setattr" and len(args) == 3 \
+            and isinstance(args[0], ast.Name) and args[0].id == "self":
+        args = args[1:]
+    elif not (isinstance(func, ast.Attribute) and func.attr in setters and isinstance(func.value, ast.Name)
+              and func.value.id == "self" and len(args) >= 2):
+        return None
+    return args[0].value if isinstance(args[0], ast.Constant) and isinstance(args[0].value, str) else None
+
+
 GROWN = "<grown>"  # in place of the filling method: the block grows the field (memo_keys.grown_field)
+KEYED = "<keyed>"  # the block rebuilds the field when a key of addresses changes (memo_keys.changed_field)
 _BUILD_WORDS = frozenset(("init", "build", "create", "compute", "make", "setup", "prepare"))
 
 
@@ -144,33 +168,49 @@ def _end(stmt) -> int:
     return getattr(stmt, "end_lineno", None) or stmt.lineno
 
 
-def _block(body, local: dict, out: list) -> None:
+def _block(body, local: dict, out: list, setters: frozenset) -> None:
     local = dict(local)  # `v = self.x` seen so far in this block
     for index, stmt in enumerate(body):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            # `v = self._meta.get(key)` with a key of addresses: `v` is that memo's entry
             field = _self_field(stmt.value)
-            if field is not None:
-                local[stmt.targets[0].id] = field
+            keyed = looked_up(stmt.value, body[:index]) if field is None else None
+            if field is not None or keyed is not None:
+                local[stmt.targets[0].id] = field or keyed
             else:
                 local.pop(stmt.targets[0].id, None)
+            if keyed is not None:
+                local[(KEYED, stmt.targets[0].id)] = True
+            else:
+                local.pop((KEYED, stmt.targets[0].id), None)
         if isinstance(stmt, ast.If):
             # not `if self.x is None or bs != self.bs:`: what forces a rebuild may change every step
             missing = _missing(stmt.test, local)
-            how = _fills(stmt.body, missing) if missing else False
+            how = _fills(stmt.body, missing, setters) if missing else False
             if how:
-                # `if self.x is None: self.x = build()`: the body fills the memo
-                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing, how if isinstance(how, str) else None))
-                _block(stmt.orelse, local, out)
+                # `if self.x is None: self.x = build()`: the body fills the memo (once per key
+                # where `v = self._meta.get(key)` looked it up by a key of addresses)
+                if how is True:
+                    left = stmt.test.left if isinstance(stmt.test, ast.Compare) else None
+                    how = KEYED if isinstance(left, ast.Name) and (KEYED, left.id) in local else None
+                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing, how))
+                _block(stmt.orelse, local, out, setters)
+                continue
+            changed = changed_field(stmt.test, body[:index])
+            if changed is not None and _fills(stmt.body, changed, setters) is True:
+                # `if self._addresses != pointers: ...; self._addresses = pointers`: once per new key
+                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), changed, KEYED))
+                _block(stmt.orelse, local, out, setters)
                 continue
             grown = grown_field(stmt.test, local)
             if grown is not None and _fills(stmt.body, grown) is True:
                 # `if n > self.max_n: self.max_n = n; rebuild`: once per new largest size
                 out.append((stmt.body[0].lineno, _end(stmt.body[-1]), grown, GROWN))
-                _block(stmt.orelse, local, out)
+                _block(stmt.orelse, local, out, setters)
                 continue
             present = _present(stmt.test, local)
             rest = body[index + 1:]
-            how = _fills(rest, present) if present and rest and stmt.body and isinstance(stmt.body[-1], ast.Return) \
+            how = _fills(rest, present, setters) if present and rest and stmt.body and isinstance(stmt.body[-1], ast.Return) \
                 else False
             if how:
                 # `if v is not None: return v` then build and store: the rest of the block fills it
@@ -180,14 +220,15 @@ def _block(body, local: dict, out: list) -> None:
             inner = getattr(stmt, field, None)
             if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt) \
                     and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                _block(inner, local, out)
+                _block(inner, local, out, setters)
         for handler in getattr(stmt, "handlers", ()):
-            _block(handler.body, local, out)
+            _block(handler.body, local, out, setters)
 
 
-def file_memos(tree: ast.Module, module: str) -> dict[str, list]:
+def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset()) -> dict[str, list]:
     """{method: [(start, end, field, method that fills it or None)]}: the lines of each method
-    that fill a memo on `self`."""
+    that fill a memo on `self`; `setters`: methods that store the field their first argument
+    names (library facts `[fields] setters`)."""
     found: dict[str, list] = {}
 
     def walk(body, prefix: str, in_class: bool) -> None:
@@ -199,7 +240,7 @@ def file_memos(tree: ast.Module, module: str) -> dict[str, list]:
                 if any((dotted(d) or "").rsplit(".", 1)[-1] == "cached_property" for d in stmt.decorator_list):
                     # `@cached_property`: the body fills the instance's `__dict__` on first read
                     out.append((stmt.body[0].lineno, _end(stmt.body[-1]), stmt.name, None))
-                _block(stmt.body, {}, out)
+                _block(stmt.body, {}, out, setters)
                 if out:
                     local = f"{prefix}{stmt.name}"
                     found[f"{module}.{local}" if module else local] = out
@@ -279,6 +320,8 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
         for start, end, field, method in items:
             if method == GROWN:
                 how = f"runs once per new largest size: grows `self.{field}` past its cached size"
+            elif method == KEYED:
+                how = f"runs once per key: rebuilds `self.{field}` when the addresses of its own buffers change"
             elif method is not None and roots.match(method):
                 continue  # `if self.forward_metadata is None: self.init_forward_metadata(b)`: per step anyway
             else:

@@ -75,3 +75,140 @@ def grown_field(test, local: dict) -> str | None:
             return None
         found.add(field)
     return found.pop() if len(found) == 1 else None
+
+
+# A key of addresses: `if self._addresses != pointers: ...; self._addresses = pointers` with
+# `pointers = tuple(c.data_ptr() for c in caches)` and `caches = [a.kv_cache for a in
+# self.attns]`; `meta = self._meta.get(key)` with such a key. The key changes only when one of
+# the object's own buffers is reallocated: the rebuild runs once, or on that rare change. Not a
+# key of addresses: one that holds any value besides identities (`id(x)`, `x.data_ptr()`) and
+# layouts (`x.shape`, `x.stride()`, `x.dtype`, `x.device`), such as a batch's lengths; one whose
+# identities are of objects not read from `self` (a step's input tensor is new every step).
+_LAYOUT_FIELDS = frozenset(("shape", "dtype", "device"))
+_LAYOUT_CALLS = frozenset(("stride", "size"))
+_DEPTH = 8
+
+
+def _assigned(name: str, before: list):
+    """The value of the last `name = value` among the statements before."""
+    for stmt in reversed(before):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target = stmt.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == name:
+            return stmt.value
+    return None
+
+
+def _bind(node, before: list, bound: dict) -> dict:
+    """The names a comprehension binds, each to the iterable it walks (`for a, b in zip(x, y)`:
+    both to the zip)."""
+    bound = dict(bound)
+    for generator in node.generators:
+        for name in ast.walk(generator.target):
+            if isinstance(name, ast.Name):
+                bound[name.id] = (generator.iter, dict(bound))
+    return bound
+
+
+def _on_self(node, before: list, bound: dict, depth: int = 0) -> bool:
+    """The object (or every item of the collection) is read from a field of `self`:
+    `self.layers[0].attn`, a local assigned such, an item of a comprehension over such."""
+    if depth > _DEPTH:
+        return False
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
+                and not all(isinstance(b, ast.Constant) or b is None
+                            for b in (node.slice.lower, node.slice.upper, node.slice.step)):
+            return False  # `self.buf[:n]`: a view whose size may change with each step
+        node = node.value
+    if isinstance(node, ast.Name):
+        if node.id == "self":
+            return True
+        if node.id in bound:
+            source, outer = bound[node.id]
+            return _on_self(source, before, outer, depth + 1)
+        value = _assigned(node.id, before)
+        return value is not None and _on_self(value, before, {}, depth + 1)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return bool(node.elts) and all(_on_self(item, before, bound, depth + 1) for item in node.elts)
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+        return _on_self(node.elt, before, _bind(node, before, bound), depth + 1)
+    if isinstance(node, ast.IfExp):
+        return _on_self(node.body, before, bound, depth + 1) and _on_self(node.orelse, before, bound, depth + 1)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("zip", "tuple", "list") \
+            and node.args and not node.keywords:
+        return all(_on_self(arg, before, bound, depth + 1) for arg in node.args)
+    return False
+
+
+def _addresses(node, before: list, bound: dict, depth: int = 0) -> int | None:
+    """How many identities a key of addresses holds (None: it holds something else)."""
+    if depth > _DEPTH:
+        return None
+    if isinstance(node, ast.Constant):
+        return 0
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "id" and len(node.args) == 1:
+            return 1 if _on_self(node.args[0], before, bound) else None
+        if isinstance(func, ast.Attribute) and func.attr == "data_ptr" and not node.args:
+            return 1 if _on_self(func.value, before, bound) else None
+        if isinstance(func, ast.Attribute) and func.attr in _LAYOUT_CALLS:
+            return 0 if _on_self(func.value, before, bound) else None
+        if isinstance(func, ast.Name) and func.id in ("tuple", "list") and len(node.args) == 1:
+            return _addresses(node.args[0], before, bound, depth + 1)
+        return None
+    if isinstance(node, ast.Attribute) and node.attr in _LAYOUT_FIELDS:
+        return 0 if _on_self(node.value, before, bound) else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, (ast.Constant, ast.Slice)):
+        return _addresses(node.value, before, bound, depth + 1)
+    if isinstance(node, ast.Name) and node.id not in bound:
+        value = _assigned(node.id, before)
+        return None if value is None else _addresses(value, before, {}, depth + 1)
+    parts = None
+    if isinstance(node, (ast.Tuple, ast.List)):
+        parts = [(item, bound) for item in node.elts]
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts = [(node.left, bound), (node.right, bound)]
+    elif isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+        parts = [(node.elt, _bind(node, before, bound))]
+    elif isinstance(node, ast.IfExp):
+        parts = [(node.body, bound), (node.orelse, bound)]
+    if parts is None:
+        return None
+    counts = [_addresses(part, before, inner, depth + 1) for part, inner in parts]
+    return None if None in counts else sum(counts)
+
+
+def of_addresses(key, before: list) -> bool:
+    """A key built only of the identities and layouts of objects read from `self`, with at least
+    one identity (see above)."""
+    return bool(_addresses(key, before, {}))
+
+
+def changed_field(test, before: list) -> str | None:
+    """The field a test finds stale: `self.k != key` or `self.k is not key` (either side) where
+    the key is one of addresses."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.NotEq, ast.IsNot))):
+        return None
+    for mine, other in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        if isinstance(mine, ast.Attribute) and isinstance(mine.value, ast.Name) and mine.value.id == "self" \
+                and of_addresses(other, before):
+            return mine.attr
+    return None
+
+
+def looked_up(value, before: list) -> str | None:
+    """`self.c.get(key)` (or `.get(key, None)`) with a key of addresses: "c"."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get" \
+            and 1 <= len(value.args) <= 2 and not value.keywords:
+        owner = value.func.value
+        if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self" \
+                and (len(value.args) == 1 or (isinstance(value.args[1], ast.Constant) and value.args[1].value is None)) \
+                and of_addresses(value.args[0], before):
+            return owner.attr
+    return None
