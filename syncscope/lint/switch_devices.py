@@ -43,6 +43,9 @@ _SETS = (
 )
 _DECLARED = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]*)[ \t]*=[ \t]*([A-Za-z_][\w.]*)\(", re.MULTILINE)
 _OFF_LITERALS = (None, False, 0, "")
+# a local given the host's device (`device = "cpu"`, `dev = torch.device("cpu")`): the files
+# `_fields` reads (a local no such line binds is never the host here)
+_HOST_LOCAL = re.compile(r"""^[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*(?:torch\.device\()?["']cpu""", re.MULTILINE)
 
 
 def switch_facts(tree: ast.Module, text: str, library) -> tuple:
@@ -52,7 +55,7 @@ def switch_facts(tree: ast.Module, text: str, library) -> tuple:
     patterns = library.env_declarations
     declared = tuple(sorted(_declared_off(tree, text, patterns))) if patterns and "(" in text else ()
     changed = tuple(sorted({m.group(1) for pattern in _SETS for m in pattern.finditer(text)}))
-    fields = _fields(tree, library) if "device" in text and ("'cpu" in text or '"cpu' in text) else {}
+    fields = _fields(tree, library) if _HOST_LOCAL.search(text) else {}
     return fields, declared, changed
 
 
@@ -192,9 +195,11 @@ def device_locals(function, conditions, library) -> dict[str, frozenset]:
         if name in spoiled:
             continue
         switches: set[str] = set()
+        hosted = False  # a local bound only in arms that never run is no device at all
         for value, held in bound:
             place = _literal_device(value)
             if place == P.HOST:
+                hosted = True
                 continue
             if place is None:
                 break  # not a device literal: the local is no device we can name
@@ -203,7 +208,8 @@ def device_locals(function, conditions, library) -> dict[str, frozenset]:
                 break
             switches.update(ruled)
         else:
-            found[name] = frozenset(switches)
+            if hosted:
+                found[name] = frozenset(switches)
     return found
 
 
