@@ -37,6 +37,7 @@ class LibraryFacts:
     env_check_not: frozenset
     capture_states: frozenset
     env_readers: frozenset
+    env_declarations: frozenset
     false_while_serving: frozenset
     true_on_cuda: frozenset
     hot_roots: tuple
@@ -124,6 +125,7 @@ _KEYS = {
     ("switches", "rare-event-not"): "rare_event_not",
     ("switches", "rare-event-probes"): "rare_event_probes",
     ("switches", "env-readers"): "env_readers",
+    ("switches", "env-declarations"): "env_declarations",
     ("switches", "env-check-words"): "env_check_words",
     ("switches", "env-check-not"): "env_check_not",
     ("switches", "capture-states"): "capture_states",

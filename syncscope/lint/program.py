@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import provenance as P
 from .fact_values import FUNC, METHOD, PROP, SUPER
 from .records import Root
+from .switch_devices import switch_field_hints
 
 MAX_ALIAS_HOPS = 6
 
@@ -50,11 +51,13 @@ class Program:
         self.field_hints: dict[str, int] = {}
         for result in results.values():
             self.field_hints.update(result.field_hints)
+        self.field_hints.update(switch_field_hints(results))  # host under the default configuration
         self.props_by_name: dict[str, set[str]] = {}
         for info in self.classes.values():
             for attr, getter in info["props"].items():
                 self.props_by_name.setdefault(attr, set()).add(getter)
         self._mro_memo: dict[str, list[str]] = {}
+        self._subclasses: dict[str, set[str]] | None = None  # base -> its direct subclasses (_family)
 
     # -- name resolution ---------------------------------------------------------------
     def chase(self, qualname: str | None, want_class: bool = False, hops: int = 0) -> str | None:
@@ -120,6 +123,48 @@ class Program:
             cls = self.field_class(cls, hop)
             skip_self = False
         return cls, skip_self
+
+    def given_method(self, ref: tuple) -> str | None:
+        """The method a call on a field answers when the field is only ever given parameters
+        typed with one in-tree class (`self.metadata_buffers = metadata_buffers` with
+        `metadata_buffers: MetadataBuffers`), in the owner's class, its bases and subclasses, and
+        no subclass of that class overrides the method: for where its result lives only (the
+        call graph keeps its own reading of such calls, reachability.given)."""
+        if ref[0] != METHOD:
+            return None
+        owner, attr = self.field_owner(ref[1])
+        if owner is None:
+            return None
+        given: set = set()
+        for cls in self._family(owner):
+            given |= ((self.classes.get(cls) or {}).get("given") or {}).get(attr, set())
+        if len(given) != 1 or None in given:
+            return None
+        cls = self.chase(next(iter(given)), True)
+        if cls is None or cls not in self.classes:
+            return None
+        found = next((f"{k}.{ref[2]}" for k in self.mro(cls) if f"{k}.{ref[2]}" in self.functions), None)
+        if found is None or any(f"{sub}.{ref[2]}" in self.functions for sub in self._family(cls) - {cls}
+                                if cls in self.mro(sub)):
+            return None
+        return found
+
+    def _family(self, cls: str) -> set[str]:
+        """A class, its bases and its subclasses in the tree."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for name, info in self.classes.items():
+                for base in info["bases"]:
+                    chased = self.chase(base, True)
+                    if chased:
+                        self._subclasses.setdefault(chased, set()).add(name)
+        found, pending = set(self.mro(cls)), [cls]
+        while pending:
+            for sub in self._subclasses.get(pending.pop(), ()):
+                if sub not in found:
+                    found.add(sub)
+                    pending.append(sub)
+        return found
 
     def declared_class(self, receiver: tuple) -> str | None:
         """The class a receiver is declared as, by its qualified name as written, also where the
@@ -223,7 +268,7 @@ def module_prefix(qualname: str, program: Program) -> str:
 def host_fields(results: dict) -> set[str]:
     """"Class.attr" that some file's class keeps on the host or as a Python value and no file's
     class keeps on the device (the engine drops a finding on such a read: engine.py)."""
-    host: set[str] = set()
+    host: set[str] = set(switch_field_hints(results))  # fields on the host by default (switch_devices.py)
     other: set[str] = set()
     for result in results.values():
         for key, where in (getattr(result, "field_hints", None) or {}).items():

@@ -270,7 +270,7 @@ class Solver:
         if call_index >= len(calls):
             return (where, None)
         call = calls[call_index]
-        target = self.program.resolve(call.target)
+        target = self.program.resolve(call.target) or self.program.given_method(call.target)
         if target is None or target not in self.summaries:
             hinted = self.program.field_where(call.target)
             return (_item(hinted if hinted is not None else where, element), None)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .lines import locate, spans_of
 from .records import FileFinding, Root, diagnostic
 from .suppress import may_have_suppressions, parse_suppressions
+from .switch_devices import switch_facts
 
 
 @dataclass
@@ -38,6 +39,7 @@ class RawResult:
     suppressions: dict = field(default_factory=dict)  # line -> [Suppression], see suppress.py
     # "Class.attr" -> where, for attributes this file's classes keep on the host (classinfo.py)
     field_hints: dict = field(default_factory=dict)
+    switch_facts: tuple = ()  # fields on a device a switch picks, and the switches (switch_devices.py)
     # the per-step scope (branches.py): line ranges that never run on CUDA or while serving
     # [(start, end, why)], and per function the method calls on receivers of unknown class
     branch_cold: tuple = ()
@@ -189,8 +191,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
             return False
         return bool(config.cold_function(name) or name in cold_helpers or any(config.cold_class(c) for c in classes))
 
-    result.module = module
-    result.exports = aliases
+    result.module, result.exports = module, aliases
     from .field_configs import file_field_configs
 
     result.field_configs = file_field_configs(tree, module, aliases, text)
@@ -199,6 +200,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
         hints = class_hints(tree)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
+    result.switch_facts = switch_facts(tree, text or "", config.library())
     from .classinfo import attribute_places
 
     result.attr_places = attribute_places(tree)
