@@ -15,6 +15,8 @@ from __future__ import annotations
 from test_lint_host_facts import lint_package, where
 
 ITEMS = """
+from typing import List
+
 class Bundle:
     kind: str
     payload: object = None
@@ -27,6 +29,10 @@ class Bundle:
 
     def set(self, key, value):
         self.extras[key] = value
+
+
+class Inputs:
+    items: List[Bundle]
 """
 
 BUILD = """
@@ -76,9 +82,21 @@ class Model(torch.nn.Module):
 """
 
 
+# a module that imports only the class holding the objects (`inputs.items`), not theirs
+HOLDER_MODEL = """
+import torch
+from pkg.items import Inputs
+
+def frames(inputs: Inputs):
+    item = inputs.items[0]
+    grid = torch.as_tensor(getattr(item, "grid", None), dtype=torch.long)
+    return grid[0, 0].item()
+"""
+
+
 def lint(tmp_path, move: str = "to(device, non_blocking=True)", extra: str = ""):
     files = {"items.py": ITEMS, "build.py": BUILD + extra, "schedule.py": SCHEDULE.replace("MOVE", move),
-             "model.py": MODEL}
+             "model.py": MODEL, "holder.py": HOLDER_MODEL}
     return where(lint_package(tmp_path, files, include_cold=True))
 
 
@@ -90,12 +108,14 @@ def test_an_attribute_the_tree_never_moves_is_host_where_a_model_reads_it(tmp_pa
     # VALID: `payload` is moved to the device in place, `grid` never: it arrives on the host
     found = lint(tmp_path)
     assert lines(found, "pkg/model.py") == []
+    assert lines(found, "pkg/holder.py") == []
 
 
 def test_without_a_move_of_any_field_nothing_says_the_objects_arrive_on_the_host(tmp_path):
     # INVALID twin: nothing moves the objects' fields, so the grid may be anywhere
     found = lint(tmp_path, move="float()")
     assert lines(found, "pkg/model.py") == [8, 24]
+    assert lines(found, "pkg/holder.py") == [8]
 
 
 def test_an_attribute_some_code_fills_with_device_data_stays_reported(tmp_path):
@@ -108,6 +128,7 @@ def make_on_device(outputs: dict, device):
 """
     found = lint(tmp_path, extra=extra)
     assert lines(found, "pkg/model.py") == [8, 24]
+    assert lines(found, "pkg/holder.py") == [8]
 
 
 def test_an_attribute_moved_in_place_stays_reported(tmp_path):

@@ -7,17 +7,21 @@ a processor's outputs from where they are made to where a model reads them (`ite
 place, one by one (`for item in items: item.feature = item.feature.to(device)`), the objects
 arrive with host data: a field nobody moves, and that no code of the tree fills with device
 data, is still host data where a model reads it. Which fields are moved, stored or read is
-taken from code where the object's class is known: a parameter annotated with the class (or a
-list of it, for the items a loop, a comprehension or an index takes from it), or a local built
-by the class's constructor.
+taken from code where the object's class is known: the items a loop, a comprehension or an
+index takes from a parameter annotated as a list of the class (`items: List[Item]`), or a
+local built by the class's constructor.
 
 Per file (`carrier_facts`, `ast` only): the classes that define `__getattr__` and the fields
-they declare, and per class name the attributes moved in place, stored with device data, and
-read or stored by key. Per run (`carrier_host_attrs`): the host attributes of each carrier
-class that some file moves, for the modules that import or use that class; the engine walks
-those modules again with the attributes as host-only attribute names
-(`provenance.FileNameHints.host_attrs`). Classes are matched by their short names, as the
-other class facts are: a second class of one name can only add declared or moved fields.
+they declare; per class name the attributes moved in place, stored with device data, and read
+or stored by key; and the classes whose declared fields hold objects of a class (`mm_items:
+List[Item]`). Per run (`carrier_host_attrs`): the host attributes of each carrier class that
+some file moves, for the modules that import or use that class or import a class holding it
+(`inputs.mm_items[0]`); the engine walks those modules again with the attributes as host-only
+attribute names (`provenance.FileNameHints.host_attrs`: `x.grid_thw` and `getattr(x,
+"grid_thw", None)` on any object there, not a local or parameter of that name). Classes are
+matched by their short names, as the other class facts are: a second class of one name can
+only add declared or moved fields. Not seen: a store under a key computed at run time
+(`item.set(attr_name, value)` over a processor's outputs, `self.extra[key] = ...`).
 """
 
 from __future__ import annotations
@@ -38,9 +42,14 @@ def carrier_facts(tree: ast.Module, text: str) -> dict | None:
             if isinstance(cls, ast.ClassDef) and any(
                     isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__" for s in cls.body):
                 classes[cls.name] = _declared(cls)
-    found: dict[str, dict[str, set]] = {"moved": {}, "device": {}, "keys": {}}
+    found: dict[str, dict[str, set]] = {"moved": {}, "device": {}, "keys": {}, "holds": {}}
     for function in _functions(tree):
         _function(function, found)
+    for cls in (s for s in tree.body if isinstance(s, ast.ClassDef)):
+        for item in cls.body:  # `mm_items: List[Item]`: a holder's objects are read off it (`inputs.mm_items[0]`)
+            held = _annotated(item.annotation)[0] if isinstance(item, ast.AnnAssign) else None
+            if held is not None:
+                found["holds"].setdefault(cls.name, set()).add(held)
     if not classes and not any(found.values()):
         return None
     return {"classes": {c: frozenset(d) for c, d in classes.items()},
@@ -191,7 +200,8 @@ def carrier_host_attrs(facts: dict[str, dict], imported: dict[str, frozenset]) -
     """Module -> the host attributes (each as ".name") it reads off carrier objects: the
     attributes read or stored by key on objects of a class that defines `__getattr__` and whose
     fields some file moves to the device in place, less the fields it declares, those moved
-    and those some file stores device data into. `imported`: module -> short names it imports."""
+    and those some file stores device data into, for the modules that import that class or a
+    class declaring a field of it. `imported`: module -> short names it imports."""
     declared: dict[str, set] = {}
     for file in facts.values():
         for cls, names in file.get("classes", {}).items():
@@ -216,10 +226,15 @@ def carrier_host_attrs(facts: dict[str, dict], imported: dict[str, frozenset]) -
             host[cls] = frozenset("." + a for a in attrs)
     if not host:
         return {}
+    holders: dict[str, set] = {}  # a class whose fields hold carrier objects -> those carriers
+    for file in facts.values():
+        for holder, held in file.get("holds", {}).items():
+            holders.setdefault(holder, set()).update(c for c in held if c in host)
     result: dict[str, frozenset] = {}
     for module, names in imported.items():
         file = facts.get(module) or {}
         used = set(names) | set(file.get("keys", {})) | set(file.get("classes", {}))
+        used |= {c for name in names for c in holders.get(name, ())}
         attrs = frozenset().union(*(host[c] for c in used if c in host))
         if attrs:
             result[module] = attrs
