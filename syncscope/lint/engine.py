@@ -237,6 +237,9 @@ def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, co
         if wanted == result.inherited_fields or result.module is None:
             continue
         absolute = run.abs_paths[rel]
+        wanted = _read_attrs(absolute, wanted)  # a carrier attribute the file never names changes nothing
+        if wanted == result.inherited_fields:
+            continue
         module, is_package = module_name(absolute)
         try:
             stat = os.stat(absolute)
@@ -265,6 +268,19 @@ def _add_carrier_attrs(results: dict, inherited: dict) -> None:
                 for r in results.values() if r.module}
     for module, attrs in carrier_host_attrs(facts, imported).items():
         inherited[module] = inherited.get(module, frozenset()) | attrs
+
+
+def _read_attrs(path: str, wanted: frozenset) -> frozenset:
+    """`wanted` less the carrier attributes (".name") whose name the file's text never holds."""
+    attrs = [n for n in wanted if n.startswith(".")]
+    if not attrs:
+        return wanted
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return wanted
+    return frozenset(n for n in wanted if not n.startswith(".") or n[1:] in text)
 
 
 def _with_project(paths: list[str], config: LintConfig) -> tuple[list[tuple[str, str]], set[str] | None]:
