@@ -241,11 +241,17 @@ def carrier_host_attrs(facts: dict[str, dict], imported: dict[str, frozenset]) -
     return result
 
 
-def split_inherited(inherited: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
-    """(the host-only field names, the host attributes) of what the engine passes a file on
-    its second walk: ".name" is a carrier object's attribute, not a name of the module."""
-    return (frozenset(n for n in inherited if not n.startswith(".")),
-            frozenset(n[1:] for n in inherited if n.startswith(".")))
+def module_hints(tree, base: P.NameHints, text: str, inherited: frozenset[str]) -> P.NameHints:
+    """A module's name hints (worker.file_hints): the project's conventions, plus the fields the
+    module declares `keep_on_cpu` or inherits (field_configs.py), plus the carrier attributes the
+    engine passes it as ".name" on its second walk (attributes only, not names of the module)."""
+    if "keep_on_cpu" not in text and not inherited:  # the walk costs as much as a parse: only where it can find some
+        return base
+    from .classinfo import keep_on_cpu_fields
+
+    names = keep_on_cpu_fields(tree, frozenset(n for n in inherited if not n.startswith(".")))
+    attrs = frozenset(n[1:] for n in inherited if n.startswith("."))
+    return P.FileNameHints(base, names, attrs) if names or attrs else base
 
 
 def joined_items(node: ast.Call, appended: dict, evaluate):

@@ -232,16 +232,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
 def file_hints(tree, config, text: str):
     """The project's name conventions, plus the module's own host-only field names."""
-    from .carrier_fields import split_inherited
-    from .classinfo import keep_on_cpu_fields
+    from .carrier_fields import module_hints
 
-    if "keep_on_cpu" not in text and not _inherited:  # the walk costs as much as a parse: only where it can find some
-        return config.name_hints
-    fields, attrs = split_inherited(_inherited)  # attrs: of carrier objects (carrier_fields.py)
-    names = keep_on_cpu_fields(tree, fields)
-    from .provenance import FileNameHints
-
-    return FileNameHints(config.name_hints, names, attrs) if names or attrs else config.name_hints
+    return module_hints(tree, config.name_hints, text, _inherited)
 
 
 def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool = False):
