@@ -230,12 +230,16 @@ def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, co
 
     configs = {r.module: r.field_configs for r in results.values() if r.module and r.field_configs is not None}
     inherited = inherited_fields(configs) if configs else {}
+    _add_carrier_attrs(results, inherited)
     todo = []
     for rel, result in results.items():
         wanted = inherited.get(result.module, frozenset())
         if wanted == result.inherited_fields or result.module is None:
             continue
         absolute = run.abs_paths[rel]
+        wanted = _read_attrs(absolute, wanted)  # a carrier attribute the file never names changes nothing
+        if wanted == result.inherited_fields:
+            continue
         module, is_package = module_name(absolute)
         try:
             stat = os.stat(absolute)
@@ -249,6 +253,34 @@ def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, co
         results[rel], digests[rel] = result, digest
         if cache is not None:
             cache.put(rel, digest, result, task[5])
+
+
+def _add_carrier_attrs(results: dict, inherited: dict) -> None:
+    """The host attributes of carrier objects (carrier_fields.py), as ".name", for the modules
+    that import or use a carrier class."""
+    from .carrier_fields import carrier_host_attrs
+
+    facts = {r.module: r.carrier_facts for r in results.values()
+             if r.module and getattr(r, "carrier_facts", None) is not None}
+    if not facts:
+        return
+    imported = {r.module: frozenset(name.rsplit(".", 1)[-1] for name in (r.exports or {}).values())
+                for r in results.values() if r.module}
+    for module, attrs in carrier_host_attrs(facts, imported).items():
+        inherited[module] = inherited.get(module, frozenset()) | attrs
+
+
+def _read_attrs(path: str, wanted: frozenset) -> frozenset:
+    """`wanted` less the carrier attributes (".name") whose name the file's text never holds."""
+    attrs = [n for n in wanted if n.startswith(".")]
+    if not attrs:
+        return wanted
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return wanted
+    return frozenset(n for n in wanted if not n.startswith(".") or n[1:] in text)
 
 
 def _with_project(paths: list[str], config: LintConfig) -> tuple[list[tuple[str, str]], set[str] | None]:

@@ -22,8 +22,8 @@ from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          KEYED_READ_METHODS, NEW_TENSOR_METHODS, PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS,
                          PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, annotation_place,
-                         compares_dtypes, element_place, factory_place, keyed_place, torch_gives_python, type_place,
-                         CONTAINERS)
+                         compares_dtypes, element_place, factory_place, keyed_place, named_attr_place,
+                         torch_gives_python, type_place, CONTAINERS)
 
 class ExpressionEvaluator:
     """The expression half of the walk (a mixin: see the module docstring)."""
@@ -115,7 +115,7 @@ class ExpressionEvaluator:
             return P.PY
         if attr in SAME_PLACE_ATTRS:
             return receiver
-        by_name = self.hints.where(attr)
+        by_name = self.hints.attr_where(attr)
         if by_name != P.UNKNOWN:
             return by_name
         if receiver == P.HOST:
@@ -519,6 +519,8 @@ class ExpressionEvaluator:
             return P.TENSOR
         if qualname.startswith(HOST_MODULES):
             return P.HOST
+        if qualname == "getattr" and len(info.args) > 1 and named_attr_place(_string(info.args[1][0]), self.hints):
+            return P.HOST  # `getattr(item, "grid_thw", None)` of a carrier object (carrier_fields.py)
         if qualname in PASS_THROUGH:
             position = PASS_THROUGH[qualname]
             return info.args[position][1] if len(info.args) > position else P.UNKNOWN

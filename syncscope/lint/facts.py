@@ -26,7 +26,8 @@ from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RE
                          JOINING_FUNCTIONS, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
                          PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
                          TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind, factory_place, keyed_place,
-                         torch_gives_python)
+                         named_attr_place, torch_gives_python)
+from .carrier_fields import joined_items
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
@@ -473,7 +474,7 @@ class _Scope:
         if found is None:  # one read per function is enough to connect it
             self.record((PROP, owner, attr), [(-1, None, receiver)], node, attr)
             # an attribute that is no property of the tree lives where its name says
-            found = self.seen_props[key] = (self.file.hints.where(attr), None, len(self.facts["calls"]) - 1)
+            found = self.seen_props[key] = (self.file.hints.attr_where(attr), None, len(self.facts["calls"]) - 1)
         return found
 
     def call(self, node: ast.Call) -> Fact:
@@ -540,6 +541,8 @@ class _Scope:
                 return _combine([a[2] for a in args])
             if func.id in PY_BUILTINS and func.id not in self.file.defined:
                 return _PY
+            if func.id == "getattr" and len(node.args) > 1 and named_attr_place(getattr(node.args[1], "value", None), self.file.hints):
+                return _HOST
             return self.function_call(self.file.resolve_name(func.id, self.local_defs), args, node)
         self.eval(func)
         return _UNKNOWN
@@ -564,10 +567,9 @@ class _Scope:
             device = next((k.value for k in node.keywords if k.arg == "device"), None)
             if device is not None:  # `torch.normal(..., device="cpu")`: where it says (as evaluate.py)
                 return (device_place(self, device) or P.DEVICE, None, None)
-            if short in JOINING_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name) \
-                    and node.args[0].id in self.items:
-                # `torch.cat(pruned_states_list)`: where the appended items live, not the list's `_list` name
-                args = [(0, None, self.items[node.args[0].id])] + [a for a in args if a[0] != 0]
+            items = joined_items(node, self.items, self.eval) if short in JOINING_FUNCTIONS else None
+            if items is not None:  # where the joined tensors live, not the list (carrier_fields.joined_items)
+                args = [(0, None, items)] + [a for a in args if a[0] != 0]
             joined = _combine([a[2] for a in args]) if args else _UNKNOWN
             return _UNKNOWN if short in JOINING_FUNCTIONS and joined[0] == P.PY else joined  # tensors, not a list
         if qualname.startswith(HOST_MODULES):

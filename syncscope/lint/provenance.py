@@ -97,6 +97,10 @@ class NameHints:
         words = name.lower().strip("_").split("_")
         return all(w in CONTAINER_WORDS for w in words if w in self.host_words)
 
+    def attr_where(self, attr: str) -> Place:
+        """Where an attribute of that name lives (`item.grid_thw`), by its name alone."""
+        return self.where(attr)
+
     def where(self, name: str) -> Place:
         found = self._memo.get(name)
         if found is None:
@@ -121,10 +125,14 @@ class FileNameHints(NameHints):
     model declares `keep_on_cpu=True` (`num_patches`, `image_grid_thw`) stay on the host
     wherever the module reads them (classinfo.keep_on_cpu_fields)."""
 
-    def __init__(self, base: NameHints, host_names: frozenset[str]):
+    def __init__(self, base: NameHints, host_names: frozenset[str], host_attrs: frozenset[str] = frozenset()):
         self.host_words, self.device_words = base.host_words, base.device_words
         self._memo = {}
         self.host_names = host_names
+        self.host_attrs = host_attrs  # attributes only: the extra fields of carrier objects (carrier_fields.py)
+
+    def attr_where(self, attr: str) -> Place:
+        return HOST if attr in self.host_attrs else self.where(attr)
 
     def _classify(self, name: str) -> Place:
         if name in self.host_names:

@@ -56,6 +56,14 @@ def keyed_place(key, hints) -> P.Place | None:
         return P.HOST
     return None
 
+
+def named_attr_place(key, hints) -> P.Place | None:
+    """`getattr(item, "grid_thw", None)`: host when an attribute of that name is (a carrier
+    object's host attribute: carrier_fields.py), like `item.grid_thw`."""
+    if isinstance(key, str) and key.isidentifier() and hints.attr_where(key) == P.HOST:
+        return P.HOST
+    return None
+
 # -- builtins ---------------------------------------------------------------------------------
 # Builtins whose result is a Python value (a container's truth value is its length: no sync).
 PY_BUILTINS = frozenset(

@@ -84,6 +84,7 @@ class RawResult:
     # fields this result was analyzed with (engine.py walks a file again when they change)
     field_configs: object = None
     inherited_fields: frozenset = frozenset()
+    carrier_facts: object = None  # what carrier_fields.py needs from this file (None: nothing)
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
 
@@ -156,8 +157,7 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
 
 # The inherited fields of the file being analyzed: set by analyze_file for one call, read by
 # file_hints deep below it (rather than threading one more argument through every path a file
-# can be analyzed on: by function, whole module, on a deep stack). A worker runs one file at a
-# time.
+# can be analyzed on: by function, whole module, on a deep stack). One file at a time.
 _inherited: frozenset[str] = frozenset()
 
 
@@ -192,9 +192,11 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
         return bool(config.cold_function(name) or name in cold_helpers or any(config.cold_class(c) for c in classes))
 
     result.module, result.exports = module, aliases
+    from .carrier_fields import carrier_facts
     from .field_configs import file_field_configs
 
     result.field_configs = file_field_configs(tree, module, aliases, text)
+    result.carrier_facts = carrier_facts(tree, text)
     if hints is None:
         from .classinfo import class_hints
 
@@ -232,16 +234,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
 def file_hints(tree, config, text: str):
     """The project's name conventions, plus the module's own host-only field names."""
-    from .classinfo import keep_on_cpu_fields
+    from .carrier_fields import module_hints
 
-    if "keep_on_cpu" not in text and not _inherited:  # the walk costs as much as a parse: only where it can find some
-        return config.name_hints
-    names = keep_on_cpu_fields(tree, _inherited)
-    if not names:
-        return config.name_hints
-    from .provenance import FileNameHints
-
-    return FileNameHints(config.name_hints, names)
+    return module_hints(tree, config.name_hints, text, _inherited)
 
 
 def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree: bool = False):
