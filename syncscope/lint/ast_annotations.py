@@ -97,3 +97,29 @@ def factory_class(made: str | None) -> str | None:
     if owner.rsplit(".", 1)[-1][:1].isupper() and method.lstrip("_").startswith("from_"):
         return owner
     return made
+
+
+def annotated_one(node) -> bool:
+    """A return annotation that names one type (besides None): not absent, not a union."""
+    return node is not None and not unioned(node)
+
+
+def unioned(node) -> bool:
+    """`A | B`, `Union[A, B]`: an annotation of more than one type besides None (a receiver typed
+    by it could be either, so it names no one class)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return True
+    parts: list = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
+            pending += [current.left, current.right]
+        elif isinstance(current, ast.Subscript) and (dotted(current.value) or "").rsplit(".", 1)[-1] == "Union":
+            pending += current.slice.elts if isinstance(current.slice, ast.Tuple) else [current.slice]
+        elif not (isinstance(current, ast.Constant) and current.value is None) and dotted(current) != "None":
+            parts.append(current)
+    return len(parts) > 1

@@ -6,6 +6,8 @@ Plain strings and tuples: they are pickled into the lint cache.
 
 from __future__ import annotations
 
+import ast
+
 from . import provenance as P
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
@@ -14,8 +16,23 @@ METHOD = "m"  # ("m", receiver, name): `self.m()`, `cls.m()`, `obj.m()` with obj
 PROP = "p"  # ("p", receiver or None, attr): an attribute read that may be a property
 # A receiver is (class qualified name, attribute hops, called through the class itself):
 # `self.runner.step()` in class A is ("mod.A", ("runner",), False) with method "step"; hops are
-# resolved through class field types.
+# resolved through class field types; a hop ending in "()" is a method called on the object
+# (`self.stage().forward(x)` is ("mod.A", ("stage()",), False)), resolved through the class its
+# definition's return annotation names (`def stage(self) -> DenoisingStage`).
 SUPER = "__super__"
+CALLED = "()"
+
+
+def called_receiver(node, receiver, hops: list) -> tuple | None:
+    """`obj.m().x...` with no arguments: `obj`'s receiver with a hop `m()`, the class `m` is
+    annotated to return (program.py `returned_class`); None for any other expression, or when
+    `obj` is a class itself or already such a call."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or node.args or node.keywords:
+        return None
+    inner = receiver(node.func.value)
+    if inner is None or inner[2] or (inner[1] and inner[1][-1].endswith(CALLED)):
+        return None
+    return inner[0], (*inner[1], node.func.attr + CALLED, *reversed(hops)), False
 
 Fact = tuple  # (where, parameter or None, call index or None, or NAMED_LIST)
 PY_FACT: Fact = (P.PY, None, None)

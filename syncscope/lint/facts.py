@@ -20,7 +20,7 @@ import ast
 import sys
 
 from . import provenance as P
-from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation
+from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation, annotated_one
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          JOINING_FUNCTIONS, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
@@ -32,7 +32,7 @@ from .errorpaths import always_exits
 from .field_keys import reads_host_field
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
     UNKNOWN_FACT as _UNKNOWN
-from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, combine as _combine, keep_params_made_host
+from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host
 from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
 from .nodewalk import flat_statements, names_bound
@@ -186,8 +186,9 @@ class FileFacts:
             "returns": [],
             "tuple_returns": [],  # `return a, b`: the facts of each element
             "property": any(d.endswith("property") for d in decorators),
-            # `-> float`, `-> int | None`: a Python number whatever the body computes it from
+            # `-> float`, `-> int | None`: a Python number; `-> Stage`: the class it returns (fact_values.CALLED)
             "scalar_return": node.returns is not None and scalar_annotation(node.returns),
+            "returns_class": self.class_of_annotation(node.returns, scope.local_defs) if annotated_one(node.returns) else None,
         }
         scope.facts = facts
         scope.node = node
@@ -382,8 +383,8 @@ class _Scope:
             node = node.value
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and self.classes:
             return self.file.qualify(".".join(self.classes)), (SUPER, *reversed(hops)), False
-        if not isinstance(node, ast.Name):
-            return None
+        if not isinstance(node, ast.Name):  # `self._stage().forward(x)`: by `_stage`'s return annotation
+            return called_receiver(node, self.receiver, hops)
         owner = self.types.get(node.id)
         if owner is None and not hops:
             # `Class.method(...)` / `Class.static(...)` called through the class itself

@@ -5,7 +5,7 @@ re-exports, class fields and inheritance (wholeprogram.py runs the summaries ove
 from __future__ import annotations
 
 from . import provenance as P
-from .fact_values import FUNC, METHOD, PROP, SUPER
+from .fact_values import CALLED, FUNC, METHOD, PROP, SUPER
 from .records import Root
 from .switch_devices import switch_field_hints
 
@@ -109,6 +109,14 @@ class Program:
                 return self.chase(info["fields"][attr], True)
         return None
 
+    def returned_class(self, cls: str, method: str) -> str | None:
+        """The class `cls`'s method `method` is annotated to return (`-> DenoisingStage`)."""
+        for klass in self.mro(cls):
+            facts = self.functions.get(f"{klass}.{method}")
+            if facts is not None:
+                return self.chase(facts.get("returns_class"), True)
+        return None
+
     def class_of(self, receiver: tuple) -> tuple[str | None, bool]:
         """(class, skip the class itself: `super()`) of a receiver (class, hops, via class)."""
         cls, hops, _ = receiver
@@ -120,7 +128,7 @@ class Program:
             if hop == SUPER:
                 skip_self = True
                 continue
-            cls = self.field_class(cls, hop)
+            cls = self.returned_class(cls, hop[:-len(CALLED)]) if hop.endswith(CALLED) else self.field_class(cls, hop)
             skip_self = False
         return cls, skip_self
 

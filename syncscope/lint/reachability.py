@@ -38,7 +38,7 @@ from collections import deque
 from .branches import platform_path
 from .callguards import binds
 from .toolpaths import tool_path
-from .fact_values import METHOD
+from .fact_values import METHOD, PROP
 from .library import LibraryFacts
 from .modules import ModuleKinds
 from .steploops import StepLoops
@@ -164,11 +164,17 @@ class PerStep:
 
     def step_named(self, qualname: str) -> tuple:
         """The lines of `qualname`'s calls named like per-step work (`x.forward(...)`,
-        `self.scheduler.step(...)`: a `[roots] hot` name), whatever they resolve to."""
+        `self.scheduler.step(...)`: a `[roots] hot` name), whatever they resolve to. An
+        attribute read that is no call (facts.py records it as a possible property) counts
+        only when it names a module method (`fn = self.transformer.forward`, called later):
+        `decode_output.sample`, `self.step` are data as often as not (a VAE output's tensor
+        field, a counter); a read the tree resolves to a property is followed as a call."""
         found = self._step_named.get(qualname)
         if found is None:
             calls = (self.program.functions.get(qualname) or {}).get("calls", ())
-            found = tuple(call.line for call in calls if self.roots is not None and self.roots.match(call.name or ""))
+            found = tuple(call.line for call in calls if self.roots is not None and self.roots.match(call.name or "")
+                          and (call.target[0] != PROP or self.kinds.methods is not None
+                               and self.kinds.methods.match(call.name or "")))
             self._step_named[qualname] = found
         return found
 
@@ -342,7 +348,10 @@ class PerStep:
                         self.request[target] = (caller, line)
                         # a stage another stage runs (a router's `self.stage.forward(batch, ...)`)
                         # is judged by its own loops; any other function by its caller's
-                        if self.kinds.request_entry(target) and not self.steps.holds_schedule(target) \
+                        # a helper a stage calls before or after its schedule's loop (on a line
+                        # that runs once per call) and that runs no schedule itself: a set-up
+                        # step (`_before_denoising_loop`), its loops over data once per call too
+                        if not self.steps.holds_schedule(target) \
                                 or not self.kinds.request_entry(target) and caller in self.plain:
                             self.plain.add(target)
                         queue.append(target)
@@ -391,14 +400,19 @@ class PerStep:
                 once = (span,) if span else once
             if not once:
                 continue
-            entry = qualname
+            entry = helper = qualname
             while self.request[entry][0] is not None:
                 # name the stage that runs no schedule, not a router above it that runs it
                 if qualname in self.plain and entry in self.plain and self.kinds.request_entry(entry):
                     break
                 entry = self.request[entry][0]
+                helper = entry if entry in self.plain else helper
             short = ".".join(entry.rsplit(".", 2)[-2:])
-            if entry in self.intakes:
+            if qualname in self.plain and entry not in self.plain and entry not in self.intakes:
+                # a helper that runs no schedule, called outside a scheduled stage's step loop
+                why = (f"runs once per request, not per step: `{'.'.join(helper.rsplit('.', 2)[-2:])}` runs no "
+                       f"denoising loop and is called outside the step loop of `{short}`, a per-request entry")
+            elif entry in self.intakes:
                 why = (f"runs once per request, not per step: `{short}` takes in new requests or the adapters "
                        f"they name (request intake)")
             elif qualname in self.whole:
