@@ -161,7 +161,7 @@ RELAY = """
 """
 
 BATCH = """
-    import torch
+    import torch, pkg.relay as relay  # the class its spec info may be (importclosure.py)
 
     class Batch:
         def __init__(self, spec_info):

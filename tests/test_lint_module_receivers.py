@@ -52,6 +52,7 @@ LAYERS = """
 LORA = """
     import torch
     from torch import nn
+    from pkg import layers, stages  # the classes a call by name may reach (importclosure.py)
 
     class BaseLayerWithLoRA(nn.Module):
         def __init__(self, base_layer: nn.Module):
@@ -121,7 +122,7 @@ def test_the_module_types_are_library_facts():
 
 # -- a field only ever given a typed parameter (`self.primary = primary`) ----------------------
 BACKENDS = """
-    import torch
+    import torch, pkg.stages as stages  # the stage is a class this module can name (importclosure.py)
     from abc import ABC
 
     class AttentionBackend(ABC):

@@ -3,6 +3,8 @@ to `torch.cuda.synchronize` / `torch.nonzero` without libcst's (slow) QualifiedN
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 
@@ -85,3 +87,33 @@ def aliases_from_ast(tree, module: str, is_package: bool) -> dict[str, str]:
                 pending.extend(handler.body)
             pending.extend(getattr(node, "finalbody", []))
     return aliases
+
+
+_IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?[ \t]*([\w., \t]*)|import[ \t]+([\w., \t]+))")
+
+
+def imported_names(text: str, module: str, is_package: bool) -> tuple[str, ...]:
+    """Every dotted name the module imports anywhere (in a function too: `from .impl import
+    Impl` inside a factory), absolute, and the string literals under its own top package that
+    name one (`("vllm.models.beam", "Model")` in a registry that `importlib` loads): what the
+    module's code may load (importclosure.py keeps those that are modules of the tree). A
+    line scan, not a walk of the tree: as cheap as a regular expression over the text."""
+    names: set[str] = set()
+    at = text.find("import")
+    while at >= 0:
+        found = _IMPORT_LINE.match(text, text.rfind("\n", 0, at) + 1)
+        if found is not None:
+            source, what, plain = found.groups()
+            if plain is not None:
+                names.update(n.split()[0] for n in plain.split(",") if n.strip())
+            else:
+                level = len(source) - len(source.lstrip("."))
+                base = _absolute(module, level, source[level:] or None, is_package)
+                names.add(base)
+                names.update(f"{base}.{n.split()[0]}" for n in what.split(",") if n.strip() and base)
+        end = text.find("\n", at)
+        at = text.find("import", end) if end >= 0 else -1
+    top = module.partition(".")[0]
+    if top and (f'"{top}.' in text or f"'{top}." in text):
+        names.update(re.findall(r"[\"'](" + re.escape(top) + r"(?:\.\w+)+)[\"']", text))
+    return tuple(sorted(n for n in names if n))

@@ -7,7 +7,8 @@ SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call grap
 * calls the whole-program pass resolved (wholeprogram.py: imports, `self`, typed attributes);
 * a method call on a receiver of unknown class (`self.quant_method.apply(x)`) reaches every
   method of that name in the tree (names of containers and tensors excepted), since the
-  receiver may be any of them;
+  receiver may be any of them whose class the caller can hold (importclosure.py: the caller's
+  module and the class's meet in the import graph);
 * a call on a line that never runs on CUDA or while serving (branches.py: `if _is_npu:`,
   debug switches, `except` handlers) is not followed, nor a call into code that runs once
   (`skip-functions`: `__init__`, `load_*`, warm-up and capture, memoized functions), nor into a
@@ -39,6 +40,7 @@ from .branches import platform_path
 from .callguards import binds
 from .toolpaths import tool_path
 from .fact_values import METHOD, PROP
+from .importclosure import ImportClosure
 from .library import LibraryFacts
 from .modules import ModuleKinds
 from .steploops import StepLoops
@@ -129,6 +131,15 @@ class PerStep:
         for result in results.values():
             self.spans.update(getattr(result, "spans", None) or {})
         self._candidates: dict[str, list] = {}
+        imports = {result.module: getattr(result, "imports", ()) for result in results.values() if result.module}
+        builders: dict[str, set] = {}
+        for result in results.values():
+            for _maker, made in getattr(result, "makes", ()) or ():
+                inner = program.chase(made, True)
+                if inner is not None and result.module:
+                    builders.setdefault(inner, set()).add(result.module)
+        self.imports = ImportClosure(program, imports, self.kinds.bases, self.kinds.subclasses, builders)
+        self.module_of = {path: result.module for path, result in results.items()}
         self._module_calls: dict[str, frozenset] = {}
 
     # -- what may be entered --------------------------------------------------------------
@@ -218,6 +229,9 @@ class PerStep:
             if self.line_cold(path, call.line) is None:
                 yield call.line, target
         dispatched = self.dispatch.get(caller, ())
+        module = self.module_of.get(path)
+        owner = caller.rpartition(".")[0]
+        owner = owner if owner in self.program.classes else None
         on_modules = self.module_calls(caller) if dispatched else {}
         for line, name, op, shape in dispatched:
             if (line, name) in resolved:  # the receiver's class is known: that call is followed above
@@ -229,6 +243,8 @@ class PerStep:
             for target in candidates:
                 if limit is not None and not self._within(limit, target):
                     continue
+                if not op and not self.imports.knows(module, target.rpartition(".")[0], owner):
+                    continue  # a class of another program part: the two never meet in the imports
                 if op or binds(self.program.functions[target], shape):
                     yield line, target
 

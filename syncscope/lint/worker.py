@@ -33,6 +33,7 @@ class RawResult:
     # qualified function -> [Root]
     module: str | None = None
     exports: dict = field(default_factory=dict)
+    imports: tuple = ()  # every dotted name it imports anywhere, or names in a string (imports.imported_names)
     functions: dict = field(default_factory=dict)
     classes: dict = field(default_factory=dict)
     roots: dict = field(default_factory=dict)
@@ -182,9 +183,10 @@ def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawRes
 def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers, hints=None,
                name_hints=None, text: str = "") -> None:
     from .facts import file_facts
-    from .imports import aliases_from_ast
+    from .imports import aliases_from_ast, imported_names
 
     aliases = aliases_from_ast(tree, module, is_package)
+    result.imports = imported_names(text, module, is_package) if text else ()
 
     def is_cold(name: str, classes: list[str]) -> bool:
         if config.all_functions:
