@@ -10,8 +10,7 @@ A value is a `Fact`: where it lives (provenance.py), or "derived from parameter 
 arithmetic and tensor methods keep the parameter's device), or "the result of call #i" (resolved
 once the callee's summary is known). The walk is straight-line: the last assignment wins.
 
-Everything recorded is plain tuples, named tuples (records.py) and dicts: it is pickled into
-the lint cache.
+Everything recorded is plain tuples, named tuples (records.py) and dicts, pickled into the lint cache.
 """
 
 from __future__ import annotations
@@ -23,10 +22,10 @@ from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation, annotated_one
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
-                         JOINING_FUNCTIONS, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS,
-                         PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES,
-                         TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind, factory_place, keyed_place,
-                         named_attr_place, torch_gives_python)
+                         JOINING_FUNCTIONS, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS,
+                         PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
+                         compares_dtypes, decorator_kind, factory_place, keyed_place, named_attr_place,
+                         torch_gives_python)
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
