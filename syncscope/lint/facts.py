@@ -1,16 +1,14 @@
 """Per-function facts for the whole-program pass (wholeprogram.py), read from Python's `ast`.
 
-The rules' walk (analyzer.py) only parses hot functions that mention something a rule looks for,
-and only it knows where a sync is. This walk is the cheap other half: every function of every
-file, hot or cold, trigger words or not, recording what the whole-program pass needs to connect
-them: which functions, methods and properties each one calls (with where each argument lives),
-and what it returns. It never looks for syncs itself.
+The rules' walk (analyzer.py) only parses hot functions that mention something a rule looks for, and only it knows
+where a sync is. This walk is the cheap other half: every function of every file, hot or cold, trigger words or not,
+recording what the whole-program pass needs to connect them: which functions, methods and properties each one calls
+(with where each argument lives), and what it returns. It never looks for syncs itself.
 
-A value is a `Fact`: where it lives (provenance.py), or "derived from parameter p" (slices,
-arithmetic and tensor methods keep the parameter's device), or "the result of call #i" (resolved
-once the callee's summary is known). The walk is straight-line: the last assignment wins.
-
-Everything recorded is plain tuples, named tuples (records.py) and dicts, pickled into the lint cache.
+A value is a `Fact`: where it lives (provenance.py), or "derived from parameter p" (slices, arithmetic and tensor
+methods keep the parameter's device), or "the result of call #i" (resolved once the callee's summary is known). The
+walk is straight-line: the last assignment wins. Everything recorded is plain tuples, named tuples (records.py) and
+dicts, pickled into the lint cache.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combi
 from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
 from .nodewalk import flat_statements, names_bound
+from .platform_picks import note_class_path
 
 
 class FileFacts:
@@ -276,6 +275,7 @@ class _Scope:
                     fact = self.eval(stmt.value)
                 if len(self.facts["returns"]) < 8:
                     self.facts["returns"].append(fact)
+                note_class_path(self.facts, stmt.value)  # a platform's pick (platform_picks.py)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):  # rows of a tensor parameter (`for t, h, w in grid_thw:`):
             rows = self.eval(stmt.iter)  # what callers passed; of a host-only field: host
             row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR \

@@ -43,6 +43,7 @@ from .fact_values import METHOD, PROP
 from .importclosure import ImportClosure
 from .library import LibraryFacts
 from .modules import ModuleKinds
+from .platform_picks import overridden_on_cuda
 from .steploops import StepLoops
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
@@ -85,6 +86,8 @@ class PerStep:
         self.cold = cold_lines(results, guarded)
         self.other_platform = {path: platform_path(path, library) for path in results}
         self.tools = {path: tool_path(path, library) for path in results}  # benchmarks, canaries
+        # base methods the CUDA platform's pick overrides: never run on CUDA (platform_picks.py)
+        self.overridden = overridden_on_cuda(program, library)
         self.dispatch: dict[str, list] = {}
         for result in results.values():
             for qualname, calls in (getattr(result, "dispatch", None) or {}).items():
@@ -156,7 +159,7 @@ class PerStep:
         if not facts.get("hot", True) and (self.cold_name is None or self.cold_name(qualname.rsplit(".", 1)[-1])):
             return False
         path = self.program.path_of[qualname]
-        if self.other_platform.get(path) or self.tools.get(path):
+        if self.other_platform.get(path) or self.tools.get(path) or qualname in self.overridden:
             return False
         return self.line_cold(path, facts["line"]) is None
 
