@@ -138,7 +138,8 @@ class Conditions:
             if name == entry or name.endswith("." + entry):
                 return True, f"`{name}` is true on CUDA"
         last = name.rsplit(".", 1)[-1]
-        if package := _available_test(words(last), self.lib.available_on_cuda):
+        split = words(last)
+        if package := _available_test(split, self.lib.available_on_cuda):
             return True, f"`{name}` tests that {package} is available: true on CUDA"
         if self.lib.has_word(name, self.lib.debug_words):
             return False, f"debug switch `{name}`"
@@ -146,7 +147,6 @@ class Conditions:
             return False, f"`{name}`: CUDA-graph capture, which runs once at start-up"
         if name.endswith("cuda.is_available"):
             return True, f"`{name}` is true on CUDA"
-        split = words(last)
         if not split:
             return None, ""
         if event := self.lib.rare_event(last):  # `if scheduler_output.preempted_req_ids:`
