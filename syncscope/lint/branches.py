@@ -138,13 +138,15 @@ class Conditions:
             if name == entry or name.endswith("." + entry):
                 return True, f"`{name}` is true on CUDA"
         last = name.rsplit(".", 1)[-1]
+        split = words(last)
+        if package := _available_test(split, self.lib.available_on_cuda):
+            return True, f"`{name}` tests that {package} is available: true on CUDA"
         if self.lib.has_word(name, self.lib.debug_words):
             return False, f"debug switch `{name}`"
         if self.lib.has_word(last, self.lib.capture_states):
             return False, f"`{name}`: CUDA-graph capture, which runs once at start-up"
         if name.endswith("cuda.is_available"):
             return True, f"`{name}` is true on CUDA"
-        split = words(last)
         if not split:
             return None, ""
         if event := self.lib.rare_event(last):  # `if scheduler_output.preempted_req_ids:`
@@ -176,6 +178,19 @@ class Conditions:
             return None
         value, why = self.evaluate(node.left)
         return (False, why) if value is False and why else None
+
+
+def _available_test(split: list[str], packages: frozenset) -> str | None:
+    """The package a name tests the availability of (`HAS_TRITON`, `has_triton`, `support_triton`,
+    `supports_triton`, `is_triton_available`, `triton_available`, `triton_is_available`), when a
+    CUDA install always has it (library.py `available-on-cuda`). Not `is_triton` (a backend
+    choice) nor `has_triton_kernels` (another package)."""
+    if len(split) == 2 and split[0] in ("has", "support", "supports") and split[1] in packages:
+        return split[1]
+    if split[-1:] == ["available"] and split[:-1] in (["is", p] for p in packages) or \
+            split[:1] and split[0] in packages and split[1:] in (["available"], ["is", "available"]):
+        return next(w for w in split if w in packages)
+    return None
 
 
 def _off(value) -> bool:

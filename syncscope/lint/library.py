@@ -40,6 +40,7 @@ class LibraryFacts:
     env_declarations: frozenset
     false_while_serving: frozenset
     true_on_cuda: frozenset
+    available_on_cuda: frozenset
     hot_roots: tuple
     module_methods: tuple
     not_module_bases: tuple
@@ -119,6 +120,7 @@ _KEYS = {
     ("platform", "other-path-words"): "other_path_words",
     ("platform", "other-dirs"): "other_dirs",
     ("platform", "true-on-cuda"): "true_on_cuda",
+    ("platform", "available-on-cuda"): "available_on_cuda",
     ("switches", "debug-words"): "debug_words",
     ("switches", "tool-path-words"): "tool_path_words",
     ("switches", "rare-event-words"): "rare_event_words",
