@@ -37,6 +37,7 @@ import re
 from collections import deque
 
 from .branches import platform_path
+from .capture_roots import capture_only_roots
 from .callguards import binds
 from .toolpaths import tool_path
 from .fact_values import METHOD, PROP
@@ -204,8 +205,9 @@ class PerStep:
     def run(self) -> dict[str, tuple]:
         queue: deque[str] = deque()
         entries, modules = [], []
+        capture_only = capture_only_roots(self.program, self.dispatch, self.line_cold, self.is_root)
         for qualname in sorted(self.program.functions):
-            if self.is_root(qualname) and self.enterable(qualname):
+            if self.is_root(qualname) and self.enterable(qualname) and qualname not in capture_only:
                 if self.kinds.request_entry(qualname):
                     entries.append(qualname)
                 elif self.kinds.request_module_method(qualname):
