@@ -265,6 +265,8 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
                 elif event := self.lib.rare_event_function(stmt.name):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs only on an event that is no ordinary step (`{event}`)")
+                elif self.captures_graph(stmt):
+                    self.mark(stmt, stmt, f"`{stmt.name}` captures a CUDA graph: runs when a graph is built, not in a step")
                 elif always_raises(stmt):
                     self.raising.append(self.qualify(local))
                     self.mark(stmt, stmt, f"error path: every path of `{stmt.name}` raises")
@@ -352,6 +354,13 @@ class _Walk:
                     self.calls(child, function)
                 elif isinstance(child, ast.withitem):
                     self.calls(child.context_expr, function)
+
+    def captures_graph(self, function) -> bool:
+        """`function`'s own body (not under an `if`) holds `with torch.cuda.graph(g):`
+        (library facts `graph-captures`)."""
+        return any(isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
+            isinstance(item.context_expr, ast.Call) and _dotted(item.context_expr.func) in self.lib.graph_captures
+            for item in stmt.items) for stmt in function.body)
 
     def decided_arm(self, stmt, around: tuple) -> None:
         """`cpu = t.cpu() if in_capture else t_cpu`: the arm of a conditional expression whose
