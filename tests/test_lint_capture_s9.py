@@ -99,3 +99,46 @@ def test_a_conditional_arm_under_a_capture_test_is_cold(tmp_path):
     # VALID: `.cpu()` runs only when `in_capture`; INVALID twin: `.tolist()` only when not
     run = lint_package(tmp_path, {"backend.py": BACKEND})
     assert lines(run, "pkg/backend.py") == [11]
+
+
+GRAPHS = """
+import torch
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class Runner:
+    def __init__(self):
+        self.block = Block()
+
+    def _create_graph(self, key, x):
+        self.block(x)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        WITH
+            self.out[key] = self.block(x)
+        self.graphs[key] = graph
+
+    def forward_step(self, key, x):
+        if key not in self.graphs:
+            self._create_graph(key, x)
+        self.graphs[key].replay()
+        return self.out[key]
+"""
+
+
+def test_a_function_that_captures_a_cuda_graph_runs_when_a_graph_is_built(tmp_path):
+    # VALID: its warm-up and synchronize come before `with torch.cuda.graph(graph):`
+    run = lint_package(tmp_path, {"graphs.py": GRAPHS.replace("WITH", "with torch.cuda.graph(graph):")})
+    assert lines(run, "pkg/graphs.py") == []
+
+
+def test_a_capture_under_an_if_leaves_its_function_per_step(tmp_path):
+    # INVALID twin: the capture is one branch of the function; the rest may run every step
+    source = GRAPHS.replace("        WITH\n            self.out", "        if key not in self.graphs:\n"
+                            "            with torch.cuda.graph(graph):\n                self.out")
+    run = lint_package(tmp_path, {"graphs.py": source})
+    assert 16 in lines(run, "pkg/graphs.py")

@@ -12,7 +12,9 @@ SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call grap
 * a call on a line that never runs on CUDA or while serving (branches.py: `if _is_npu:`,
   debug switches, `except` handlers) is not followed, nor a call into code that runs once
   (`skip-functions`: `__init__`, `load_*`, warm-up and capture, memoized functions), nor into a
-  function or file for another platform.
+  function or file for another platform;
+* a root-named method the program uses only on lines under a CUDA-graph capture test is no root
+  (capture_roots.py: `if get_is_capture_mode(): self.forward_dual_stream(x)`).
 A `forward` is a root by its name only in a class that is, or may be, an `nn.Module`
 (modules.py). In a class that is not one (a diffusion pipeline stage) it is a per-request entry:
 what it calls outside its loops runs once per request as well (walked on, the same way), the
