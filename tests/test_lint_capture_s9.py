@@ -142,3 +142,23 @@ def test_a_capture_under_an_if_leaves_its_function_per_step(tmp_path):
                             "            with torch.cuda.graph(graph):\n                self.out")
     run = lint_package(tmp_path, {"graphs.py": source})
     assert 16 in lines(run, "pkg/graphs.py")
+
+
+UNRELATED = """
+import torch
+from torch import nn
+
+
+class Other(nn.Module):
+    def forward_dual_stream(self, x):
+        return x * 2
+
+    def forward(self, x):
+        return self.forward_dual_stream(x)
+"""
+
+
+def test_a_same_named_method_of_another_class_called_elsewhere_does_not_keep_the_root(tmp_path):
+    # VALID: `Other.forward_dual_stream` is called on every step, `Block`'s only under capture
+    run = lint_package(tmp_path, {"runner.py": RUNNER, "model.py": MODEL, "other.py": UNRELATED})
+    assert lines(run, "pkg/model.py") == [13, 18]

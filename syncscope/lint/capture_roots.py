@@ -11,9 +11,10 @@ graph), the method runs only then too:
     else:
         out = self._forward_router_experts(x)     # what a step runs
 
-Conservative: every call or attribute read of the name anywhere in the program (on any receiver,
-in any class) must sit on such a line, and there must be one; `forward` itself, which
-`nn.Module.__call__` runs, always stays a root.
+Conservative: every call the whole-program pass resolved to the method, and every call or
+attribute read of its name it did not resolve on a receiver that may hold the method's class,
+must sit on such a line, and there must be one; `forward` itself, which `nn.Module.__call__`
+runs, always stays a root.
 """
 
 from __future__ import annotations
@@ -28,22 +29,37 @@ def capture_reason(why: str | None) -> bool:
     return bool(why) and any(reason in why for reason in CAPTURE_REASONS)
 
 
-def capture_only_roots(program, dispatch: dict, line_cold, is_root) -> set[str]:
-    """The root-named methods whose name the program uses only on capture-only lines."""
-    sites: dict[str, list] = {}
+def capture_only_roots(walk) -> set[str]:
+    """The root-named methods (reachability.PerStep `walk`) that run only where the program uses
+    them on capture-only lines: every call the whole-program pass resolved to the method, and
+    every call or attribute read of its name it did not resolve on a receiver that may hold the
+    method's class (importclosure.py: the two modules meet in the imports)."""
+    program = walk.program
+    resolved: dict[str, list] = {}  # method -> [(path, line)] of the calls resolved to it
+    unresolved: dict[str, list] = {}  # name -> [(path, line, module, caller's class)]
     for caller, facts in program.functions.items():
         path = program.path_of[caller]
+        known = set()
+        for call, target, _shift in walk.edges.get(caller, ()):
+            resolved.setdefault(target, []).append((path, call.line))
+            known.add((call.line, call.name))
+        owner = caller.rpartition(".")[0]
+        owner = owner if owner in program.classes else None
+        module = walk.module_of.get(path)
         for call in facts.get("calls", ()):
-            if call.name:
-                sites.setdefault(call.name, []).append((path, call.line))
-        for line, name, _op, _shape in dispatch.get(caller, ()):
-            sites.setdefault(name, []).append((path, line))
+            if call.name and (call.line, call.name) not in known:
+                unresolved.setdefault(call.name, []).append((path, call.line, module, owner))
+        for line, name, _op, _shape in walk.dispatch.get(caller, ()):
+            if (line, name) not in known:
+                unresolved.setdefault(name, []).append((path, line, module, owner))
     found = set()
     for qualname in program.functions:
-        short = qualname.rpartition(".")[2]
-        if short in CALLED_BY_MODULE or not is_root(qualname):
+        cls, _, short = qualname.rpartition(".")
+        if short in CALLED_BY_MODULE or cls not in program.classes or not walk.is_root(qualname):
             continue
-        used = sites.get(short)
-        if used and all(capture_reason(line_cold(path, line)) for path, line in used):
+        used = list(resolved.get(qualname, ()))
+        used += [(path, line) for path, line, module, owner in unresolved.get(short, ())
+                 if walk.imports.knows(module, cls, owner)]
+        if used and all(capture_reason(walk.line_cold(path, line)) for path, line in used):
             found.add(qualname)
     return found

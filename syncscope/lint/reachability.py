@@ -207,7 +207,7 @@ class PerStep:
     def run(self) -> dict[str, tuple]:
         queue: deque[str] = deque()
         entries, modules = [], []
-        capture_only = capture_only_roots(self.program, self.dispatch, self.line_cold, self.is_root)
+        capture_only = capture_only_roots(self)
         for qualname in sorted(self.program.functions):
             if self.is_root(qualname) and self.enterable(qualname) and qualname not in capture_only:
                 if self.kinds.request_entry(qualname):
