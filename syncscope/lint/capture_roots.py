@@ -11,13 +11,17 @@ graph), the method runs only then too:
     else:
         out = self._forward_router_experts(x)     # what a step runs
 
-Conservative: every call the whole-program pass resolved to the method, and every call or
-attribute read of its name it did not resolve on a receiver that may hold the method's class,
-must sit on such a line, and there must be one; `forward` itself, which `nn.Module.__call__`
+Conservative: every call the whole-program pass resolved to the method, every call of its name
+on a receiver of unknown class that the per-step walk would follow into it, and every
+attribute read of its name that is no call, must sit on such a line (the per-step walk follows no call on one), and one such line must
+call the name; `forward` itself, which `nn.Module.__call__`
 runs, always stays a root.
 """
 
 from __future__ import annotations
+
+from .callguards import binds
+from .fact_values import PROP
 
 # what a cold line's reason says when the test it sits under is a CUDA-graph capture test
 # (branches.py Conditions._by_name)
@@ -31,12 +35,15 @@ def capture_reason(why: str | None) -> bool:
 
 def capture_only_roots(walk) -> set[str]:
     """The root-named methods (reachability.PerStep `walk`) that run only where the program uses
-    them on capture-only lines: every call the whole-program pass resolved to the method, and
-    every call or attribute read of its name it did not resolve on a receiver that may hold the
-    method's class (importclosure.py: the two modules meet in the imports)."""
+    them on capture-only lines: every call the whole-program pass resolved to the method, every
+    call of its name on a receiver of unknown class that the walk would follow into it (the
+    receiver may hold the method's class, importclosure.py, and the call's arguments bind to its
+    parameters, callguards.binds), and every attribute read of its name that is no call."""
     program = walk.program
     resolved: dict[str, list] = {}  # method -> [(path, line)] of the calls resolved to it
-    unresolved: dict[str, list] = {}  # name -> [(path, line, module, caller's class)]
+    unresolved: dict[str, list] = {}  # name -> [(path, line, module, caller's class, call shape)]
+    captured: dict[str, list] = {}  # name -> [(module, caller's class)] of its calls under a capture test
+    names = {q.rpartition(".")[2] for q in program.functions if walk.is_root(q)} - set(CALLED_BY_MODULE)
     for caller, facts in program.functions.items():
         path = program.path_of[caller]
         known = set()
@@ -47,19 +54,26 @@ def capture_only_roots(walk) -> set[str]:
         owner = owner if owner in program.classes else None
         module = walk.module_of.get(path)
         for call in facts.get("calls", ()):
-            if call.name and (call.line, call.name) not in known:
-                unresolved.setdefault(call.name, []).append((path, call.line, module, owner))
-        for line, name, _op, _shape in walk.dispatch.get(caller, ()):
+            if call.name not in names:
+                continue
+            if call.target[0] == PROP and (call.line, call.name) not in known:  # `fn = obj.forward_x`
+                unresolved.setdefault(call.name, []).append((path, call.line, module, owner, None))
+            elif capture_reason(walk.line_cold(path, call.line)):
+                captured.setdefault(call.name, []).append((module, owner))
+        for line, name, _op, shape in walk.dispatch.get(caller, ()):
             if (line, name) not in known:
-                unresolved.setdefault(name, []).append((path, line, module, owner))
+                unresolved.setdefault(name, []).append((path, line, module, owner, shape))
     found = set()
     for qualname in program.functions:
         cls, _, short = qualname.rpartition(".")
         if short in CALLED_BY_MODULE or cls not in program.classes or not walk.is_root(qualname):
             continue
         used = list(resolved.get(qualname, ()))
-        used += [(path, line) for path, line, module, owner in unresolved.get(short, ())
-                 if walk.imports.knows(module, cls, owner)]
-        if used and all(capture_reason(walk.line_cold(path, line)) for path, line in used):
+        facts = program.functions[qualname]
+        used += [(path, line) for path, line, module, owner, shape in unresolved.get(short, ())
+                 if walk.imports.knows(module, cls, owner) and (shape is None or binds(facts, shape))]
+        if not any(walk.imports.knows(module, cls, owner) for module, owner in captured.get(short, ())):
+            continue
+        if all(capture_reason(walk.line_cold(path, line)) for path, line in used):
             found.add(qualname)
     return found
