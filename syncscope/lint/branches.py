@@ -35,7 +35,7 @@ import re
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .comparetests import compare_test
 from .errorpaths import always_raises, error_block, tail_call_line
-from .exprguards import ifexp_guard
+from .exprguards import guarded_ifexp, ifexp_guard
 from .initflags import once_after
 from .keyword_dicts import keyword_dicts
 from .rare_events import ENABLED, debug_tool, periodic_counter, short_circuit
@@ -280,6 +280,8 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
                 elif event := self.lib.rare_event_function(stmt.name):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs only on an event that is no ordinary step (`{event}`)")
+                elif self.captures_graph(stmt):
+                    self.mark(stmt, stmt, f"`{stmt.name}` captures a CUDA graph: runs when a graph is built, not in a step")
                 elif always_raises(stmt):
                     self.raising.append(self.qualify(local))
                     self.mark(stmt, stmt, f"error path: every path of `{stmt.name}` raises")
@@ -361,11 +363,31 @@ class _Walk:
                 found = ifexp_guard(stmt, self.params.get(function, ()), self.nullable.get(function, ()), *around)
                 if found is not None:  # `cpu if cpu is not None else t.cpu()`: exprguards.py
                     self.guards.setdefault(self.qualify(function), []).append(found)
+                self.decided_arm(stmt, around)
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self.calls(child, function)
                 elif isinstance(child, ast.withitem):
                     self.calls(child.context_expr, function)
+
+    def captures_graph(self, function) -> bool:
+        """`function`'s own body (not under an `if`) holds `with torch.cuda.graph(g):`
+        (library facts `graph-captures`)."""
+        return any(isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
+            isinstance(item.context_expr, ast.Call) and _dotted(item.context_expr.func) in self.lib.graph_captures
+            for item in stmt.items) for stmt in function.body)
+
+    def decided_arm(self, stmt, around: tuple) -> None:
+        """`cpu = t.cpu() if in_capture else t_cpu`: the arm of a conditional expression whose
+        test is decided like an `if` (CUDA-graph capture, another platform, a debug switch) never
+        runs while serving, when it has its lines to itself (exprguards.guarded_ifexp)."""
+        shaped = guarded_ifexp(stmt, *around)
+        if shaped is None:
+            return
+        value, arm, is_body = shaped
+        decided, why = self.conditions.evaluate(value.test)
+        if decided is not None and why and decided is not is_body:
+            self.mark(arm, arm, why)
 
     def error_paths(self, stmt: ast.If, function: str | None) -> None:
         """The `if` body / `else` that only lead to an exception: cold now (a `raise`), or once

@@ -36,6 +36,7 @@ class LibraryFacts:
     env_check_words: frozenset
     env_check_not: frozenset
     capture_states: frozenset
+    graph_captures: frozenset
     env_readers: frozenset
     env_declarations: frozenset
     false_while_serving: frozenset
@@ -131,6 +132,7 @@ _KEYS = {
     ("switches", "env-check-words"): "env_check_words",
     ("switches", "env-check-not"): "env_check_not",
     ("switches", "capture-states"): "capture_states",
+    ("switches", "graph-captures"): "graph_captures",
     ("switches", "false-while-serving"): "false_while_serving",
     ("roots", "hot"): "hot_roots",
     ("roots", "module-methods"): "module_methods",

@@ -12,7 +12,9 @@ SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call grap
 * a call on a line that never runs on CUDA or while serving (branches.py: `if _is_npu:`,
   debug switches, `except` handlers) is not followed, nor a call into code that runs once
   (`skip-functions`: `__init__`, `load_*`, warm-up and capture, memoized functions), nor into a
-  function or file for another platform.
+  function or file for another platform;
+* a root-named method the program uses only on lines under a CUDA-graph capture test is no root
+  (capture_roots.py: `if get_is_capture_mode(): self.forward_dual_stream(x)`).
 A `forward` is a root by its name only in a class that is, or may be, an `nn.Module`
 (modules.py). In a class that is not one (a diffusion pipeline stage) it is a per-request entry:
 what it calls outside its loops runs once per request as well (walked on, the same way), the
@@ -37,6 +39,7 @@ import re
 from collections import deque
 
 from .branches import platform_path
+from .capture_roots import capture_only_roots
 from .callguards import binds
 from .toolpaths import tool_path
 from .fact_values import METHOD, PROP
@@ -207,8 +210,9 @@ class PerStep:
     def run(self) -> dict[str, tuple]:
         queue: deque[str] = deque()
         entries, modules = [], []
+        capture_only = capture_only_roots(self)
         for qualname in sorted(self.program.functions):
-            if self.is_root(qualname) and self.enterable(qualname):
+            if self.is_root(qualname) and self.enterable(qualname) and qualname not in capture_only:
                 if self.kinds.request_entry(qualname):
                     entries.append(qualname)
                 elif self.kinds.request_module_method(qualname):
