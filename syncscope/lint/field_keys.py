@@ -72,29 +72,32 @@ def _host_built(value, built) -> bool:
     return isinstance(data, _LIST_DISPLAYS) or (isinstance(data, ast.Name) and data.id in built["lists"])
 
 
+def _bindings(tree):
+    """(assignment, target, name) for each name an assignment of the module binds, also inside
+    a tuple target."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        yield node, target, name
+
+
 def _host_built_locals(tree) -> dict[str, set[str]]:
     """Names every assignment in the module binds to a list display ("lists"), then names every
     assignment binds to a host build ("")."""
     kinds: dict[str, set] = {}
-    assigns = [node for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))]
-    for node in assigns:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    kinds.setdefault(name.id, set()).add(
-                        "list" if node.value is not None and target is name and not isinstance(node, ast.AugAssign)
-                        and isinstance(node.value, _LIST_DISPLAYS) else id(node))
+    bindings = list(_bindings(tree))
+    for node, target, name in bindings:
+        kinds.setdefault(name.id, set()).add(
+            "list" if node.value is not None and target is name and not isinstance(node, ast.AugAssign)
+            and isinstance(node.value, _LIST_DISPLAYS) else id(node))
     lists = {name for name, seen in kinds.items() if seen == {"list"}}
     built: dict[str, set[str]] = {"lists": lists, "": set()}
     host: dict[str, set] = {}
-    for node in assigns:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    host.setdefault(name.id, set()).add(
-                        target is name and isinstance(node, ast.Assign) and _host_built(node.value, built))
+    for node, target, name in bindings:
+        host.setdefault(name.id, set()).add(
+            target is name and isinstance(node, ast.Assign) and _host_built(node.value, built))
     built[""] = {name for name, seen in host.items() if seen == {True}}
     return built
 
