@@ -27,7 +27,8 @@ CACHE_FORMAT = 44  # bump when RawResult or a record it holds (records.py) chang
 # what only the whole-program pass reads
 FACT_FIELDS = ("exports", "imports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes",
                "straight", "loops", "bases", "error_paths", "name_bindings", "name_guards",
-               "const_guards", "const_literals", "const_passes", "memos")
+               "const_guards", "const_literals", "const_passes", "memos",
+               "none_config")
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
 
 
