@@ -221,7 +221,7 @@ class _Function:
             if (getattr(stmt, "end_lineno", None) or stmt.lineno) >= line:
                 break
             if later > index + 1 and _jumps(block[later - 1:later]):
-                break
+                break  # a `break`/`continue` since the store may skip this and every later `if`
             if isinstance(stmt, ast.If):
                 key = config_test(stmt.test)
                 if key is None:
@@ -439,8 +439,8 @@ class NoneConfig:
         return None
 
     def _none_only_not(self, summary: tuple, key: tuple, path: str, depth: int) -> bool:
-        if depth > MAX_DEPTH:
-            return False
+        # no depth cut here: `_returns_ok` remembers each answer, and a cut would remember a
+        # function's answer as it was first asked, deep or not; a cycle decides nothing there
         for source in summary:
             if source[0] == "nonnone":
                 continue
