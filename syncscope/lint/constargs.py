@@ -333,6 +333,7 @@ class ConstArgs:
         self.starred: dict[str, set] = {}  # path -> {(line, column)} of calls with *args/**kwargs
         self.passes: dict[str, dict] = {}  # path -> {(line, column): {position/keyword: parameter}}
         self.derived: dict[str, list] = {}  # function -> [(line, line, test)] (`derive`)
+        self.none_config = None  # confignone.NoneConfig, set by the whole-program pass
         for path, result in results.items():
             self.guards.update(getattr(result, "const_guards", None) or {})
             if getattr(result, "const_literals", None):
@@ -389,6 +390,11 @@ class ConstArgs:
             if evaluate(test, env) is False:
                 short = target.rsplit(".", 1)[-1]
                 return f"constant arguments rule out the branch of `{short}` that syncs (line {start})"
+            # `p is None and C` with an argument None only where C is false (confignone.py)
+            why = self.none_config and self.none_config.ruled_out(path, call, target, shift, start, end, entry[0],
+                                                                           test_params(test))
+            if why:
+                return why
         return None
 
     def env(self, path: str, call, target: str, shift: int, passed_on: bool = False, wanted=(),

@@ -548,10 +548,12 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     from .callguards import decided_lines
     from .reachability import cold_calls_removed, intake_calls_removed, per_step_table
 
+    from .confignone import NoneConfig
     from .constargs import ConstArgs
 
     program = Program(results)
     solver = Solver(program, ConstArgs(results))
+    solver.const.none_config = NoneConfig(program, results, solver.all_edges)
     # lines that no caller, flag or import lets run while serving (callguards.decided_lines)
     guarded = decided_lines(program, solver.edges, results, library)
     walked = cold_calls_removed(program, solver.edges, results, guarded, library)
