@@ -203,3 +203,42 @@ def test_moving_the_pass_output_rewrites_lines_and_messages_or_gives_up():
     assert shift_solution(solved, {"b.py": {4: 6, 5: 7}}) is None
     # a line the map does not know: no move
     assert shift_solution(solved, {"a.py": {9: 12, 10: 13}}) is None
+
+
+CONFIG_NONE = """
+    import torch
+
+    def coordinate(cfg, n):
+        if cfg.parallel.size == 1:
+            return False, None
+        return True, torch.full((2,), n)
+
+    def set_context(cfg, counts=None, n=0):
+        if counts is None and cfg.parallel.size > 1:
+            return torch.tensor([n]).cuda().sum().item()
+        return counts
+
+    class Runner(torch.nn.Module):
+        def forward(self, x: torch.Tensor):
+            _, counts = coordinate(self.cfg, 4)
+            return set_context(self.cfg, counts, 4)
+"""
+
+
+def test_an_edit_that_only_moves_lines_keeps_the_none_config_facts_a_move(tmp_path):
+    """confignone's per-file table holds lines (guards' ranges, calls' positions, sources' call
+    lines): an edit that only moves them is still a move, one that changes a test is not."""
+    from syncscope.lint.lineshift import line_map
+    from syncscope.lint.worker import analyze_bytes
+
+    config = make_project(tmp_path)
+    source = textwrap.dedent(CONFIG_NONE)
+
+    def analyzed(text):
+        return analyze_bytes(text.encode(), "pkg.runner", False, config)
+
+    before = analyzed(source)
+    assert before.none_config  # the table this test is about is there
+    moved = line_map(before, analyzed(source.replace("    def forward", "    # why\n\n    def forward")))
+    assert moved is not None and all(new == old + 2 for old, new in moved.items() if old >= 16)
+    assert line_map(before, analyzed(source.replace("size > 1", "size > 2"))) is None

@@ -178,6 +178,29 @@ def _const_guards(table, out: list):
     return _values(entry)(table, out)
 
 
+def _none_sources(sources, out: list):
+    """confignone's summary of what a name may hold: None, "nonnone", or sources, of which
+    `("call", line, column, element)` holds a line (`"nonnone"`, `("none", tests)` none)."""
+    if not isinstance(sources, tuple):
+        return sources
+    return tuple(("call", _line(s[1], out), *s[2:]) if isinstance(s, tuple) and s[:1] == ("call",) else s
+                 for s in sources)
+
+
+def _none_config(table, out: list):
+    """confignone.file_none_config: {"guards": {function: [(start, end, parameter, test)]},
+    "returns": {function: "nonnone" or (element summaries)}, "args": {(line, column): {at:
+    summary}}}."""
+    if not isinstance(table, dict) or set(table) - {"guards", "returns", "args"}:
+        return ("not a none-config table", table)
+    guards = _values(_each(_positions(0, 1)))(table.get("guards", {}), out)
+    returns = [(name, tuple(_none_sources(e, out) for e in value) if isinstance(value, tuple) else value)
+               for name, value in table.get("returns", {}).items()]
+    args = [(_positions(0)(key, out), [(at, _none_sources(summary, out)) for at, summary in found.items()])
+            for key, found in table.get("args", {}).items()]
+    return guards, returns, args
+
+
 _STRIP = {
     "findings": _each(_finding),
     "functions": _values(_function_facts),
@@ -198,6 +221,7 @@ _STRIP = {
     "straight": _values(_each(_positions(0, 1))),
     "spans": _values(_positions(0, 1)),
     "memos": _values(_each(_positions(0, 1))),
+    "none_config": _none_config,
 }
 
 
