@@ -130,18 +130,24 @@ class ImportClosure:
         found = self._known.get(caller_class)
         if found is None:
             found = self._closure[at]
-            pending, seen = [caller_class], set()
-            while pending:
-                cls = pending.pop()
-                if cls in seen:
-                    continue
-                seen.add(cls)
+            for cls in self.with_subclasses(caller_class):
                 where = self.module_of(cls)
                 for module in ([where] if where is not None else []) + list(self.builders.get(cls, ())):
                     if module in self.index:
                         found |= self._closure[self.index[module]]
-                pending.extend(self.subclasses.get(cls, ()))
             self._known[caller_class] = found
+        return found
+
+    def with_subclasses(self, cls: str) -> list[str]:
+        """`cls` and its subclasses, at any depth, each once."""
+        found, pending = [cls], list(self.subclasses.get(cls, ()))
+        seen = {cls}
+        while pending:
+            sub = pending.pop()
+            if sub not in seen:
+                seen.add(sub)
+                found.append(sub)
+                pending.extend(self.subclasses.get(sub, ()))
         return found
 
     def family(self, cls: str) -> int:
@@ -153,15 +159,7 @@ class ImportClosure:
         if found is not None:
             return found
         bits, seen = 0, set()
-        pending = [cls]
-        subclasses = list(self.subclasses.get(cls, ()))
-        seen_sub = {cls}
-        while subclasses:  # the subclasses, each once
-            sub = subclasses.pop()
-            if sub not in seen_sub:
-                seen_sub.add(sub)
-                pending.append(sub)
-                subclasses.extend(self.subclasses.get(sub, ()))
+        pending = self.with_subclasses(cls)
         while pending:
             current = pending.pop()
             if current in seen:
