@@ -26,6 +26,12 @@ BOOL_METHODS = frozenset(
     "bool eq ne gt lt ge le isnan isinf isfinite logical_and logical_or logical_not logical_xor "
     "isin any all __eq__ __ne__ __lt__ __gt__ __le__ __ge__ isneginf isposinf signbit".split()
 )
+# Tensor methods whose result holds the receiver's elements, only placed or shaped anew (same
+# dtype): a mask reshaped, broadcast or permuted is still a mask.
+SHAPE_METHODS = frozenset(
+    "unsqueeze squeeze expand expand_as broadcast_to view view_as reshape reshape_as flatten unflatten "
+    "permute transpose t movedim narrow select flip roll repeat".split()
+)
 BUILTIN_NAMES = frozenset(dir(builtins))
 
 
@@ -163,6 +169,8 @@ class FunctionContext:
             # boolean mask too; a plain Python flag of that name is not (its where says so)
             predicate = words[0] in ("is", "has") or bool({"valid", "keep", "selected"} & set(words))
             return predicate and name is not None and P.is_tensor_like(self.env.get(name, P.UNKNOWN))
+        if isinstance(node, cst.Subscript):
+            return self.is_bool(node.value)  # `mask[:, None]`: elements of a mask
         if isinstance(node, cst.Call):
             func = node.func
             if isinstance(func, cst.Attribute):
@@ -170,6 +178,8 @@ class FunctionContext:
                     return True
                 if func.attr.value in ("to", "cuda", "clone", "contiguous"):
                     return self.is_bool(func.value)  # a copy of a mask is a mask
+                if func.attr.value in SHAPE_METHODS:
+                    return self.is_bool(func.value)  # `mask.unsqueeze(-1).expand_as(x)`: still a mask
             if self.resolve(func) in ("torch.as_tensor", "torch.tensor", "torch.from_numpy") and node.args:
                 return self.is_bool(node.args[0].value)
                 if func.attr.value == "to" and any(dotted(a.value) in ("torch.bool", "bool") for a in node.args):

@@ -20,6 +20,9 @@ class ScalarStoreThroughIndex(Rule):
         # a boolean mask on the device: a masked fill, no copy from the host
         "import torch\ndef f(x: torch.Tensor, lens: torch.Tensor):\n    x[lens > 3] = 0\n",
         "import torch\ndef f(x: torch.Tensor, keep_mask: torch.Tensor):\n    x[keep_mask] = True\n",
+        # a mask reshaped or indexed is still a mask (context.SHAPE_METHODS)
+        "import torch\ndef f(x: torch.Tensor, lens: torch.Tensor):\n    x[(lens > 3).unsqueeze(-1).expand_as(x)] = 0\n",
+        "import torch\ndef f(x: torch.Tensor, keep_mask: torch.Tensor):\n    x[keep_mask[:, None]] = 0\n",
         # the value is a device tensor: no host copy
         "import torch\ndef f(x: torch.Tensor, idx: torch.Tensor, v: torch.Tensor):\n    x[idx] = v\n",
         # the fix the engines use
