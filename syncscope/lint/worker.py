@@ -195,11 +195,11 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
         return bool(config.cold_function(name) or name in cold_helpers or any(config.cold_class(c) for c in classes))
 
     result.module, result.exports = module, aliases
-    from .carrier_fields import carrier_facts
+    from .copy_methods import with_copy_facts
     from .field_configs import file_field_configs
 
     result.field_configs = file_field_configs(tree, module, aliases, text)
-    result.carrier_facts = carrier_facts(tree, text)
+    result.carrier_facts = with_copy_facts(tree, text, module)
     if hints is None:
         from .classinfo import class_hints
 
