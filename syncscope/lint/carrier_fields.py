@@ -20,8 +20,11 @@ some file moves, for the modules that import or use that class or import a class
 attribute names (`provenance.FileNameHints.host_attrs`: `x.grid_thw` and `getattr(x,
 "grid_thw", None)` on any object there, not a local or parameter of that name). Classes are
 matched by their short names, as the other class facts are: a second class of one name can
-only add declared or moved fields. Not seen: a store under a key computed at run time
-(`item.set(attr_name, value)` over a processor's outputs, `self.extra[key] = ...`).
+only add declared or moved fields. An entry read or stored by a constant key off the mapping
+`__getattr__` serves from (`item.extra.get("grid_thw")`, `item.extra["grid_thw"] = ...`) is that
+attribute (session 10): the mapping's name goes along as "[extra". Not seen: a store under a key
+computed at run time (`item.set(attr_name, value)` over a processor's outputs, `self.extra[key] =
+...`).
 """
 
 from __future__ import annotations
