@@ -20,8 +20,11 @@ some file moves, for the modules that import or use that class or import a class
 attribute names (`provenance.FileNameHints.host_attrs`: `x.grid_thw` and `getattr(x,
 "grid_thw", None)` on any object there, not a local or parameter of that name). Classes are
 matched by their short names, as the other class facts are: a second class of one name can
-only add declared or moved fields. Not seen: a store under a key computed at run time
-(`item.set(attr_name, value)` over a processor's outputs, `self.extra[key] = ...`).
+only add declared or moved fields. An entry read or stored by a constant key off the mapping
+`__getattr__` serves from (`item.extra.get("grid_thw")`, `item.extra["grid_thw"] = ...`) is that
+attribute (session 10): the mapping's name goes along as "[extra". Not seen: a store under a key
+computed at run time (`item.set(attr_name, value)` over a processor's outputs, `self.extra[key] =
+...`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from . import provenance as P
 
 _CONTAINERS = frozenset("List list Sequence Iterable Tuple tuple Set set Collection".split())
 _KEYED_SETTERS = frozenset(("set", "__setitem__", "__setattr__"))
+MAPPING = "["  # a carrier's mapping (`model_specific_data`) among the ".name" attributes passed on
 
 
 def carrier_facts(tree: ast.Module, text: str) -> dict | None:
@@ -42,7 +46,9 @@ def carrier_facts(tree: ast.Module, text: str) -> dict | None:
             if isinstance(cls, ast.ClassDef) and any(
                     isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__" for s in cls.body):
                 classes[cls.name] = _declared(cls)
-    found: dict[str, dict[str, set]] = {"moved": {}, "device": {}, "keys": {}, "holds": {}}
+    found: dict[str, dict[str, set]] = {"moved": {}, "device": {}, "keys": {}, "holds": {}, "maps": {}}
+    for cls in (c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name in classes):
+        found["maps"][cls.name] = _mappings(cls)
     for function in _functions(tree):
         _function(function, found)
     for cls in (s for s in tree.body if isinstance(s, ast.ClassDef)):
@@ -54,6 +60,38 @@ def carrier_facts(tree: ast.Module, text: str) -> dict | None:
         return None
     return {"classes": {c: frozenset(d) for c, d in classes.items()},
             **{kind: {c: frozenset(k) for c, k in by.items()} for kind, by in found.items()}}
+
+
+def _mappings(cls: ast.ClassDef) -> set:
+    """The mappings `__getattr__` serves undeclared attributes from: `self.M[name]`,
+    `self.M.get(name)`."""
+    found = set()
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name != "__getattr__":
+            continue
+        for node in ast.walk(method):
+            store = node.value if isinstance(node, ast.Subscript) else \
+                node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "get" else None
+            if isinstance(store, ast.Attribute) and isinstance(store.value, ast.Name) and store.value.id == "self":
+                found.add(store.attr)
+    return found
+
+
+def _mapped(node) -> tuple[str, str, str] | None:
+    """(object, mapping, key) of an entry read or stored by a constant key off a mapping field
+    of a named object: `item.M["K"]`, `item.M.get("K", ...)`; None for anything else. Which
+    fields are a carrier's mappings is known per run (`carrier_host_attrs`)."""
+    if isinstance(node, ast.Subscript):
+        owner, key = node.value, node.slice
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        owner, key = node.func.value, node.args[0]
+    else:
+        return None
+    if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) \
+            and isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier():
+        return owner.value.id, owner.attr, key.value
+    return None
 
 
 def _functions(tree: ast.Module):
@@ -132,8 +170,14 @@ def _function(function, found: dict) -> None:
     if not objects:
         return
     for node in nodes:
+        entry = _mapped(node)
+        if entry is not None and entry[0] in objects:  # `item.M["K"]`: the attribute K, once M is the mapping
+            found["keys"].setdefault(objects[entry[0]], set()).add(MAPPING + entry[1] + MAPPING + entry[2])
         if isinstance(node, ast.Assign):
             for target in node.targets:
+                entry = _mapped(target)
+                if entry is not None and entry[0] in objects and _device_value(node.value):
+                    found["device"].setdefault(objects[entry[0]], set()).add(MAPPING + entry[1] + MAPPING + entry[2])
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                         and target.value.id in objects:
                     _stored(objects[target.value.id], target.attr, node.value, found, target.value.id)
@@ -215,7 +259,12 @@ def carrier_host_attrs(facts: dict[str, dict], imported: dict[str, frozenset]) -
                     out.setdefault(cls, set()).update(names)
         return out
 
-    moved, device, keys = pooled("moved"), pooled("device"), pooled("keys")
+    moved, device, keys, maps = pooled("moved"), pooled("device"), pooled("keys"), pooled("maps")
+    for by in (device, keys):  # `item.M["K"]` is `item.K` where M is the class's mapping
+        for cls, names in by.items():
+            entries = [n.split(MAPPING)[1:] for n in names if n.startswith(MAPPING)]
+            names -= {MAPPING + m + MAPPING + k for m, k in entries}
+            names |= {k for m, k in entries if m in maps.get(cls, ())}
     host: dict[str, frozenset] = {}
     for cls in declared:
         if not moved.get(cls):
@@ -223,7 +272,7 @@ def carrier_host_attrs(facts: dict[str, dict], imported: dict[str, frozenset]) -
         attrs = keys.get(cls, set()) - declared[cls] - moved[cls] - device.get(cls, set())
         attrs = {a for a in attrs if not a.startswith("_")}
         if attrs:
-            host[cls] = frozenset("." + a for a in attrs)
+            host[cls] = frozenset("." + a for a in attrs) | frozenset(MAPPING + m for m in maps.get(cls, ()))
     if not host:
         return {}
     holders: dict[str, set] = {}  # a class whose fields hold carrier objects -> those carriers
@@ -244,14 +293,16 @@ def carrier_host_attrs(facts: dict[str, dict], imported: dict[str, frozenset]) -
 def module_hints(tree, base: P.NameHints, text: str, inherited: frozenset[str]) -> P.NameHints:
     """A module's name hints (worker.file_hints): the project's conventions, plus the fields the
     module declares `keep_on_cpu` or inherits (field_configs.py), plus the carrier attributes the
-    engine passes it as ".name" on its second walk (attributes only, not names of the module)."""
+    engine passes it as ".name" on its second walk (attributes only, not names of the module), and
+    the mappings their classes serve them from, as "[name"."""
     if "keep_on_cpu" not in text and not inherited:  # the walk costs as much as a parse: only where it can find some
         return base
     from .classinfo import keep_on_cpu_fields
 
-    names = keep_on_cpu_fields(tree, frozenset(n for n in inherited if not n.startswith(".")))
+    names = keep_on_cpu_fields(tree, frozenset(n for n in inherited if not n.startswith((".", MAPPING))))
     attrs = frozenset(n[1:] for n in inherited if n.startswith("."))
-    return P.FileNameHints(base, names, attrs) if names or attrs else base
+    maps = frozenset(n[1:] for n in inherited if n.startswith(MAPPING))
+    return P.FileNameHints(base, names, attrs, maps) if names or attrs else base
 
 
 def joined_items(node: ast.Call, appended: dict, evaluate):

@@ -274,8 +274,11 @@ def _add_carrier_attrs(results: dict, inherited: dict) -> None:
 
 
 def _read_attrs(path: str, wanted: frozenset) -> frozenset:
-    """`wanted` less the carrier attributes (".name") whose name the file's text never holds."""
-    attrs = [n for n in wanted if n.startswith(".")]
+    """`wanted` less the carrier attributes (".name") and mappings ("[name") whose name the
+    file's text never holds (a mapping alone, with no attribute left, changes nothing)."""
+    from .carrier_fields import MAPPING
+
+    attrs = [n for n in wanted if n.startswith((".", MAPPING))]
     if not attrs:
         return wanted
     try:
@@ -283,7 +286,8 @@ def _read_attrs(path: str, wanted: frozenset) -> frozenset:
             text = handle.read()
     except OSError:
         return wanted
-    return frozenset(n for n in wanted if not n.startswith(".") or n[1:] in text)
+    kept = frozenset(n for n in wanted if not n.startswith((".", MAPPING)) or n[1:] in text)
+    return kept if any(n.startswith(".") for n in kept) else frozenset(n for n in kept if not n.startswith(MAPPING))
 
 
 def _with_project(paths: list[str], config: LintConfig) -> tuple[list[tuple[str, str]], set[str] | None]:

@@ -22,7 +22,7 @@ from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          KEYED_READ_METHODS, NEW_TENSOR_METHODS, PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS,
                          PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, annotation_place,
-                         compares_dtypes, element_place, factory_place, keyed_place, named_attr_place,
+                         compares_dtypes, element_place, entry_place, factory_place, named_attr_place,
                          torch_gives_python, type_place, CONTAINERS)
 
 class ExpressionEvaluator:
@@ -139,7 +139,7 @@ class ExpressionEvaluator:
             rule.on_subscript_read(ctx, node, base)
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             key = node.slice[0].slice.value  # `mm_kwargs["image_grid_thw"]`: a field read by name
-            keyed = keyed_place(_string(key), self.hints)
+            keyed = entry_place(node.value, _string(key), self.hints)
             return keyed if keyed is not None else base
         return base
 
@@ -463,7 +463,7 @@ class ExpressionEvaluator:
             if method in HOST_METHODS:
                 return P.HOST
             if method in KEYED_READ_METHODS and info.args:  # `kwargs.pop("tgt_sizes", None)`
-                keyed = keyed_place(_string(info.args[0][0]), self.hints)
+                keyed = entry_place(info.receiver, _string(info.args[0][0]), self.hints)
                 if keyed is not None:
                     return keyed
             if method in ("to", "cuda"):

@@ -22,7 +22,7 @@ from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          JOINING_FUNCTIONS, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS,
                          PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
-                         compares_dtypes, decorator_kind, factory_place, keyed_place, named_attr_place,
+                         compares_dtypes, decorator_kind, entry_place, factory_place, named_attr_place,
                          torch_gives_python)
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
@@ -412,7 +412,7 @@ class _Scope:
         if isinstance(node, ast.Subscript):  # `mm_kwargs["image_grid_thw"]`: where the field lives (vocabulary)
             self.eval(node.slice)
             base = self.eval(node.value)
-            if isinstance(node.slice, ast.Constant) and keyed_place(node.slice.value, self.file.hints):
+            if isinstance(node.slice, ast.Constant) and entry_place(node.value, node.slice.value, self.file.hints):
                 return _HOST  # an item (no slice) of a call's result next: an item of a Python container is no Python value
             return (base[0], base[1], (base[2], -1)) if isinstance(base[2], int) and not isinstance(node.slice, ast.Slice) else base
         if isinstance(node, ast.BinOp):
@@ -513,7 +513,7 @@ class _Scope:
                 known = self.items.get(func.value.id)
                 self.items[func.value.id] = item if known is None else _combine([known, item])
             if method in HOST_METHODS or (method in KEYED_READ_METHODS and node.args and isinstance(node.args[0], ast.Constant)
-                                          and keyed_place(node.args[0].value, self.file.hints)):  # `kwargs.pop("key")`
+                                          and entry_place(func.value, node.args[0].value, self.file.hints)):  # `kwargs.pop("key")`
                 return _HOST
             if method in SPLITTING_METHODS and (receiver[1] is not None or receiver[2] is not None
                                                 or receiver[0] in (P.HOST, P.TENSOR, P.DEVICE)):

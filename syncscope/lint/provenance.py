@@ -79,6 +79,8 @@ class NameHints:
     split on `_` and a suffix matches as a whole word, so `cpu_` prefixes and `_cpu_` infixes
     count too, while `cpuinfo` does not."""
 
+    host_maps: frozenset[str] = frozenset()  # FileNameHints: carrier mappings (carrier_fields.py)
+
     def __init__(self, host_suffixes: list[str], device_suffixes: list[str]):
         self.host_words = frozenset(s.strip("_").lower() for s in host_suffixes if s.strip("_"))
         self.device_words = frozenset(s.strip("_").lower() for s in device_suffixes if s.strip("_"))
@@ -125,11 +127,13 @@ class FileNameHints(NameHints):
     model declares `keep_on_cpu=True` (`num_patches`, `image_grid_thw`) stay on the host
     wherever the module reads them (classinfo.keep_on_cpu_fields)."""
 
-    def __init__(self, base: NameHints, host_names: frozenset[str], host_attrs: frozenset[str] = frozenset()):
+    def __init__(self, base: NameHints, host_names: frozenset[str], host_attrs: frozenset[str] = frozenset(),
+                 host_maps: frozenset[str] = frozenset()):
         self.host_words, self.device_words = base.host_words, base.device_words
         self._memo = {}
         self.host_names = host_names
         self.host_attrs = host_attrs  # attributes only: the extra fields of carrier objects (carrier_fields.py)
+        self.host_maps = host_maps  # the mappings carrier classes serve those fields from (`model_specific_data`)
 
     def attr_where(self, attr: str) -> Place:
         return HOST if attr in self.host_attrs else self.where(attr)

@@ -64,6 +64,19 @@ def named_attr_place(key, hints) -> P.Place | None:
         return P.HOST
     return None
 
+
+def entry_place(owner, key, hints) -> P.Place | None:
+    """An entry read by key (`kwargs.pop("grid_thw")`, `mm_kwargs["grid_thw"]`: keyed_place), or
+    off the mapping a carrier class serves its undeclared attributes from (carrier_fields.py):
+    `item.model_specific_data.get("grid_thw")` is `item.grid_thw`. `owner`: the `ast` or `cst`
+    node the entry is read off."""
+    keyed = keyed_place(key, hints)
+    if keyed is not None or not hints.host_maps:
+        return keyed
+    field = getattr(owner, "attr", None)
+    return named_attr_place(key, hints) if getattr(field, "value", field) in hints.host_maps else None
+
+
 # -- builtins ---------------------------------------------------------------------------------
 # Builtins whose result is a Python value (a container's truth value is its length: no sync).
 PY_BUILTINS = frozenset(
