@@ -40,6 +40,7 @@ import re
 
 from .ast_annotations import dotted
 from .memo_keys import changed_field, grown_field, kept_while, looked_up
+from .memo_params import PARAM, module_params, param_memo
 from .modules import ModuleKinds
 
 
@@ -225,18 +226,29 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
             _block(handler.body, local, out, setters)
 
 
-def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset()) -> dict[str, list]:
+def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), aliases: dict | None = None,
+               module_types: tuple = ()) -> dict[str, list]:
     """{method: [(start, end, field, method that fills it or None)]}: the lines of each method
     that fill a memo on `self`; `setters`: methods that store the field their first argument
-    names (library facts `[fields] setters`)."""
+    names (library facts `[fields] setters`). Also, in any function, the lines that fill a field
+    of a parameter declared as a module (`module_types`, names resolved through `aliases`:
+    memo_params.py), marked PARAM."""
     found: dict[str, list] = {}
 
     def walk(body, prefix: str, in_class: bool) -> None:
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 walk(stmt.body, f"{prefix}{stmt.name}.", True)
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and in_class:
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out: list = []
+                held = param_memo(stmt, module_params(stmt, aliases or {}, module_types))
+                if held is not None:
+                    out.append(held)
+                if not in_class:
+                    if out:
+                        local = f"{prefix}{stmt.name}"
+                        found[f"{module}.{local}" if module else local] = out
+                    continue
                 if any((dotted(d) or "").rsplit(".", 1)[-1] == "cached_property" for d in stmt.decorator_list):
                     # `@cached_property`: the body fills the instance's `__dict__` on first read
                     out.append((stmt.body[0].lineno, _end(stmt.body[-1]), stmt.name, None))
@@ -309,7 +321,17 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
     found: dict[str, list] = {}
     for qualname, items in memos.items():
         owner = qualname.rpartition(".")[0]
-        if qualname not in program.functions or owner not in program.classes:
+        if qualname not in program.functions:
+            continue
+        for start, end, field, method in items:
+            if method == PARAM:
+                # the module a function is handed lives across steps (memo_params.py)
+                found.setdefault(program.path_of[qualname], []).append(
+                    (start, end, f"runs once per module: fills `{field}` on first use, and "
+                                 f"`{field.split('.')[0]}` is declared an nn.Module, built with the model, "
+                                 f"so it lives across steps"))
+        items = [item for item in items if item[3] != PARAM]
+        if not items or owner not in program.classes:
             continue
         server = serves(owner)
         if server is None:

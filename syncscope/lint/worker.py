@@ -234,7 +234,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.straight, result.bases, result.spans, result.makes, result.loops = file_loop_facts(tree, module, aliases)
     from .memo import file_memos
 
-    result.memos = file_memos(tree, module, config.library().field_setters)
+    result.memos = file_memos(tree, module, config.library().field_setters, aliases, config.library().module_types)
 
 
 def file_hints(tree, config, text: str):
