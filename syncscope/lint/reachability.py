@@ -440,7 +440,7 @@ class PerStep:
                        f"they name (request intake)")
             elif qualname in self.whole:
                 why = (f"runs once per request, not per step: `{short}` is a module that runs once per request "
-                       f"(an encoder, or built only inside one)")
+                       f"(an encoder, or built only inside one or by an input processor)")
             elif qualname in self.plain:
                 why = (f"runs once per request, not per step: `{short}` is a per-request entry (its class is not an "
                        f"nn.Module) that runs no denoising loop")
