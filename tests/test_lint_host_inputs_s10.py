@@ -79,7 +79,7 @@ def test_a_module_only_an_input_processor_builds_runs_once_per_request(tmp_path)
     run = lint_package(tmp_path, {"features.py": FEATURES, "model.py": MODEL}, include_cold=True)
     found = lines_of(run, "pkg/features.py")
     # VALID (cold): the filterbank's `.item()` (line 9), built only by the feature extractor
-    assert found.get(9) and "once per request" in found[9] and "input processor" in found[9], found
+    assert found.get(9) and "once per request" in found[9] and "built only by input processors" in found[9], found
     # INVALID (stays per step): `Shared`, which the model builds too (line 14)
     assert 14 in found and found[14] is None, found
 

@@ -169,6 +169,11 @@ class ModuleKinds:
         return bool(makers) and None not in makers and \
             all(self.input_processor(m) or self.request_module(m) for m in makers)
 
+    def processor_built(self, cls: str) -> bool:
+        """Every in-tree construction of the class is in a host-side input processor."""
+        makers = self.makers.get(cls, set())
+        return bool(makers) and None not in makers and all(self.input_processor(m) for m in makers)
+
     def input_processor(self, cls: str) -> bool:
         """A host-side input processor: a library base on the class's chain is one (`[roots]
         input-processors`: `class CohereASRFeatureExtractor(SequenceFeatureExtractor)`), so its
