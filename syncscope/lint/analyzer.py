@@ -25,7 +25,7 @@ from .evaluate import ExpressionEvaluator, annotation_where, class_check, elemen
 from .syntax_shapes import plain_type_check as _plain_check
 from .branch_merge import always_exits, keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
 from .imports import dotted, record_import
-from .vocabulary import PASS_THROUGH, decorator_kind
+from .vocabulary import decorator_kind
 
 class ModuleAnalyzer(ExpressionEvaluator):
     """Walks one module's statements (or one function parsed on its own, `run_function`) and
@@ -410,7 +410,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             if name in (test, checked):  # the flag or the value it tested changed
                 del ctx.tensor_tests[test]
         ctx.elements.pop(name, None)
-        if isinstance(value, cst.Call) and ctx.resolve(value.func) in PASS_THROUGH and value.args:
+        if isinstance(value, cst.Call) and is_cast(value):
             items = element_where(value.args[0].value)  # `cast(list[torch.Tensor], batch)`
             if items is not None:
                 ctx.elements[name] = items

@@ -19,7 +19,8 @@ from . import provenance as P
 from .imports import dotted
 from .records import FieldRef
 from .rules.base import Fix, Rule
-from .vocabulary import JOINING_FUNCTIONS, PY_METHODS, SEQUENCE_INPUTS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, TORCH_NON_TENSOR
+from .vocabulary import (JOINING_FUNCTIONS, PY_METHODS, SEQUENCE_INPUTS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
+                         TORCH_NON_TENSOR, pass_through)
 
 # Tensor methods whose result is a boolean mask (see `FunctionContext.is_bool`).
 BOOL_METHODS = frozenset(
@@ -228,6 +229,8 @@ class FunctionContext:
                 node = node.value
             elif isinstance(node, (cst.Comparison, cst.BinaryOperation)):
                 node = node.left  # `lens <= 0`, `lens - 1`: torch does not mix devices in one op
+            elif isinstance(node, cst.Call) and _given_back(node, self) is not None:
+                node = _given_back(node, self)  # `triton.cdiv(helper(x), n)`: where helper's result is
             elif isinstance(node, cst.Call) and _is_module_call(node, self) and _torch_input(node, self) is not None:
                 node = _torch_input(node, self)  # `torch.any(lens <= 0)`: where its input is
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
@@ -391,6 +394,8 @@ def _root_value(node, ctx: FunctionContext | None = None):
     while True:
         if is_cast(node):  # `cast(list[torch.Tensor], counts)` is `counts` itself, retyped
             node = node.args[1].value
+        elif ctx is not None and isinstance(node, cst.Call) and _given_back(node, ctx) is not None:
+            node = _given_back(node, ctx)  # `triton.cdiv(x, n)`: x's data (vocabulary.PASS_THROUGH)
         elif ctx is not None and isinstance(node, cst.Call) and _is_module_call(node, ctx):
             first = _torch_input(node, ctx)
             if first is None:
@@ -424,6 +429,15 @@ def is_cast(node) -> bool:
     return (isinstance(func, cst.Name) and func.value == "cast") or \
         (isinstance(func, cst.Attribute) and func.attr.value == "cast" and isinstance(func.value, cst.Name)
          and func.value.value in ("typing", "t"))
+
+
+def _given_back(node: cst.Call, ctx: FunctionContext) -> cst.BaseExpression | None:
+    """The argument a library call gives back, as it is or by arithmetic that keeps its place
+    (vocabulary.PASS_THROUGH: `triton.cdiv(x, n)` -> `x`), or None."""
+    position = pass_through(ctx.resolve(node.func)) if _is_module_call(node, ctx) else None
+    if position is None or len(node.args) <= position or any(a.keyword or a.star for a in node.args[:position + 1]):
+        return None
+    return node.args[position].value
 
 
 def _is_module_call(node: cst.Call, ctx: FunctionContext) -> bool:

@@ -20,9 +20,10 @@ from .param_items import items_source
 from .syntax_shapes import plain_string as _string, plain_type_check, target_names
 from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
-                         KEYED_READ_METHODS, NEW_TENSOR_METHODS, PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS,
+                         KEYED_READ_METHODS, NEW_TENSOR_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS,
                          PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, annotation_place,
-                         compares_dtypes, element_place, entry_place, factory_place, named_attr_place,
+                         compares_dtypes, element_place, entry_place, factory_place, keyed_place, named_attr_place,
+                         pass_through,
                          torch_gives_python, type_place, CONTAINERS)
 
 class ExpressionEvaluator:
@@ -521,8 +522,8 @@ class ExpressionEvaluator:
             return P.HOST
         if qualname == "getattr" and len(info.args) > 1 and named_attr_place(_string(info.args[1][0]), self.hints):
             return P.HOST  # `getattr(item, "grid_thw", None)` of a carrier object (carrier_fields.py)
-        if qualname in PASS_THROUGH:
-            position = PASS_THROUGH[qualname]
+        position = pass_through(qualname)
+        if position is not None:
             return info.args[position][1] if len(info.args) > position else P.UNKNOWN
         if qualname.startswith(PY_MODULES):
             return P.PY

@@ -20,9 +20,9 @@ from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation, annotated_one
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
-                         JOINING_FUNCTIONS, KEYED_READ_METHODS, PASS_THROUGH, PY_ATTRS, PY_BUILTINS, PY_METHODS,
-                         PY_MODULES, SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
-                         compares_dtypes, decorator_kind, entry_place, factory_place, named_attr_place,
+                         JOINING_FUNCTIONS, KEYED_READ_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES,
+                         SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, compares_dtypes,
+                         decorator_kind, entry_place, factory_place, keyed_place, named_attr_place, pass_through,
                          torch_gives_python)
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
@@ -574,8 +574,8 @@ class _Scope:
             return _UNKNOWN if short in JOINING_FUNCTIONS and joined[0] == P.PY else joined  # tensors, not a list
         if qualname.startswith(HOST_MODULES):
             return _HOST
-        if qualname in PASS_THROUGH:
-            return next((fact for position, _, fact in args if position == PASS_THROUGH[qualname]), _UNKNOWN)
+        if pass_through(qualname) is not None:
+            return next((fact for position, _, fact in args if position == pass_through(qualname)), _UNKNOWN)
         if qualname.startswith(PY_MODULES):
             return _PY
         last = qualname.rsplit(".", 1)[-1]

@@ -48,6 +48,7 @@ class LibraryFacts:
     module_types: tuple
     step_stages: tuple
     request_modules: tuple
+    input_processors: tuple
     request_intake: tuple
     no_dispatch: frozenset
     host_functions: tuple
@@ -140,6 +141,7 @@ _KEYS = {
     ("roots", "module-types"): "module_types",
     ("roots", "step-stages"): "step_stages",
     ("roots", "request-modules"): "request_modules",
+    ("roots", "input-processors"): "input_processors",
     ("roots", "request-intake"): "request_intake",
     ("roots", "no-dispatch"): "no_dispatch",
     ("host", "functions"): "host_functions",
@@ -169,7 +171,7 @@ def load(extra_file: str | None = None, extra_roots: tuple = ()) -> LibraryFacts
             raise LibraryFactsError(f"{path}: unknown keys: {', '.join(sorted(unknown))}")
     merged["hot_roots"].extend(extra_roots)
     ordered = ("hot_roots", "module_methods", "not_module_bases", "module_types", "step_stages", "request_modules",
-               "request_intake", "host_functions")
+               "input_processors", "request_intake", "host_functions")
     facts = LibraryFacts(**{k: (tuple(v) if k in ordered else frozenset(v)) for k, v in merged.items()})
     _LOADED[key] = facts
     return facts

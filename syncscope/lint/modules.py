@@ -57,6 +57,7 @@ class ModuleKinds:
         self.module_types = _pattern(getattr(library, "module_types", ()))
         self.step_stages = _pattern(getattr(library, "step_stages", ()))
         self.request_bases = _pattern(getattr(library, "request_modules", ()))
+        self.input_bases = _pattern(getattr(library, "input_processors", ()))
         self._request: dict[str, bool] = {}
 
     def may_be_module(self, cls: str) -> bool:
@@ -159,13 +160,27 @@ class ModuleKinds:
         return found
 
     def _request_class(self, cls: str) -> bool:
-        if not self.request_bases or not self.may_be_module(cls):
+        if not (self.request_bases or self.input_bases) or not self.may_be_module(cls):
             return False
         makers = self.makers.get(cls, set())
-        if any(self.request_bases.match(klass) for klass in self.program.mro(cls)):
+        if self.request_bases and any(self.request_bases.match(klass) for klass in self.program.mro(cls)):
             # an encoder by its base; unless a module that is not one builds it inside itself
             return all(m is None or not self.may_be_module(m) or self.request_module(m) for m in makers)
-        return bool(makers) and None not in makers and all(self.request_module(m) for m in makers)
+        return bool(makers) and None not in makers and \
+            all(self.input_processor(m) or self.request_module(m) for m in makers)
+
+    def processor_built(self, cls: str) -> bool:
+        """Every in-tree construction of the class is in a host-side input processor."""
+        makers = self.makers.get(cls, set())
+        return bool(makers) and None not in makers and all(self.input_processor(m) for m in makers)
+
+    def input_processor(self, cls: str) -> bool:
+        """A host-side input processor: a library base on the class's chain is one (`[roots]
+        input-processors`: `class CohereASRFeatureExtractor(SequenceFeatureExtractor)`), so its
+        code runs on a request's raw inputs, once per request."""
+        return self.input_bases is not None and any(
+            base is not None and self.program.chase(base, True) is None and self.input_bases.match(base)
+            for klass in self.program.mro(cls) for base in (self.bases.get(klass) or ()))
 
     def request_module_method(self, qualname: str) -> bool:
         """`forward` (a module method) of a module that runs once per request."""

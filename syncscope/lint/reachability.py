@@ -439,8 +439,9 @@ class PerStep:
                 why = (f"runs once per request, not per step: `{short}` takes in new requests or the adapters "
                        f"they name (request intake)")
             elif qualname in self.whole:
-                why = (f"runs once per request, not per step: `{short}` is a module that runs once per request "
-                       f"(an encoder, or built only inside one)")
+                built = "built only by input processors" if self.kinds.processor_built(entry.rpartition(".")[0]) \
+                    else "an encoder, or built only inside one"
+                why = f"runs once per request, not per step: `{short}` is a module that runs once per request ({built})"
             elif qualname in self.plain:
                 why = (f"runs once per request, not per step: `{short}` is a per-request entry (its class is not an "
                        f"nn.Module) that runs no denoising loop")

@@ -116,8 +116,23 @@ HOST_RESULT_FORMATS = frozenset(("pt", "np"))
 HOST_MODULES = ("numpy.", "np.", "array.", "pandas.")  # pandas frames and series are host data
 PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.", "os.", "logging.",
               "time.")
-# Functions that return one of their arguments as it is (its position): `cast(T, x)` is x.
-PASS_THROUGH = {"typing.cast": 1, "typing_extensions.cast": 1}
+# Functions whose result is one of their arguments (its position), as it is or as arithmetic on
+# it that keeps it where it is: `cast(T, x)` is x; Triton's host-side `triton.cdiv(x, n)` is
+# `(x + n - 1) // n`, on x's device when x is a tensor (`triton.cdiv(prepare_lens(cu_seqlens),
+# chunk).tolist()` syncs only where `cu_seqlens` is on the device).
+PASS_THROUGH = {"typing.cast": 1, "typing_extensions.cast": 1, "triton.cdiv": 0}
+
+
+def pass_through(qualname: str | None) -> int | None:
+    """The position of the argument a call of `qualname` gives back (PASS_THROUGH), or None. A
+    library module re-exported under a package (`from vllm.triton_utils import triton`:
+    `vllm.triton_utils.triton.cdiv`) is the module itself."""
+    if not qualname:
+        return None
+    found = PASS_THROUGH.get(qualname)
+    if found is None and qualname.count(".") > 1:
+        found = PASS_THROUGH.get(".".join(qualname.rsplit(".", 2)[-2:]))
+    return found
 
 
 # torch dtypes: a value compared with one (`x == torch.float8_e4m3fn`) is a dtype, and the
