@@ -22,7 +22,7 @@ from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          KEYED_READ_METHODS, NEW_TENSOR_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS,
                          PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, annotation_place,
-                         compares_dtypes, element_place, entry_place, factory_place, keyed_place, named_attr_place,
+                         compares_dtypes, element_place, entry_place, factory_place, named_attr_place,
                          pass_through,
                          torch_gives_python, type_place, CONTAINERS)
 

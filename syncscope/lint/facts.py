@@ -22,7 +22,7 @@ from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          JOINING_FUNCTIONS, KEYED_READ_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES,
                          SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, compares_dtypes,
-                         decorator_kind, entry_place, factory_place, keyed_place, named_attr_place, pass_through,
+                         decorator_kind, entry_place, factory_place, named_attr_place, pass_through,
                          torch_gives_python)
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
