@@ -223,6 +223,9 @@ class FunctionContext:
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                     and not isinstance(node.func.value, cst.Name) and not _self_field(node.func.value, self):
                 node = node.func.value  # a method of a computed value: `helper(x).sum()`
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and isinstance(node.func.value, cst.Name) and node.func.value.value in self.origins:
+                node = node.func.value  # a method of a local computed so: `col = helper(x)[:, 0]; col.min()`
             else:
                 break
         if isinstance(node, cst.Name):
@@ -264,7 +267,10 @@ class FunctionContext:
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None,
                no_fix: str | None = None, needs_device: FieldRef | None = None, needs_vector: bool = False,
-               python_arg: str | None = None) -> None:
+               python_arg: str | None = None, device_of: cst.BaseExpression | None = None) -> None:
+        """`device_of`: the `device=` argument of a copy to a device; when it is a field of the
+        object (`device=self.dev`), the finding is on that field (dropped where the run finds it
+        holds the host's device: engine.py)."""
         if self.passive or self.cold_depth:
             return
         # every finding of a rule that can fix says what its fix changes, or why there is none
@@ -286,6 +292,9 @@ class FunctionContext:
             owner_class = self.classes[-1] if owner == "self" and self.classes else self.types.get(owner)
             if owner_class:
                 field_read = (owner_class, subject.attr.value)
+        if isinstance(device_of, cst.Attribute) and isinstance(device_of.value, cst.Name) \
+                and device_of.value.value == "self" and self.classes:
+            field_read = (self.classes[-1], device_of.attr.value)
         source = self.param_of(subject)
         if isinstance(source, tuple):  # a closure's value: the enclosing function's parameter
             param = source
