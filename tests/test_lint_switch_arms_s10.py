@@ -134,3 +134,29 @@ def test_an_assertion_of_another_value_rules_nothing_out(tmp_path):
 def test_an_assertion_after_the_arm_outside_the_constructor_rules_nothing_out(tmp_path):
     # the method has bound the field before its assertion fails: the object lives on
     assert {25, 32, 34} <= delayer_lines(findings(tmp_path, method="setup"))
+
+
+BATCH = """
+import torch
+
+
+class Batch:
+    def __init__(self, device: str):
+        self.device: str = device
+
+    def positions(self, ids: list):
+        return torch.tensor(ids, dtype=torch.long, device=self.device)
+
+
+def serve(requests):
+    batch = Batch("cuda")
+    while True:
+        for ids in requests:
+            batch.positions(ids)
+"""
+
+
+def test_a_device_field_of_a_python_value_is_no_host_device(tmp_path):
+    # a device field is a Python value (a str): that says nothing of the device it names
+    found = where(lint_package(tmp_path, {"batch.py": BATCH}))
+    assert ("pkg/batch.py", 10, "SYN401") in found

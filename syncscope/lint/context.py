@@ -224,7 +224,8 @@ class FunctionContext:
                     and not isinstance(node.func.value, cst.Name) and not _self_field(node.func.value, self):
                 node = node.func.value  # a method of a computed value: `helper(x).sum()`
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and isinstance(node.func.value, cst.Name) and node.func.value.value in self.origins:
+                    and isinstance(node.func.value, cst.Name) and node.func.value.value in self.origins \
+                    and node.func.attr.value not in ("to", "cuda"):
                 node = node.func.value  # a method of a local computed so: `col = helper(x)[:, 0]; col.min()`
             else:
                 break
@@ -269,8 +270,9 @@ class FunctionContext:
                no_fix: str | None = None, needs_device: FieldRef | None = None, needs_vector: bool = False,
                python_arg: str | None = None, device_of: cst.BaseExpression | None = None) -> None:
         """`device_of`: the `device=` argument of a copy to a device; when it is a field of the
-        object (`device=self.dev`), the finding is on that field (dropped where the run finds it
-        holds the host's device: engine.py)."""
+        object (`device=self.dev`), the finding is on the device that field names, "dev.device"
+        (dropped where the run finds it is the host's: switch_devices.switch_field_hints; a
+        device field is a Python value, so the host hint of the field itself says nothing)."""
         if self.passive or self.cold_depth:
             return
         # every finding of a rule that can fix says what its fix changes, or why there is none
@@ -294,7 +296,7 @@ class FunctionContext:
                 field_read = (owner_class, subject.attr.value)
         if isinstance(device_of, cst.Attribute) and isinstance(device_of.value, cst.Name) \
                 and device_of.value.value == "self" and self.classes:
-            field_read = (self.classes[-1], device_of.attr.value)
+            field_read = (self.classes[-1], device_of.attr.value + ".device")  # the device it names
         source = self.param_of(subject)
         if isinstance(source, tuple):  # a closure's value: the enclosing function's parameter
             param = source

@@ -108,6 +108,7 @@ def _fields(tree: ast.Module, library) -> dict[str, tuple]:
         waits: dict[str, set[str]] = {}  # attr -> switches, for fields built on a switched local
         other: set[str] = set()  # attrs also given something not known to be host data
         through: dict[str, str] = {}  # attr -> the field whose `.device` it is built on
+        naming: set[str] = set()  # device fields bound in arms: "attr.device" names their device
         for method in cls.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -119,6 +120,7 @@ def _fields(tree: ast.Module, library) -> dict[str, tuple]:
                     places = device_locals(method, conditions, library)
                 if "self." + target.attr in places:  # `self.dev = "cpu"` in one arm, a GPU in an arm ruled out
                     waits.setdefault(target.attr, set()).update(places["self." + target.attr])
+                    naming.add(target.attr)
                     continue
                 if isinstance(value, ast.Constant):
                     continue
@@ -135,6 +137,8 @@ def _fields(tree: ast.Module, library) -> dict[str, tuple]:
             if source in waits and attr not in other:
                 waits.setdefault(attr, set()).update(waits[source])
         found.update({f"{cls.name}.{attr}": tuple(sorted(s)) for attr, s in waits.items() if attr not in other})
+        found.update({f"{cls.name}.{attr}.device": found[f"{cls.name}.{attr}"] for attr in naming
+                      if f"{cls.name}.{attr}" in found})
     return found
 
 
