@@ -210,9 +210,11 @@ class FunctionContext:
             return name
         return self.derived.get(name)
 
-    def origin_of(self, node: cst.BaseExpression | None) -> str | None:
+    def origin_of(self, node: cst.BaseExpression | None, read: bool = False) -> str | None:
         """The function (of the linted tree, maybe) whose result a value is computed from:
-        `helper(x)[1:].sum()` and `self.plan(x)` come from `helper` and `plan`."""
+        `helper(x)[1:].sum()` and `self.plan(x)` come from `helper` and `plan`. With `read` (the
+        value a finding reads), a method of a local so computed comes from it too (`col =
+        helper(x)[:, 0]; col.min()`); a local bound to such a method's result gets no origin."""
         while True:
             if isinstance(node, cst.Subscript):
                 node = node.value
@@ -224,7 +226,7 @@ class FunctionContext:
                     and not isinstance(node.func.value, cst.Name) and not _self_field(node.func.value, self):
                 node = node.func.value  # a method of a computed value: `helper(x).sum()`
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and isinstance(node.func.value, cst.Name) and node.func.value.value in self.origins \
+                    and read and isinstance(node.func.value, cst.Name) and node.func.value.value in self.origins \
                     and node.func.attr.value not in ("to", "cuda"):
                 node = node.func.value  # a method of a local computed so: `col = helper(x)[:, 0]; col.min()`
             else:
@@ -286,7 +288,7 @@ class FunctionContext:
         anchors: list[Any] = [node]
         if anchor:
             anchors.append(anchor)
-        origin = self.origin_of(subject)
+        origin = self.origin_of(subject, read=True)
         subject = _root_value(subject, self)
         field_read = None
         if isinstance(subject, cst.Attribute) and isinstance(subject.value, cst.Name):
