@@ -354,7 +354,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             if isinstance(target, (cst.Tuple, cst.List)):
                 origin = ctx.origin_of(value)  # `a, b = helper(x)`: element k of its result
                 for position, element in enumerate(target.elements):
-                    if origin is not None and isinstance(element.value, cst.Name):
+                    if origin is not None and "#" not in origin and isinstance(element.value, cst.Name):
                         ctx.origins[element.value.value] = f"{origin}#{position}"
 
     def bind(self, target: cst.BaseExpression, where: P.Place, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:

@@ -221,9 +221,11 @@ class FunctionContext:
             return name
         return self.derived.get(name)
 
-    def origin_of(self, node: cst.BaseExpression | None) -> str | None:
+    def origin_of(self, node: cst.BaseExpression | None, read: bool = False) -> str | None:
         """The function (of the linted tree, maybe) whose result a value is computed from:
-        `helper(x)[1:].sum()` and `self.plan(x)` come from `helper` and `plan`."""
+        `helper(x)[1:].sum()` and `self.plan(x)` come from `helper` and `plan`. With `read` (the
+        value a finding reads), a method of a local so computed comes from it too (`col =
+        helper(x)[:, 0]; col.min()`); a local bound to such a method's result gets no origin."""
         while True:
             if isinstance(node, cst.Subscript):
                 node = node.value
@@ -236,6 +238,10 @@ class FunctionContext:
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
                     and not isinstance(node.func.value, cst.Name) and not _self_field(node.func.value, self):
                 node = node.func.value  # a method of a computed value: `helper(x).sum()`
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and read and isinstance(node.func.value, cst.Name) and node.func.value.value in self.origins \
+                    and node.func.attr.value not in ("to", "cuda"):
+                node = node.func.value  # a method of a local computed so: `col = helper(x)[:, 0]; col.min()`
             else:
                 break
         if isinstance(node, cst.Name):
@@ -277,7 +283,11 @@ class FunctionContext:
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, anchor: str | None = None,
                subject: cst.BaseExpression | None = None, fix: Fix | None = None,
                no_fix: str | None = None, needs_device: FieldRef | None = None, needs_vector: bool = False,
-               python_arg: str | None = None) -> None:
+               python_arg: str | None = None, device_of: cst.BaseExpression | None = None) -> None:
+        """`device_of`: the `device=` argument of a copy to a device; when it is a field of the
+        object (`device=self.dev`), the finding is on the device that field names, "dev.device"
+        (dropped where the run finds it is the host's: switch_devices.switch_field_hints; a
+        device field is a Python value, so the host hint of the field itself says nothing)."""
         if self.passive or self.cold_depth:
             return
         # every finding of a rule that can fix says what its fix changes, or why there is none
@@ -291,7 +301,7 @@ class FunctionContext:
         anchors: list[Any] = [node]
         if anchor:
             anchors.append(anchor)
-        origin = self.origin_of(subject)
+        origin = self.origin_of(subject, read=True)
         subject = _root_value(subject, self)
         field_read = None
         if isinstance(subject, cst.Attribute) and isinstance(subject.value, cst.Name):
@@ -299,6 +309,9 @@ class FunctionContext:
             owner_class = self.classes[-1] if owner == "self" and self.classes else self.types.get(owner)
             if owner_class:
                 field_read = (owner_class, subject.attr.value)
+        if isinstance(device_of, cst.Attribute) and isinstance(device_of.value, cst.Name) \
+                and device_of.value.value == "self" and self.classes:
+            field_read = (self.classes[-1], device_of.attr.value + ".device")  # the device it names
         source = self.param_of(subject)
         if isinstance(source, tuple):  # a closure's value: the enclosing function's parameter
             param = source

@@ -45,7 +45,7 @@ _DECLARED = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]*)[ \t]*=[ \t]*([A-Za-z_][\w.]*)\
 _OFF_LITERALS = (None, False, 0, "")
 # a local given the host's device (`device = "cpu"`, `dev = torch.device("cpu")`): the files
 # `_fields` reads (a local no such line binds is never the host here)
-_HOST_LOCAL = re.compile(r"""^[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*(?:torch\.device\()?["']cpu""", re.MULTILINE)
+_HOST_LOCAL = re.compile(r"""^[ \t]*(?:self\.)?[A-Za-z_]\w*[ \t]*=[ \t]*(?:torch\.device\()?["']cpu""", re.MULTILINE)
 
 
 def switch_facts(tree: ast.Module, text: str, library) -> tuple:
@@ -108,26 +108,37 @@ def _fields(tree: ast.Module, library) -> dict[str, tuple]:
         waits: dict[str, set[str]] = {}  # attr -> switches, for fields built on a switched local
         other: set[str] = set()  # attrs also given something not known to be host data
         through: dict[str, str] = {}  # attr -> the field whose `.device` it is built on
+        naming: set[str] = set()  # device fields bound in arms: "attr.device" names their device
         for method in cls.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            places = None  # the method's device locals, once a field is built on a local
+            places = None  # the method's device locals and fields bound in its arms
             for target, value, _ in assignments(method):
-                if not _is_self_attribute(target) or value is None or isinstance(value, ast.Constant):
+                if not _is_self_attribute(target) or value is None:
+                    continue
+                if places is None:
+                    places = device_locals(method, conditions, library)
+                if "self." + target.attr in places:  # `self.dev = "cpu"` in one arm, a GPU in an arm ruled out
+                    waits.setdefault(target.attr, set()).update(places["self." + target.attr])
+                    naming.add(target.attr)
+                    continue
+                if isinstance(value, ast.Constant):
                     continue
                 device = _device_keyword(value)
-                if isinstance(device, ast.Name) and places is None:
-                    places = device_locals(method, conditions, library)
                 if isinstance(device, ast.Name) and device.id in places:
                     waits.setdefault(target.attr, set()).update(places[device.id])
                 elif isinstance(device, ast.Attribute) and device.attr == "device" and _is_self_attribute(device.value):
                     through[target.attr] = device.value.attr
+                elif _is_self_attribute(device):  # `device=self.dev`, a device field
+                    through[target.attr] = device.attr
                 elif _from_value(value) != P.HOST:
                     other.add(target.attr)
         for attr, source in through.items():
             if source in waits and attr not in other:
                 waits.setdefault(attr, set()).update(waits[source])
         found.update({f"{cls.name}.{attr}": tuple(sorted(s)) for attr, s in waits.items() if attr not in other})
+        found.update({f"{cls.name}.{attr}.device": found[f"{cls.name}.{attr}"] for attr in naming
+                      if f"{cls.name}.{attr}" in found})
     return found
 
 
@@ -145,9 +156,11 @@ def _device_keyword(value) -> ast.AST | None:
 
 def device_locals(function, conditions, library) -> dict[str, frozenset]:
     """Locals of `function` that hold the host's device under the default configuration: name ->
-    the environment switches that must stay off (empty: the host on CUDA whatever is set)."""
-    bindings: dict[str, list] = {}  # name -> [(value, tests that hold where it is bound)]
+    the environment switches that must stay off (empty: the host on CUDA whatever is set). Fields
+    the method binds the same way come as "self.attr"."""
+    bindings: dict[str, list] = {}  # name -> [(value, tests that hold where it is bound, top index)]
     spoiled: set[str] = set()
+    asserted: dict[str, tuple] = {}  # ast.dump(E) -> (truth, top index) of a top-level `assert [not] E`
     args = function.args
     spoiled.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
@@ -155,20 +168,34 @@ def device_locals(function, conditions, library) -> dict[str, frozenset]:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
                 spoiled.add(sub.id)
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, (ast.Store, ast.Del)) \
+                    and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                spoiled.add("self." + sub.attr)
             elif isinstance(sub, ast.alias):
                 spoiled.add((sub.asname or sub.name).split(".")[0])
             elif isinstance(sub, (ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
                 spoiled.add(getattr(sub, "name", None) or getattr(sub, "rest", None) or "")
 
-    def walk(body: list, held: tuple) -> None:
-        for stmt in body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                bindings.setdefault(stmt.targets[0].id, []).append((stmt.value, held))
+    def walk(body: list, held: tuple, top: int | None = None) -> None:
+        for index, stmt in enumerate(body):
+            at = index if top is None else top
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+            if isinstance(target, ast.Name):
+                bindings.setdefault(target.id, []).append((stmt.value, held, at))
                 spoil(stmt.value)  # a walrus inside
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                bindings.setdefault("self." + target.attr, []).append((stmt.value, held, at))
+                spoil(stmt.value)
             elif isinstance(stmt, ast.If):
                 spoil(stmt.test)
-                walk(stmt.body, held + ((stmt.test, True),))
-                walk(stmt.orelse, held + ((stmt.test, False),))
+                walk(stmt.body, held + ((stmt.test, True),), at)
+                walk(stmt.orelse, held + ((stmt.test, False),), at)
+            elif isinstance(stmt, ast.Assert) and top is None:
+                spoil(stmt.test)
+                test, truth = stmt.test, True
+                while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                    test, truth = test.operand, not truth
+                asserted[ast.dump(test)] = (truth, index)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 spoiled.add(stmt.name)
             else:
@@ -187,23 +214,28 @@ def device_locals(function, conditions, library) -> dict[str, frozenset]:
                 for case in getattr(stmt, "cases", ()):
                     spoil(case.pattern)
                 for block in blocks:
-                    walk(block, held)
+                    walk(block, held, at)
 
     walk(function.body, ())
+    # a local bound once, at the top level, stands for its value in a test (`if use_gpu:`)
+    single = {name: bound[0] for name, bound in bindings.items()
+              if name not in spoiled and len(bound) == 1 and not bound[0][1] and "." not in name}
+    whole = function.name == "__init__"  # an assertion anywhere in it: no object exists otherwise
     found: dict[str, frozenset] = {}
     for name, bound in bindings.items():
         if name in spoiled:
             continue
         switches: set[str] = set()
         hosted = False  # a local bound only in arms that never run is no device at all
-        for value, held in bound:
+        for value, held, at in bound:
             place = _literal_device(value)
             if place == P.HOST:
                 hosted = True
                 continue
-            if place is None:
-                break  # not a device literal: the local is no device we can name
-            ruled = _ruled_out(held, conditions, library)
+            # any other value (a literal or not) only in an arm the default configuration rules out
+            facts = {key: truth for key, (truth, index) in asserted.items() if whole or index < at}
+            known = _Known({n: v for n, (v, _, i) in single.items() if i < at}, facts)
+            ruled = _ruled_out(held, conditions, library, known)
             if ruled is None:
                 break
             switches.update(ruled)
@@ -224,18 +256,51 @@ def _literal_device(value) -> int | None:
     return None
 
 
-def _ruled_out(held: tuple, conditions, library) -> frozenset | None:
-    """The switches that must be on for the arm to run (empty: it never runs on CUDA), or None
-    when nothing rules it out under the default configuration."""
+class _Known:
+    """What a function states around its arms: locals bound once before (name -> value) and the
+    values its assertions fix (ast.dump -> truth)."""
+
+    def __init__(self, values: dict, asserted: dict):
+        self.values = values
+        self.asserted = asserted
+
+
+def _ruled_out(held: tuple, conditions, library, known: _Known) -> frozenset | None:
+    """The switches that must be on for the arm to run (empty: it never runs on CUDA, or only
+    where an assertion fails), or None when nothing rules it out under the default configuration."""
     for test, holds in held:
         value, _ = conditions.evaluate(test)
         if value is not None and value != holds:
             return frozenset()  # `if is_npu():` on a CUDA GPU
     for test, holds in held:
-        if holds:
-            switch = _env_switch(test, library)
-            if switch is not None:
-                return frozenset((switch,))
+        needs = _needs(test, holds, library, known, 0)
+        if needs is not None:
+            return needs
+    return None
+
+
+def _needs(test, holds: bool, library, known: _Known, depth: int) -> frozenset | None:
+    """The environment switches that must be on for `test` to come out `holds`: an `or` that must
+    hold needs some part on, so every part must be ruled out (an `and` that must fail likewise);
+    a part the function asserts the other way needs nothing (it never comes out so); a local bound
+    once stands for its value. None: the default configuration does not rule it out."""
+    if depth > 4:
+        return None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _needs(test.operand, not holds, library, known, depth + 1)
+    truth = known.asserted.get(ast.dump(test))
+    if truth is not None and truth != holds:
+        return frozenset()
+    if isinstance(test, ast.Name) and test.id in known.values:
+        return _needs(known.values[test.id], holds, library, known, depth + 1)
+    if isinstance(test, ast.BoolOp):
+        parts = [_needs(v, holds, library, known, depth + 1) for v in test.values]
+        if isinstance(test.op, ast.Or) == holds:  # every part must be ruled out
+            return None if any(p is None for p in parts) else frozenset().union(*parts)
+        return next((p for p in parts if p is not None), None)
+    if holds:
+        switch = _env_switch(test, library)
+        return None if switch is None else frozenset((switch,))
     return None
 
 

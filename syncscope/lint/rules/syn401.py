@@ -58,7 +58,7 @@ class TensorFromHostDataOnDevice(Rule):
             self, call.node,
             f"`{show(call.node.func, ctx)}(..., device={show(device, ctx)})` copies host data with a "
             "blocking copy (build it in pinned memory and copy with non_blocking=True)",
-            anchor=show(call.node.func, ctx) + "(",
+            anchor=show(call.node.func, ctx) + "(", device_of=device,
             fix=Fix("unsafe", "build in pinned memory, copy with non_blocking=True", lambda: (call.node, _pinned(call.node))),
         )
 
