@@ -145,7 +145,8 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
             facts_only = not triggers.search(data)
             run.skipped += facts_only
             todo.append((absolute, rel, module, is_package, digest, stamp, facts_only, frozenset()))
-            ahead[module] = configs_ahead(data, module, is_package)
+            if b"Processor" in data or b"FieldConfig" in data:  # else file_field_configs finds none
+                ahead[module] = configs_ahead(_text(data), module, is_package)
     run.parsed = len(todo) - sum(1 for t in todo if t[6])
     todo = _inheriting_ahead(todo, ahead, results, digests)
 
