@@ -68,12 +68,12 @@ def capture_only_roots(walk) -> set[str]:
         cls, _, short = qualname.rpartition(".")
         if short in CALLED_BY_MODULE or cls not in program.classes or not walk.is_root(qualname):
             continue
+        if not any(walk.imports.knows(module, cls, owner) for module, owner in captured.get(short, ())):
+            continue  # first: few names have a call under a capture test
         used = list(resolved.get(qualname, ()))
         facts = program.functions[qualname]
         used += [(path, line) for path, line, module, owner, shape in unresolved.get(short, ())
                  if walk.imports.knows(module, cls, owner) and (shape is None or binds(facts, shape))]
-        if not any(walk.imports.knows(module, cls, owner) for module, owner in captured.get(short, ())):
-            continue
         if all(capture_reason(walk.line_cold(path, line)) for path, line in used):
             found.add(qualname)
     return found

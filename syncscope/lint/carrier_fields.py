@@ -32,10 +32,13 @@ from __future__ import annotations
 import ast
 
 from . import provenance as P
+from .nodewalk import nodes_breadth_first
 
 _CONTAINERS = frozenset("List list Sequence Iterable Tuple tuple Set set Collection".split())
 _KEYED_SETTERS = frozenset(("set", "__setitem__", "__setattr__"))
 MAPPING = "["  # a carrier's mapping (`model_specific_data`) among the ".name" attributes passed on
+# the nodes _function reads (Subscript: `item.M["K"]` entries, _mapped)
+_READ = frozenset({ast.For, ast.AsyncFor, ast.comprehension, ast.Assign, ast.Call, ast.Attribute, ast.Subscript})
 
 
 def carrier_facts(tree: ast.Module, text: str) -> dict | None:
@@ -154,7 +157,7 @@ def _function(function, found: dict) -> None:
     if not lists and not any(isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
                              and (_short(s.value.func) or "")[:1].isupper() for s in function.body):
         return  # no list of objects and no object built here: most functions, left unwalked
-    nodes = list(ast.walk(function))
+    nodes = nodes_breadth_first(function, _READ)  # in ast.walk's order: the first class seen is kept
     for node in nodes:  # what names hold: items of a typed list, objects a constructor builds
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.target, ast.Name) \
                 and isinstance(node.iter, ast.Name) and node.iter.id in lists:

@@ -13,7 +13,7 @@ import ast
 import weakref
 
 from . import provenance as P
-from .nodewalk import own_nodes
+from .nodewalk import nodes_breadth_first, own_nodes
 from .vocabulary import HOST_RESULT_METHODS, HOST_RESULT_WORDS, PLAIN_VALUE_TYPES, TORCH_SIZED_FACTORIES
 
 
@@ -272,15 +272,17 @@ def declared_fields(tree, is_config) -> set[str]:
     return names
 
 
+_FUNCTIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
+_REFILLING = frozenset({ast.Dict, ast.Call, ast.Assign})  # where _refilled_on_the_device finds a key refilled
+
+
 def _refilled_on_the_device(tree, names: set[str]) -> set[str]:
     """The declared host-only fields the module itself refills with device data under the same
     key: vLLM's Kimi-VL selects items for its encoder CUDA graph as `{"image_grid_hws":
     selected_grid}` with `selected_grid = torch.tensor(..., device=pixel_values.device)`, so a
     read of that key may see either; such a field is not host data anywhere in the module."""
     refilled: set[str] = set()
-    for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for function in nodes_breadth_first(tree, _FUNCTIONS):
         local: dict[str, object] = {}
         for stmt in function_statements(function):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -291,7 +293,7 @@ def _refilled_on_the_device(tree, names: set[str]) -> set[str]:
                 return local.get(value.id) == P.DEVICE
             return _literal_or_value(value) == P.DEVICE
 
-        for node in ast.walk(function):
+        for node in nodes_breadth_first(function, _REFILLING):
             if isinstance(node, ast.Dict):
                 refilled.update(k.value for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)
                                 and k.value in names and device(v))

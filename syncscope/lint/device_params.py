@@ -23,6 +23,10 @@ from __future__ import annotations
 
 import ast
 
+from .nodewalk import nodes_breadth_first
+
+_CALL = frozenset({ast.Call})
+
 # module-level constructors that make a host tensor or array from host data: no sync of their own
 # (not `torch.tensor` / `torch.as_tensor`: given a CUDA tensor they keep it there)
 _HOST_BUILDERS = frozenset({"from_numpy", "asarray", "array", "frombuffer"})
@@ -68,7 +72,7 @@ def _statements(body):
 def _moved_to_param(value, params: frozenset[str]) -> str | None:
     """The parameter `value` (an expression) is copied to by its only call that is no host
     builder: `torch.from_numpy(a).to(device)`. None otherwise."""
-    calls = [node for node in ast.walk(value) if isinstance(node, ast.Call)]
+    calls = nodes_breadth_first(value, _CALL)
     moves = [call for call in calls if not _host_builder(call)]
     if len(moves) != 1:
         return None

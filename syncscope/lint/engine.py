@@ -16,6 +16,7 @@ from ..site import Site, with_occurrences
 from .cache import FACT_FIELDS, Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
+from .field_configs import configs_ahead
 from .interning import Interner
 from .lineshift import line_map, shift_solution
 from .classinfo import VECTOR
@@ -103,6 +104,7 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
     results: dict[str, RawResult] = {}
     digests: dict[str, str] = {}  # the whole-program pass's input, for its cache
     todo: list[tuple] = []  # (absolute, rel, module, is_package, digest, stamp, facts only, inherited fields)
+    ahead: dict[str, object] = {}  # module -> its field configs, read before the analysis
     for absolute, rel in files:
         run.abs_paths[rel] = absolute
         try:
@@ -143,7 +145,10 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
             facts_only = not triggers.search(data)
             run.skipped += facts_only
             todo.append((absolute, rel, module, is_package, digest, stamp, facts_only, frozenset()))
+            if b"Processor" in data or b"FieldConfig" in data:  # else file_field_configs finds none
+                ahead[module] = configs_ahead(_text(data), module, is_package)
     run.parsed = len(todo) - sum(1 for t in todo if t[6])
+    todo = _inheriting_ahead(todo, ahead, results, digests)
 
     # one object per equal name across the workers' results (interning.py): on whole vLLM the
     # parent holds them beside the workers, the run's peak
@@ -219,11 +224,33 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
     return run
 
 
+def _inheriting_ahead(todo: list, ahead: dict, results: dict, digests: dict) -> list:
+    """The tasks, those of files that inherit host-only fields (field_configs.py) given them
+    and the digest `_walk_inheritors_again` would give them: such a file is then walked once.
+    Files without torch code are left to that second walk (a first walk reads their facts only)."""
+    from .field_configs import inherited_fields
+
+    configs = {r.module: r.field_configs for r in results.values() if r.module and r.field_configs is not None}
+    configs.update((module, found) for module, found in ahead.items() if found is not None)
+    inherited = inherited_fields(configs) if configs else {}
+    tasks = []
+    for task in todo:
+        fields = inherited.get(task[2])
+        if fields and not task[6]:
+            digest = task[4] + "+" + ",".join(sorted(fields))
+            digests[task[1]] = digest
+            task = task[:4] + (digest,) + task[5:7] + (fields,)
+        tasks.append(task)
+    return tasks
+
+
 def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, config: LintConfig, jobs, run) -> None:
     """Walk again the files that use another module's multimodal processor, with the fields
     that processor keeps on the CPU as host-only keys (field_configs.py): the per-file walk
     cannot see a declaration in another file. Only files whose inherited fields differ from
-    those their result was made with are walked (a few dozen on vLLM, none on a warm cache);
+    those their result was made with are walked (none on vLLM once `_inheriting_ahead` gave the
+    61 inheriting models theirs; the carrier attributes, and any forecast it got wrong, are
+    found here; none on a warm cache);
     the digest the result is cached under names the fields, so the whole-program pass's cache
     key changes with them."""
     from .field_configs import inherited_fields

@@ -12,8 +12,11 @@ the declaration is in the other file, which the per-file walk never sees.
 So each file records, cheaply and syntactically, what it declares and which classes it builds on
 (`file_field_configs`); once every file is read, the run works out which modules use a processor
 class of another module (`inherited_fields`) and walks those few files once more with the
-inherited names as host-only keys (engine.py). A name the module itself declares with a field
-config that is not kept on the CPU stays its own: an override wins.
+inherited names as host-only keys (engine.py). A cold run reads the configs ahead of the
+analysis (`configs_ahead`: an `ast` parse of the files that name a processor or field config,
+432 of vLLM's) and gives each inheriting file its fields on its first walk: the second walk of
+vLLM's 61 inheriting model files was a tenth of a cold run's time. A name the module itself
+declares with a field config that is not kept on the CPU stays its own: an override wins.
 """
 
 from __future__ import annotations
@@ -62,6 +65,20 @@ def file_field_configs(tree, module: str, aliases: dict[str, str], text: str) ->
             bases.append((qualified, named))
     imported = frozenset(v for v in aliases.values() if not v.startswith(module + "."))
     return FieldConfigs(kept, frozenset(plain - kept), frozenset(processors), tuple(bases), imported)
+
+
+def configs_ahead(text: str, module: str, is_package: bool) -> FieldConfigs | None:
+    """`file_field_configs` of a file not analyzed yet: the engine works out before the
+    analysis which modules inherit fields, so those are walked once, with them, instead of
+    twice. Only a forecast: the engine still compares it with what the analysis found, and
+    walks again any file it got wrong."""
+    from .imports import aliases_from_ast
+
+    try:
+        tree = ast.parse(text)
+    except Exception:  # invalid: the analysis reports it, with no configs either
+        return None
+    return file_field_configs(tree, module, aliases_from_ast(tree, module, is_package), text)
 
 
 def _field_config(value) -> bool:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ast
 
+from .nodewalk import nodes_breadth_first
+
 
 def carried_keys(tree, fields: set[str] | frozenset[str]) -> set[str]:
     """Keys a class of the module is built with (`Inputs(num_chunks=audio_num_chunks)`) that
@@ -31,14 +33,18 @@ def carried_keys(tree, fields: set[str] | frozenset[str]) -> set[str]:
     read straight from the keyword arguments (`kwargs.pop("audio_num_chunks")`)."""
     carried: set[str] = set()
     other: set[str] = set()
+    # one walk of the module for every reading below (a walk of a big model file costs about
+    # as much as the rest of this module's work)
+    nodes = nodes_breadth_first(tree, _READ)
+    assignments = [node for node in nodes if type(node) is not ast.Call]
     # a local named for a field but given something else somewhere in the module
     # (`audio_num_chunks = audio_num_chunks.to(device)`) may be a device copy; a local only ever
     # given a field read (`num_pooled_patches = kwargs.pop("image_num_pooled_patches")`) is the field
     declared = fields
-    fields = (set(fields) | _field_locals(tree, fields)) - _rebound(tree, fields)
-    built = _host_built_locals(tree)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not _class_like(node.func):
+    fields = (set(fields) | _field_locals(assignments, fields)) - _rebound(assignments)
+    built = _host_built_locals(assignments)
+    for node in nodes:
+        if type(node) is not ast.Call or not _class_like(node.func):
             continue
         for keyword in node.keywords:
             if keyword.arg is None or keyword.arg in declared:
@@ -49,6 +55,9 @@ def carried_keys(tree, fields: set[str] | frozenset[str]) -> set[str]:
             (carried if host else other).add(keyword.arg)
     return carried - other
 
+
+_CALL = frozenset({ast.Call})
+_READ = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.AugAssign})  # what carried_keys reads
 
 _DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})  # keep the device of a tensor given
 _LIST_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp)
@@ -72,22 +81,21 @@ def _host_built(value, built) -> bool:
     return isinstance(data, _LIST_DISPLAYS) or (isinstance(data, ast.Name) and data.id in built["lists"])
 
 
-def _bindings(tree):
-    """(assignment, target, name) for each name an assignment of the module binds, also inside
-    a tuple target."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        yield node, target, name
+def _bindings(assignments):
+    """(assignment, target, name) for each name the module's assignments bind, also inside a
+    tuple target."""
+    for node in assignments:
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    yield node, target, name
 
 
-def _host_built_locals(tree) -> dict[str, set[str]]:
+def _host_built_locals(assignments) -> dict[str, set[str]]:
     """Names every assignment in the module binds to a list display ("lists"), then names every
     assignment binds to a host build ("")."""
     kinds: dict[str, set] = {}
-    bindings = list(_bindings(tree))
+    bindings = list(_bindings(assignments))
     for node, target, name in bindings:
         kinds.setdefault(name.id, set()).add(
             "list" if node.value is not None and target is name and not isinstance(node, ast.AugAssign)
@@ -117,28 +125,26 @@ def _field_value(value, fields) -> bool:
     return False
 
 
-def _field_locals(tree, fields) -> set[str]:
+def _field_locals(assignments, fields) -> set[str]:
     """Locals that some assignment gives a field read; `_rebound` takes out those also given a
     copy to the device."""
-    return {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _field_value(node.value, fields)
+    return {target.id for node in assignments if isinstance(node, ast.Assign) and _field_value(node.value, fields)
             for target in node.targets if isinstance(target, ast.Name)}
 
 
-def _rebound(tree, fields) -> set[str]:
+def _rebound(assignments) -> set[str]:
     """Names that some assignment gives a value that may live on the device: a `.to(...)` /
     `.cuda()` copy, a call naming `device=` or an `h2d` helper (`async_tensor_h2d(x, dev)`).
     Host and Python rebinds (`image_num_patches = image_num_patches.tolist()`) keep the name."""
     rebound: set[str] = set()
-    for node in ast.walk(tree):
+    for node in assignments:
         if isinstance(node, ast.Assign) and _may_be_on_the_device(node.value):
             rebound.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return rebound
 
 
 def _may_be_on_the_device(value) -> bool:
-    for node in ast.walk(value):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in nodes_breadth_first(value, _CALL):
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         if name in ("to", "cuda") or "h2d" in name or "device" in name \
                 or any(k.arg == "device" for k in node.keywords):

@@ -40,7 +40,11 @@ import ast
 import weakref
 
 from .classinfo import module_statements
-from .nodewalk import code_fields
+from .nodewalk import code_fields, nodes_breadth_first
+
+# the nodes read off a store's target or a test (nodewalk.py: cheaper than `ast.walk`)
+_ATTRIBUTE = frozenset({ast.Attribute})
+_NAME = frozenset({ast.Name})
 
 
 def _self_attr(node) -> str | None:
@@ -88,7 +92,7 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
         for node in _statements(method.body):
             for target in _targets(node):
                 # tuple targets and augmented stores hold values no single test decides
-                for inner in ast.walk(target):
+                for inner in nodes_breadth_first(target, _ATTRIBUTE):
                     name = _self_attr(inner)
                     if name is None:
                         continue
@@ -111,8 +115,8 @@ def foreign_stores(tree: ast.Module) -> frozenset:
     names = set()
     for node in module_statements(tree):
         for target in _targets(node):
-            for inner in ast.walk(target):
-                if isinstance(inner, ast.Attribute) and _self_attr(inner) is None:
+            for inner in nodes_breadth_first(target, _ATTRIBUTE):
+                if _self_attr(inner) is None:
                     names.add(inner.attr)
     return frozenset(names)
 
@@ -144,7 +148,7 @@ def _tested_locals(function) -> dict[str, ast.expr]:
             stores.setdefault(getattr(node, "name", ""), []).append(None)
             continue
         if kind in _TESTED:
-            wanted.update(n.id for n in ast.walk(node.test) if type(n) is ast.Name)
+            wanted.update(n.id for n in nodes_breadth_first(node.test, _NAME))
         elif kind is ast.Call:
             wanted.update(a.id for a in node.args if type(a) is ast.Name)
             wanted.update(k.value.id for k in node.keywords if type(k.value) is ast.Name)
@@ -201,7 +205,7 @@ def module_globals(tree: ast.Module, evaluate) -> dict[str, tuple[bool, str]]:
             for target in _targets(stmt) + [getattr(stmt, "target", None)] + \
                     [item.optional_vars for item in getattr(stmt, "items", ())]:
                 if target is not None and bound.keys():
-                    others.update(n.id for n in ast.walk(target) if type(n) is ast.Name and bound.get(n.id) is not stmt)
+                    others.update(n.id for n in nodes_breadth_first(target, _NAME) if bound.get(n.id) is not stmt)
     found = {}
     for name, stmt in bound.items():
         if name in others:
