@@ -50,8 +50,9 @@ def carrier_facts(tree: ast.Module, text: str) -> dict | None:
                     isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__" for s in cls.body):
                 classes[cls.name] = _declared(cls)
     found: dict[str, dict[str, set]] = {"moved": {}, "device": {}, "keys": {}, "holds": {}, "maps": {}}
-    for cls in (c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name in classes):
-        found["maps"][cls.name] = _mappings(cls)
+    if classes:  # most files have none: no second walk of the module
+        for cls in (c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name in classes):
+            found["maps"][cls.name] = _mappings(cls)
     for function in _functions(tree):
         _function(function, found)
     for cls in (s for s in tree.body if isinstance(s, ast.ClassDef)):
