@@ -25,6 +25,7 @@ from .evaluate import ExpressionEvaluator, annotation_where, class_check, elemen
 from .syntax_shapes import plain_type_check as _plain_check
 from .branch_merge import always_exits, keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
 from .imports import dotted, record_import
+from .place_tests import host_test
 from .vocabulary import decorator_kind
 
 class ModuleAnalyzer(ExpressionEvaluator):
@@ -205,6 +206,10 @@ class ModuleAnalyzer(ExpressionEvaluator):
             if checked is not None and negated:
                 ctx.env[checked] = P.PY  # `if not isinstance(x, torch.Tensor):` x is no tensor here
             plain, plain_negated = _plain_check(stmt.test) if active else (None, False)  # its `not`: the else
+            on_host, host_if_true = host_test(stmt.test) if active else (None, False)
+            on_host = on_host if on_host in ctx.env else None  # both arms must bind it to merge
+            if on_host is not None and host_if_true:
+                ctx.env[on_host] = P.HOST  # `if x.is_cpu:` x is host data here
             narrowed = class_check(stmt.test) if active else None
             if narrowed is not None:  # `elif isinstance(cu_seqlens, SingletonCache):` no tensor here
                 ctx.env[narrowed[0]] = narrowed[1]
@@ -233,6 +238,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     ctx.env[checked] = P.PY  # the `else` of `if isinstance(x, torch.Tensor):`
                 if plain is not None and plain_negated:
                     narrow_plain(ctx, plain)  # the `else` of `if not isinstance(x, list):`
+                if on_host is not None and not host_if_true:
+                    ctx.env[on_host] = P.HOST  # the `else` of `if not x.is_cpu:` / `if x.is_cuda:`
             if isinstance(stmt.orelse, cst.If):
                 self.visit_stmt(stmt.orelse, ctx)
             elif isinstance(stmt.orelse, cst.Else):
