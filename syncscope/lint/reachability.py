@@ -550,4 +550,8 @@ def intake_calls_removed(program, edges: dict, library) -> dict:
     intake = _root_pattern(getattr(library, "request_intake", ())) if library is not None else None
     if intake is None:
         return edges
-    return {caller: [e for e in out if not _matches(intake, e[1], program.classes)] for caller, out in edges.items()}
+    kept_edges = {}
+    for caller, out in edges.items():
+        kept = [e for e in out if not _matches(intake, e[1], program.classes)]
+        kept_edges[caller] = kept if len(kept) < len(out) else out  # one list, not two, where none goes
+    return kept_edges
