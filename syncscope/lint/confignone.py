@@ -475,11 +475,15 @@ class NoneConfig:
     def _callees(self, path: str, line: int, column: int) -> list:
         """[(target, its path)] of the resolved call at (line, column) of `path`."""
         if self._targets is None:
+            # tuples, not sets: one per call in the tree (a set each, with its key: ~16 MB on whole vLLM)
             self._targets = {}
             for caller, out in self.edges.items():
                 where = self.program.path_of.get(caller)
                 for call, target, _ in out:
-                    self._targets.setdefault((where, call.line, call.column), set()).add(target)
+                    at = (where, call.line, call.column)
+                    found = self._targets.get(at, ())
+                    if target not in found:
+                        self._targets[at] = found + (target,)
         return [(t, self.program.path_of.get(t)) for t in sorted(self._targets.get((path, line, column), ()))]
 
 

@@ -7,11 +7,19 @@ qualified functions, parameters, line numbers above 256). On whole vLLM 0.33.0 t
 whole run. `Interner.result` rebuilds a result's containers around one shared object per value.
 Values are equal before and after, and a container the result held twice (a fact kept in two
 places) is still one object after, so nothing that reads or changes them can tell.
+
+Plain tuples of names, whole numbers and None (and of such tuples) are shared the same way:
+(`("f", "torch.cat")`, `(0, None)`, a line range): 1.8 million tuples on whole vLLM, many of
+them equal. Only those: a tuple holding `1.0`, `True` or an `IntEnum` member is equal to one
+holding `1`, so sharing them could hand a reader the other type. Tuples cannot change, so a
+shared one cannot be told from a copy.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
+
+_ATOMS = frozenset({str, int, type(None)})  # exact types: `bool` and `IntEnum` are subclasses of int
 
 
 class Interner:
@@ -22,6 +30,8 @@ class Interner:
         self.strings: dict[str, str] = {}
         self.ints: dict[int, int] = {}
         self.frozensets: dict[frozenset, frozenset] = {}
+        self.tuples: dict[tuple, tuple] = {}  # only the shareable ones (module docstring)
+        self.shared: set[int] = set()  # their ids: a tuple that holds a list cannot be looked up
 
     def result(self, result, names=None):
         """Intern the fields `names` (default: every field) of a RawResult in place; returns it."""
@@ -45,6 +55,9 @@ class Interner:
             return found
         if kind is tuple:
             new = tuple([self.value(item, done) for item in value]) if value else value
+            if all(type(item) in _ATOMS or id(item) in self.shared for item in new):
+                new = self.tuples.setdefault(new, new)
+                self.shared.add(id(new))
         elif kind is dict:
             new = {self.value(key, done): self.value(item, done) for key, item in value.items()}
         elif kind is list:

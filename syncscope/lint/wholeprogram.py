@@ -27,6 +27,8 @@ Findings, at call sites in hot code (functions that run every step, facts.py):
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from . import provenance as P
 from .fact_values import METHOD, NAMED_LIST, PROP, SUPER, UNKNOWN_FACT
 from .param_items import container_of, is_items, items_argument, with_items
@@ -34,6 +36,7 @@ from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
 
 MAX_CHAIN = 12  # deeper chains are kept at this length (the root is always the last step)
+NO_ENTRIES = MappingProxyType({})  # a computed Summary's empty tables share it (3 dicts each: ~7 MB on vLLM)
 
 
 class Summary:
@@ -167,6 +170,7 @@ class Solver:
                     summary.add_sync(key, _join(here, sub))
         summary.ret = self.returns(qualname, facts)
         summary.elements = self.tuple_returns(qualname, facts)
+        summary.gsync, summary.cond, summary.gcond = (t or NO_ENTRIES for t in (summary.gsync, summary.cond, summary.gcond))
         return summary
 
     def add_call_syncs(self, summary: Summary, qualname: str, path: str, call: CallRecord, target: str,
