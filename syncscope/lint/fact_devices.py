@@ -10,6 +10,8 @@ from . import provenance as P
 from .ast_annotations import dotted
 from .vocabulary import called_device_place, literal_device_place, named_device_place
 
+DEVICE_ELEMENT = -2  # a call element `DEVICE_ELEMENT - k`: where the device in element k points (not element k)
+
 
 def copy_target(scope, node: ast.Call, receiver):
     """The fact of `x.to(...)`: where it sends x (the same reading as devices.copy_target)."""
@@ -17,6 +19,10 @@ def copy_target(scope, node: ast.Call, receiver):
     if device is None and node.args and not isinstance(node.args[0], ast.Starred):
         device = node.args[0]
     where = device_place(scope, device) if device is not None else None
+    held = scope.env.get(device.id) if where == P.DEVICE and isinstance(device, ast.Name) else None
+    if held is not None and isinstance(held[2], tuple) and held[2][1] >= 0:
+        # `device, group = pick(...)`: the device element k of call #i names (config_defaults.py)
+        return (where, None, (held[2][0], DEVICE_ELEMENT - held[2][1]))
     return receiver if where is None else (where, None, None)
 
 

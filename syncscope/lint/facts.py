@@ -1,14 +1,12 @@
 """Per-function facts for the whole-program pass (wholeprogram.py), read from Python's `ast`.
 
-The rules' walk (analyzer.py) only parses hot functions that mention something a rule looks for, and only it knows
-where a sync is. This walk is the cheap other half: every function of every file, hot or cold, trigger words or not,
-recording what the whole-program pass needs to connect them: which functions, methods and properties each one calls
-(with where each argument lives), and what it returns. It never looks for syncs itself.
+The rules' walk (analyzer.py) parses only hot functions that mention what a rule looks for; only it knows where a
+sync is. This walk is the cheap other half: every function of every file, recording what the whole-program pass needs
+to connect them: which functions, methods and properties each calls (where each argument lives), what it returns.
 
 A value is a `Fact`: where it lives (provenance.py), or "derived from parameter p" (slices, arithmetic and tensor
-methods keep the parameter's device), or "the result of call #i" (resolved once the callee's summary is known). The
-walk is straight-line: the last assignment wins. Everything recorded is plain tuples, named tuples (records.py) and
-dicts, pickled into the lint cache.
+methods keep the parameter's device), or "the result of call #i" (resolved once the callee's summary is known).
+Straight-line: the last assignment wins. Recorded: plain tuples, named tuples (records.py), dicts (the lint cache).
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
 from .nodewalk import flat_statements, names_bound
 from .platform_picks import note_class_path
+from .config_defaults import note as note_config_defaults
 
 
 class FileFacts:
@@ -198,6 +197,7 @@ class FileFacts:
             elif isinstance(inner, ast.ClassDef):
                 scope.local_defs[inner.name] = self.qualify(".".join(classes + [inner.name]))
         scope.block(node.body)
+        note_config_defaults(facts, node)  # switches `__post_init__` settles, devices they pick
 
 
 class _Scope:

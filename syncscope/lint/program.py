@@ -8,6 +8,7 @@ from . import provenance as P
 from .fact_values import CALLED, FUNC, METHOD, PROP, SUPER
 from .records import Root
 from .switch_devices import switch_field_hints
+from .config_defaults import host_device_elements
 
 MAX_ALIAS_HOPS = 6
 
@@ -52,6 +53,8 @@ class Program:
         for result in results.values():
             self.field_hints.update(result.field_hints)
         self.field_hints.update(switch_field_hints(results))  # host under the default configuration
+        # function -> elements of its returned tuple that name the host's device by default
+        self.host_devices = host_device_elements(self.functions)
         self.props_by_name: dict[str, set[str]] = {}
         for info in self.classes.values():
             for attr, getter in info["props"].items():

@@ -30,6 +30,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from . import provenance as P
+from .fact_devices import DEVICE_ELEMENT
 from .fact_values import METHOD, NAMED_LIST, PROP, SUPER, UNKNOWN_FACT
 from .param_items import container_of, is_items, items_argument, with_items
 from .program import Program, module_prefix
@@ -275,6 +276,8 @@ class Solver:
             return (where, None)
         call = calls[call_index]
         target = self.program.resolve(call.target) or self.program.given_method(call.target)
+        if element is not None and element <= DEVICE_ELEMENT:  # `x.to(d)`, d element k (fact_devices)
+            return (P.HOST if DEVICE_ELEMENT - element in self.program.host_devices.get(target, ()) else where, None)
         if target is None or target not in self.summaries:
             hinted = self.program.field_where(call.target)
             return (_item(hinted if hinted is not None else where, element), None)
