@@ -374,8 +374,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
             if name is not None:
                 self._bind_name(name, where, value, ctx)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            # `T, H, W = row` of a parameter's row: still the parameter's data (its callers tell)
-            named = value if isinstance(value, cst.Name) else None
+            # `T, H, W = row` of a parameter's row, `h, w = sizes[i]` of a row of a parameter: still
+            # the parameter's data (its callers tell)
+            named = value if isinstance(value, cst.Name) or _row_of_name(value) else None
             for element in target.elements:
                 self.bind(element.value, where, named, ctx)
         elif isinstance(target, cst.StarredElement):
@@ -550,3 +551,9 @@ def _simple_lines(body):
             yield line
         elif isinstance(line, (cst.With, cst.If, cst.Try)) and isinstance(line.body, cst.IndentedBlock):
             yield from _simple_lines(line.body.body)
+
+
+def _row_of_name(node) -> bool:
+    """`sizes[i]`: one row of a named value, by an index (not a slice, not a key string)."""
+    return isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1 \
+        and isinstance(node.slice[0].slice, cst.Index) and not isinstance(node.slice[0].slice.value, cst.SimpleString)

@@ -261,7 +261,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
                         end = getattr(body[-1], "end_lineno", None) or body[-1].lineno
                         found.append((body[0].lineno, end, compiled))
             elif isinstance(sub, ast.Call):
-                moves = moves or (isinstance(sub.func, ast.Attribute) and sub.func.attr == "to")
+                moves = moves or (isinstance(sub.func, ast.Attribute) and sub.func.attr == "to") \
+                    or any(k.arg == "device" for k in sub.keywords)
                 passed, handed = {}, {}
                 pairs = []
                 for position, arg in enumerate(sub.args):
@@ -289,7 +290,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
             # a parameter rebound anywhere may not hold what the caller passed when tested
             found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names))
                          if test_params(item[2]) <= kept)
-            # `torch.from_numpy(a).to(device)`: a copy to the GPU only for a GPU `device`
+            # `torch.from_numpy(a).to(device)`, `torch.tensor([n], device=device)`: a copy to the
+            # GPU only for a GPU `device`
             if moves:
                 found.extend(device_param_guards(node, kept))
         closures = False

@@ -17,6 +17,11 @@ Only a statement whose one move is that `.to(param)` of data built on the host r
 (`torch.from_numpy(a).to(p)`, `np.asarray(a)` ...) counts: the guard covers whole lines, so a
 line that could also sync otherwise (`x.sum().item()` beside the copy) is left alone, and
 `x.to(p)` of a tensor of unknown place may be a copy back to the host when `p` is `"cpu"`.
+
+Also (session 11): `torch.tensor([self.num_tokens, int(self.flag)], device=device)` of a list
+written out there, of Python numbers, names and fields only (SGLang's
+`MLPSyncBatchInfo._get_local_tensor(device)`, called with `device="cpu"` by `finalize_local`):
+host data built on `device`, a copy to the GPU under the same test.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ _CALL = frozenset({ast.Call})
 # (not `torch.tensor` / `torch.as_tensor`: given a CUDA tensor they keep it there)
 _HOST_BUILDERS = frozenset({"from_numpy", "asarray", "array", "frombuffer"})
 _BUILDER_MODULES = frozenset({"torch", "np", "numpy"})
+_FROM_DATA = frozenset({"tensor", "as_tensor"})  # torch functions that copy the data they are given
+_NUMBERS = frozenset({"int", "float", "bool", "len"})
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr)
 HOST_DEVICES = ("cpu",)  # literal devices a copy to which stays on the host
 
@@ -71,9 +78,18 @@ def _statements(body):
 
 def _moved_to_param(value, params: frozenset[str]) -> str | None:
     """The parameter `value` (an expression) is copied to by its only call that is no host
-    builder: `torch.from_numpy(a).to(device)`. None otherwise."""
+    builder: `torch.from_numpy(a).to(device)`, or `torch.tensor([n, int(flag)], device=device)`
+    of a list written out there. None otherwise."""
     calls = nodes_breadth_first(value, _CALL)
     moves = [call for call in calls if not _host_builder(call)]
+    listed = [call for call in moves if not _python_number(call)]
+    if len(listed) == 1 and listed[0].args:
+        # `int(flag)` counts only as a member of the list (`_plain_member`), nowhere else
+        inside = set(map(id, nodes_breadth_first(listed[0].args[0], _CALL)))
+        if all(id(call) in inside for call in moves if call is not listed[0]):
+            built = _built_from_list(listed[0])
+            if built is not None:
+                return built if built in params else None
     if len(moves) != 1:
         return None
     call = moves[0]
@@ -94,6 +110,41 @@ def _moved_to_param(value, params: frozenset[str]) -> str | None:
     if isinstance(target, ast.Name) and target.id in params:
         return target.id
     return None
+
+
+def _built_from_list(call) -> str | None:
+    """`torch.tensor([...], device=p)` (or `torch.as_tensor`) of a list or tuple written out
+    there, whose members are Python numbers and names (`self.num_tokens`, `int(self.flag)`):
+    host data, copied to `p` (the name); None for anything else."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _FROM_DATA and isinstance(func.value, ast.Name)
+            and func.value.id == "torch" and call.args and isinstance(call.args[0], (ast.List, ast.Tuple))):
+        return None
+    if not all(_plain_member(m) for m in call.args[0].elts):
+        return None
+    if any(k.arg is None for k in call.keywords):
+        return None  # `**kwargs` may carry a device of its own
+    device = [k.value for k in call.keywords if k.arg == "device"]
+    if len(device) == 1 and isinstance(device[0], ast.Name):
+        return device[0].id
+    return None
+
+
+def _plain_member(node) -> bool:
+    """A constant, a name or a field (`self.n`), or `int(...)`/`float(...)`/`bool(...)`/`len(...)`
+    of one: no indexing, no method call (either could read a device tensor)."""
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Call) and _python_number(node):
+        node = node.args[0]
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, (ast.Constant, ast.Name))
+
+
+def _python_number(call) -> bool:
+    return isinstance(call.func, ast.Name) and call.func.id in _NUMBERS and len(call.args) == 1 \
+        and not call.keywords
 
 
 def _host_builder(call) -> bool:
