@@ -29,6 +29,7 @@ class LibraryFacts:
     other_path_words: frozenset
     other_dirs: frozenset
     tool_path_words: frozenset
+    tool_dirs: frozenset
     rare_event_words: frozenset
     rare_event_not: frozenset
     rare_event_probes: frozenset
@@ -125,6 +126,7 @@ _KEYS = {
     ("platform", "available-on-cuda"): "available_on_cuda",
     ("switches", "debug-words"): "debug_words",
     ("switches", "tool-path-words"): "tool_path_words",
+    ("switches", "tool-dirs"): "tool_dirs",
     ("switches", "rare-event-words"): "rare_event_words",
     ("switches", "rare-event-not"): "rare_event_not",
     ("switches", "rare-event-probes"): "rare_event_probes",

@@ -18,11 +18,16 @@ from .library import LibraryFacts, words
 
 
 def tool_path(rel: str, library: LibraryFacts) -> str | None:
-    """The tool word of a path (`decode_bench_connector.py` -> "bench"), or None."""
+    """The tool word of a path (`decode_bench_connector.py` -> "bench") or its tool directory
+    (`tools`), or None."""
     vocabulary = library.tool_path_words
+    parts = rel.replace("\\", "/").split("/")
+    for part in parts[:-1]:
+        if part in library.tool_dirs:
+            return part
     if not vocabulary:
         return None
-    for part in rel.replace("\\", "/").split("/"):
+    for part in parts:
         stem = part[:-3] if part.endswith(".py") else part
         for word in words(stem):
             if word in vocabulary:
