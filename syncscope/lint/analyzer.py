@@ -25,6 +25,7 @@ from .evaluate import ExpressionEvaluator, annotation_where, class_check, elemen
 from .syntax_shapes import plain_type_check as _plain_check
 from .branch_merge import always_exits, keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
 from .imports import dotted, record_import
+from .devices import bind_device
 from .place_tests import host_test
 from .vocabulary import decorator_kind
 
@@ -395,6 +396,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         # whatever the callers pass: no longer the parameter's data
         source = ctx.param_of(value) if value is not None and (where not in (P.PY, P.DEVICE) or is_cast(value)) else None
         ctx.env[name] = where
+        bind_device(ctx, name, value)
         attr = attribute_source(_root_value(value, ctx), ctx) if value is not None and where == P.UNKNOWN else None
         if attr is not None:
             ctx.attr_sources[name] = attr

@@ -280,18 +280,29 @@ def _refilled_on_the_device(tree, names: set[str]) -> set[str]:
     """The declared host-only fields the module itself refills with device data under the same
     key: vLLM's Kimi-VL selects items for its encoder CUDA graph as `{"image_grid_hws":
     selected_grid}` with `selected_grid = torch.tensor(..., device=pixel_values.device)`, so a
-    read of that key may see either; such a field is not host data anywhere in the module."""
+    read of that key may see either; such a field is not host data anywhere in the module. A
+    refill built on the device of the field it refills stays where the field is."""
+    from .field_refills import on_the_fields_device, single_assignments
+
     refilled: set[str] = set()
     for function in nodes_breadth_first(tree, _FUNCTIONS):
         local: dict[str, object] = {}
         for stmt in function_statements(function):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 local[stmt.targets[0].id] = _literal_or_value(stmt.value)
+        once: list = []  # the locals bound once, read only for a refill that looks device-built
 
         def device(value) -> bool:
             if isinstance(value, ast.Name):
-                return local.get(value.id) == P.DEVICE
-            return _literal_or_value(value) == P.DEVICE
+                built = local.get(value.id) == P.DEVICE
+            else:
+                built = _literal_or_value(value) == P.DEVICE
+            if not built:
+                return False
+            if not once:
+                once.append(single_assignments(function_statements(function)))
+            # built where the field it refills is (field_refills.py): no device refill
+            return not on_the_fields_device(value, once[0], names)
 
         for node in nodes_breadth_first(function, _REFILLING):
             if isinstance(node, ast.Dict):

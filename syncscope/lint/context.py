@@ -118,6 +118,11 @@ class FunctionContext:
     # name -> the attribute an unknown value was read from (`buf = req.kv.track_buffer[i]` ->
     # "track_buffer"): see `device_field`
     attr_sources: dict[str, FieldRef] = field(default_factory=dict)
+    # name -> where the device a local holds points, for a local bound once to the device of
+    # host data (`grid_device = grid.device if isinstance(grid, torch.Tensor) else None`); None
+    # once it is bound again (devices.bind_device)
+    device_locals: dict[str, P.Place | None] = field(default_factory=dict)
+    bound: set[str] = field(default_factory=set)  # every local bound so far, on any path
     aliases: dict[str, str] | None = None
     stmt: int = 0
     # inside `if self.x is None: self.x = ...` or a memoized function keyed by a tensor: runs
@@ -208,6 +213,11 @@ class FunctionContext:
         node = _root_value(node, self)
         if isinstance(node, cst.BinaryOperation):
             return self.param_of(node.left) or self.param_of(node.right)
+        if isinstance(node, cst.BooleanOperation):
+            # `crop[0] > 1 or crop[1] > 1` is one of its operands, as it is: the parameter's data
+            # only when both are that parameter's (not a mix of two sources)
+            left = self.param_of(node.left)
+            return left if left is not None and left == self.param_of(node.right) else None
         if isinstance(node, cst.Attribute) and self.classes and self.params and self.params[0] in ("self", "cls"):
             base = node
             while isinstance(base, cst.Attribute):

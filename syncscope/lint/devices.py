@@ -34,6 +34,8 @@ def device_where(node: cst.BaseExpression, ctx: FunctionContext) -> P.Place | No
     if isinstance(node, cst.Attribute) and node.attr.value == "device":
         owner = ctx.analyzer.peek(node.value, ctx)
         return P.HOST if owner == P.HOST else P.DEVICE
+    if isinstance(node, cst.Name) and ctx.device_locals.get(node.value) == P.HOST:
+        return P.HOST  # `grid_device = grid.device` of host data (`bind_device`)
     name = dotted(node)
     if name is None:
         return None
@@ -61,3 +63,28 @@ def is_non_blocking(info: CallInfo) -> bool:
     if value is None:
         return False
     return not (isinstance(value, cst.Name) and value.value == "False")
+
+
+def bind_device(ctx: FunctionContext, name: str, value: cst.BaseExpression | None) -> None:
+    """Keep where a local points when it is bound, once in the function, to the device of host
+    data: `grid_device = source_grid.device if isinstance(source_grid, torch.Tensor) else None`
+    with `source_grid` host data (`None` is torch's default device, the host), so
+    `torch.tensor(rows, device=grid_device)` builds on the host and copies nothing. A local bound
+    twice, on any path, or a parameter rebound, is no such local (only the host is kept: a
+    device stays a name's to tell)."""
+    if name in ctx.bound or name in ctx.params:  # a parameter rebound under a test may still be the caller's
+        if name in ctx.device_locals:
+            ctx.device_locals[name] = None
+        return
+    ctx.bound.add(name)
+    if value is not None and isinstance(value, (cst.Attribute, cst.IfExp)) and _host_device(value, ctx):
+        ctx.device_locals[name] = P.HOST
+
+
+def _host_device(node: cst.BaseExpression, ctx: FunctionContext) -> bool:
+    """`x.device` of host data, or a conditional whose arms are such or None (one at least such)."""
+    if isinstance(node, cst.IfExp):
+        arms = (node.body, node.orelse)
+        none = [isinstance(a, cst.Name) and a.value == "None" for a in arms]
+        return not all(none) and all(n or _host_device(a, ctx) for a, n in zip(arms, none))
+    return isinstance(node, cst.Attribute) and node.attr.value == "device" and device_where(node, ctx) == P.HOST
