@@ -87,6 +87,7 @@ class Solver:
         # and a set of strings iterates in the process's hash order, which made the chain
         # reported among equally short ones change from run to run
         callers: dict[str, dict[str, None]] = {}
+        readers: dict[str, dict[str, None]] = {}  # method -> who reads its result with no call edge
         # `self.visual(x, grid_thw)` -> the submodule's `forward`: only where its arguments come
         # from (host_fed). As a call edge it would report every sync of a `forward` (already a
         # per-step root, reported where it is) once more at each module that holds one.
@@ -96,6 +97,10 @@ class Solver:
             for call in facts["calls"]:
                 target = program.resolve(call.target)
                 if target is None or target not in program.functions:
+                    # `value` reads what it returns (`given_method`): its changes must reach us too
+                    given = program.given_method(call.target) if target is None else None
+                    if given in program.functions:
+                        readers.setdefault(given, {})[qualname] = None
                     target = program.module_call(call.target) if target is None else None
                     if target is not None:
                         shift = program.shift(call.target, target)
@@ -104,7 +109,7 @@ class Solver:
                 out.append((call, target, program.shift(call.target, target)))
                 callers.setdefault(target, {})[qualname] = None
             self.edges[qualname] = out
-        self.callers = callers
+        self.callers, self.readers = callers, readers
         self.summaries: dict[str, Summary] = {q: Summary() for q in program.functions}
         self._by_class: dict[str, list[str]] | None = None  # class -> its methods (_overrides)
 
@@ -120,7 +125,7 @@ class Solver:
             before = self.summaries[qualname].key()
             self.summaries[qualname] = self.compute(qualname)
             if self.summaries[qualname].key() != before:
-                for caller in self.callers.get(qualname, ()):
+                for caller in (*self.callers.get(qualname, ()), *self.readers.get(qualname, ())):
                     if caller not in queued:
                         queued.add(caller)
                         pending.append(caller)
