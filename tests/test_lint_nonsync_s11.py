@@ -1,0 +1,136 @@
+"""Two non-syncs judged in session 11 (`n-nonsync2`).
+
+1. A local that every binding in its function gives a list/tuple/set/dict display or
+   comprehension holds a Python container, whatever its items are: `if parts:` asks for its
+   length (SGLang's streaming VAE decoder, `torch.cat(parts, dim=2) if parts else ...` over a
+   list of device slices). sequence_names.py; SYN206 asks `FunctionContext.holds_container`.
+2. A block under `if p is not None:` on a parameter that defaults to None runs only for a call
+   that passes a value: when every call in the tree passes a literal None or leaves it out, also
+   calls by name on a receiver of unknown class (vLLM's sampler calls
+   `holder.update_state(..., repeat_indices=None)` on a metadata field), it never runs
+   (flagguards.py, beside `if flag:` on a parameter defaulting to off).
+Each VALID package leaves the line out of the default report; each INVALID twin keeps it."""
+
+from __future__ import annotations
+
+from test_lint_guards import lines
+from test_lint_scope import lint_package
+
+# -- 1. containers -------------------------------------------------------------------------
+
+OPS = """
+    import torch
+
+    def commit(raw: torch.Tensor, spans: list, end: int) -> torch.Tensor:
+        parts = [raw[:, a:b] for a, b in spans if b > a]
+        return torch.cat(parts, dim=1) if parts else raw[:, :0]
+"""
+
+MODEL = """
+    import torch
+    from pkg.ops import commit
+
+    class Decoder(torch.nn.Module):
+        def forward(self, x: torch.Tensor):
+            raw = torch.ones(4, 8, device="cuda")
+            return commit(raw, [(0, 2)], 8)
+"""
+
+TEST_LINE = 6  # `... if parts else ...` in commit
+
+
+def containers(ops=OPS):
+    return {"ops.py": ops, "model.py": MODEL}
+
+
+def test_a_list_comprehension_of_device_slices_is_no_tensor_as_a_truth_value(tmp_path):
+    run = lint_package(tmp_path, containers())
+    assert TEST_LINE not in lines(run)
+    assert lines(run, "pkg/model.py") == []
+
+
+def test_a_list_display_extended_by_plus_equals_is_still_a_list(tmp_path):
+    ops = OPS.replace("        parts = [raw[:, a:b] for a, b in spans if b > a]\n",
+                      "        parts = [raw[:, :1]]\n        parts += [raw[:, a:b] for a, b in spans]\n")
+    run = lint_package(tmp_path, containers(ops))
+    assert TEST_LINE + 1 not in lines(run)
+
+
+def test_a_name_also_bound_to_a_tensor_is_still_tested(tmp_path):
+    ops = OPS.replace("        return torch.cat(parts, dim=1) if parts else raw[:, :0]\n",
+                      "        if spans:\n            parts = torch.cat(parts).sum()\n"
+                      "        return raw if parts else raw[:, :0]\n")
+    run = lint_package(tmp_path, containers(ops))
+    assert TEST_LINE + 2 in lines(run)
+
+
+def test_a_name_also_bound_by_a_loop_is_still_tested(tmp_path):
+    ops = OPS.replace("        return torch.cat(parts, dim=1) if parts else raw[:, :0]\n",
+                      "        for parts in raw:\n            pass\n"
+                      "        return raw if parts else raw[:, :0]\n")
+    run = lint_package(tmp_path, containers(ops))
+    assert TEST_LINE + 2 in lines(run)
+
+
+# -- 2. `is not None` on a parameter no call passes ----------------------------------------
+
+STATE = """
+    import torch
+
+    class State:
+        def update_state(self, rows: list, repeat_indices: torch.Tensor | None = None) -> None:
+            last = None
+            if repeat_indices is not None:
+                last = repeat_indices.cpu().tolist()
+            return last
+"""
+
+SAMPLER = """
+    from dataclasses import dataclass
+
+    import torch
+    from torch import nn
+
+    from pkg.state import State
+
+    @dataclass
+    class Meta:
+        rows: list
+        holder: State | None = None
+
+    class Sampler(nn.Module):
+        def forward(self, logits: torch.Tensor, meta: Meta):
+            holder = meta.holder
+            if holder is not None:
+                holder.update_state(meta.rows, repeat_indices=None)
+            return logits
+"""
+
+COPY_LINE = 8  # `repeat_indices.cpu()` in State.update_state
+
+
+def sampled(sampler=SAMPLER):
+    return {"state.py": STATE, "sampler.py": sampler}
+
+
+def test_a_value_no_call_passes_leaves_its_not_none_block_cold(tmp_path):
+    run = lint_package(tmp_path, sampled())
+    assert COPY_LINE not in lines(run, "pkg/state.py")
+
+
+def test_a_call_passing_a_tensor_keeps_the_block(tmp_path):
+    sampler = SAMPLER.replace("repeat_indices=None", "repeat_indices=logits.argmax(-1)")
+    run = lint_package(tmp_path, sampled(sampler))
+    assert COPY_LINE in lines(run, "pkg/state.py")
+
+
+def test_a_false_passed_is_not_none(tmp_path):
+    sampler = SAMPLER.replace("repeat_indices=None", "repeat_indices=False")
+    run = lint_package(tmp_path, sampled(sampler))
+    assert COPY_LINE in lines(run, "pkg/state.py")
+
+
+def test_a_value_passed_by_place_keeps_the_block(tmp_path):
+    sampler = SAMPLER.replace("repeat_indices=None", "logits.argmax(-1)")
+    run = lint_package(tmp_path, sampled(sampler))
+    assert COPY_LINE in lines(run, "pkg/state.py")
