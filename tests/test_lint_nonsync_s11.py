@@ -134,3 +134,91 @@ def test_a_value_passed_by_place_keeps_the_block(tmp_path):
     sampler = SAMPLER.replace("repeat_indices=None", "logits.argmax(-1)")
     run = lint_package(tmp_path, sampled(sampler))
     assert COPY_LINE in lines(run, "pkg/state.py")
+
+
+# -- 3. classes only another platform's code builds ----------------------------------------
+
+PLATFORMS = """
+    class Platform:
+        def is_xpu(self) -> bool:
+            return False
+
+    current_platform = Platform()
+"""
+
+PREPARE = """
+    import torch
+
+    class BatchedPF:
+        def prepare(self, x: torch.Tensor, ids: torch.Tensor):
+            e_idx, t_idx = (ids == 1).nonzero(as_tuple=True)
+            return x[t_idx]
+
+    class StandardPF:
+        def prepare(self, x: torch.Tensor, ids: torch.Tensor):
+            return x
+"""
+
+UTILS = """
+    from pkg.platforms import current_platform
+    from pkg.prepare import BatchedPF, StandardPF
+
+    def make_pf(backend: str):
+        if current_platform.is_xpu() and backend == "batched":
+            return BatchedPF()
+        return StandardPF()
+
+    def held(pf: BatchedPF) -> bool:
+        return isinstance(pf, BatchedPF)
+"""
+
+HOLDER = """
+    import torch
+
+    from pkg.utils import make_pf
+
+    class Model(torch.nn.Module):
+        def __init__(self, pf):
+            super().__init__()
+            self.pf = pf
+
+        def forward(self, x: torch.Tensor, ids: torch.Tensor):
+            return self.pf.prepare(x, ids)
+"""
+
+NONZERO_LINE = 6  # `(ids == 1).nonzero(...)` in BatchedPF.prepare
+
+
+def built(extra=""):
+    return {"platforms.py": PLATFORMS, "prepare.py": PREPARE, "utils.py": UTILS + extra, "model.py": HOLDER}
+
+
+def test_a_class_built_only_under_another_platform_is_never_entered(tmp_path):
+    run = lint_package(tmp_path, built())
+    assert NONZERO_LINE not in lines(run, "pkg/prepare.py")
+
+
+def test_a_construction_outside_the_platform_test_keeps_it(tmp_path):
+    run = lint_package(tmp_path, built("\n    def other():\n        return BatchedPF()\n"))
+    assert NONZERO_LINE in lines(run, "pkg/prepare.py")
+
+
+def test_a_class_kept_in_a_registry_keeps_it(tmp_path):
+    run = lint_package(tmp_path, built('\n    REGISTRY = {"batched": BatchedPF}\n'))
+    assert NONZERO_LINE in lines(run, "pkg/prepare.py")
+
+
+def test_a_subclass_keeps_it(tmp_path):
+    run = lint_package(tmp_path, built("\n    class Sub(BatchedPF):\n        pass\n"))
+    assert NONZERO_LINE in lines(run, "pkg/prepare.py")
+
+
+def test_a_class_path_string_keeps_it(tmp_path):
+    run = lint_package(tmp_path, built('\n    PATH = "pkg.prepare.BatchedPF"\n'))
+    assert NONZERO_LINE in lines(run, "pkg/prepare.py")
+
+
+def test_a_class_imported_under_another_name_keeps_it(tmp_path):
+    extra = "\n    from pkg.prepare import BatchedPF as Other\n\n    def other():\n        return Other()\n"
+    run = lint_package(tmp_path, built(extra))
+    assert NONZERO_LINE in lines(run, "pkg/prepare.py")

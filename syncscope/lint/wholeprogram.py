@@ -545,7 +545,7 @@ def _message(code: str, call: CallRecord, chain: tuple) -> str:
     return f"{head} {calls} down: {root.path}:{root.line} {root.note} (via {via})"
 
 
-def solve(results: dict, library=None, cold_name=None) -> tuple:
+def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     """(extra findings per path, host-fed parameters, rules' findings on host return values,
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
@@ -568,7 +568,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
                       if solver.summaries[target].sync is not None or solver.summaries[target].cond)
     functions, once = per_step_table(program, walked, results, library, guarded, cold_name, solver.const,
-                                     plain) if library is not None else (None, {})
+                                     plain, sources) if library is not None else (None, {})
     # the lines of per-request functions outside their loops are cold for the findings on them
     # only: a sync there still counts for a per-step caller, so the edges above keep it
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
