@@ -222,3 +222,53 @@ def test_a_class_imported_under_another_name_keeps_it(tmp_path):
     extra = "\n    from pkg.prepare import BatchedPF as Other\n\n    def other():\n        return Other()\n"
     run = lint_package(tmp_path, built(extra))
     assert NONZERO_LINE in lines(run, "pkg/prepare.py")
+
+
+# -- 4. calls into another platform's file --------------------------------------------------
+
+HOOKS = """
+    import torch
+
+    def maybe_build_bundle(pool, locs: torch.Tensor):
+        if not hasattr(pool, "npu_sidecar"):
+            return None
+        return locs[locs >= 0]
+"""
+
+WORKER = """
+    import torch
+
+    from pkg.{where}.hooks import maybe_build_bundle
+
+    class Worker(torch.nn.Module):
+        def forward(self, pool, locs: torch.Tensor):
+            bundle = maybe_build_bundle(pool, locs)
+            return locs if bundle is None else bundle
+"""
+
+HOOK_CALL_LINE = 8  # `maybe_build_bundle(pool, locs)` in Worker.forward
+
+
+def hooked(where):
+    return {f"{where}/hooks.py": HOOKS, "worker.py": WORKER.format(where=where)}
+
+
+def test_a_call_into_another_platforms_file_does_not_sync_for_its_caller(tmp_path):
+    run = lint_package(tmp_path, hooked("npu"))
+    assert HOOK_CALL_LINE not in lines(run, "pkg/worker.py")
+
+
+def test_a_call_into_a_shared_file_syncs_for_its_caller(tmp_path):
+    run = lint_package(tmp_path, hooked("common"))
+    assert HOOK_CALL_LINE in lines(run, "pkg/worker.py")
+
+
+def test_a_shared_helper_that_calls_another_platforms_file_does_not_sync_for_its_callers(tmp_path):
+    helper = "\n    def prepare(pool, locs: torch.Tensor):\n        return maybe_build_bundle(pool, locs)\n"
+    worker = WORKER.format(where="npu").replace("bundle = maybe_build_bundle(", "bundle = prepare(") + helper
+    run = lint_package(tmp_path, {"npu/hooks.py": HOOKS, "worker.py": worker})
+    assert lines(run, "pkg/worker.py") == []
+    (tmp_path / "shared").mkdir()
+    shared = lint_package(tmp_path / "shared", {"common/hooks.py": HOOKS,
+                                                "worker.py": worker.replace("pkg.npu.", "pkg.common.")})
+    assert HOOK_CALL_LINE in lines(shared, "pkg/worker.py")

@@ -532,15 +532,20 @@ def cold_calls_removed(program, edges: dict, results: dict, guarded: dict, libra
     """The call graph without the calls on cold lines (a helper that syncs only under
     `if envs.DEBUG:` does not sync for its callers), nor the calls from serving code into a
     tool's file (toolpaths.py: a canary syncs only where it is turned on), and the program's
-    sync roots likewise."""
+    sync roots likewise; nor the calls from other code into another platform's file (a hook in
+    `hardware_backend/npu/` that the shared scheduler calls, whose body returns early unless the
+    pool is the NPU one: its lines are cold by their path, and so is what they sync for a caller)."""
     cold = cold_lines(results, guarded)
     tools = {path for path in results if tool_path(path, library)} if library is not None else set()
+    others = platform_files(results, library)
     kept_edges = {}
     for caller, out in edges.items():
         lines = cold.get(program.path_of[caller])
         kept = [e for e in out if lines is None or lines.why(e[0].line) is None] if lines and lines.merged else out
         if tools and program.path_of[caller] not in tools:
             kept = [e for e in kept if program.path_of.get(e[1]) not in tools]
+        if others and program.path_of[caller] not in others:
+            kept = [e for e in kept if program.path_of.get(e[1]) not in others]
         kept_edges[caller] = kept
     for qualname, roots in list(program.roots.items()):
         path = program.path_of.get(qualname)
@@ -548,6 +553,11 @@ def cold_calls_removed(program, edges: dict, results: dict, guarded: dict, libra
         if lines is not None and lines.merged:
             program.roots[qualname] = [(p, r) for p, r in roots if lines.why(r.line) is None]
     return kept_edges
+
+
+def platform_files(results: dict, library=None) -> frozenset:
+    """The linted files for another platform than CUDA, by their path (branches.platform_path)."""
+    return frozenset(path for path in results if platform_path(path, library)) if library is not None else frozenset()
 
 
 def intake_calls_removed(program, edges: dict, library) -> dict:

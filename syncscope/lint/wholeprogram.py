@@ -106,6 +106,7 @@ class Solver:
         self.callers = callers
         self.summaries: dict[str, Summary] = {q: Summary() for q in program.functions}
         self._by_class: dict[str, list[str]] | None = None  # class -> its methods (_overrides)
+        self.foreign: frozenset = frozenset()  # files for another platform (reachability.platform_files)
 
     def run(self) -> None:
         pending = list(self.program.functions)
@@ -400,6 +401,8 @@ class Solver:
                         code, chain, cold = "SYN602", _join(here, ruled[0]), ruled[1]
                 if code is None:
                     continue
+                if self.program.path_of[target] in self.foreign and path not in self.foreign:
+                    cold = cold or f"`{call.name}` is in a file for another platform than CUDA"
                 found.setdefault(path, []).append(FileFinding(
                     code, call.line, call.column, call.stmt_start, call.stmt_end, function or "<module>",
                     _message(code, call, chain), None, "error", chain, cold=cold,
@@ -550,7 +553,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
     from .callguards import decided_lines
-    from .reachability import cold_calls_removed, intake_calls_removed, per_step_table
+    from .reachability import cold_calls_removed, intake_calls_removed, per_step_table, platform_files
 
     from .confignone import NoneConfig
     from .constargs import ConstArgs
@@ -561,6 +564,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     # lines that no caller, flag or import lets run while serving (callguards.decided_lines)
     guarded = decided_lines(program, solver.edges, results, library)
     walked = cold_calls_removed(program, solver.edges, results, guarded, library)
+    solver.foreign = platform_files(results, library)
     # a call into request intake does not sync for its caller (the walk still follows it)
     solver.edges = intake_calls_removed(program, walked, library)
     solver.run()
