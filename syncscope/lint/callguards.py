@@ -21,7 +21,7 @@ def decided_lines(program, edges: dict, results: dict, library=None) -> dict[str
     from .modulenames import name_lines
 
     guarded = guarded_lines(program, edges, results)
-    found = [flag_lines(program, edges, results), error_lines(program, edges, results), name_lines(program, results)]
+    found = [flag_lines(program, edges, results, binds), error_lines(program, edges, results), name_lines(program, results)]
     if library is not None:
         found.append(memo_lines(program, results, library))
     for table in found:

@@ -62,7 +62,8 @@ def _flag_params(function) -> tuple[dict[str, int | None], set[str]]:
 def _tested_flag(test, flags, nones) -> tuple[str, bool] | None:
     """`if flag:` / `if flag and more:` on a parameter: its body runs only when it is on; and
     `if flag is not None:` on one that defaults to None: only when a call passes it a value
-    (the second member says which: a False passed turns that test on)."""
+    (the second member says which: a False passed turns that test on). `nones` leaves out the
+    parameters the function stores into: the test is then on what it stored."""
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     for part in parts:
         if isinstance(part, ast.Name) and part.id in flags:
@@ -128,6 +129,8 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     def function(node, local: str) -> None:
         qualname = f"{module}.{local}" if module else local
         flags, nones = _flag_params(node)
+        if nones:  # `if out is None: out = torch.empty_like(x)` before `if out is not None:`
+            nones -= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         var_kw = node.args.kwarg.arg if node.args.kwarg else None
         for sub in nodes_breadth_first(node, _FLAG_NODES):
             if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -147,8 +150,9 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     return guards, passes
 
 
-def flag_lines(program, edges: dict, results: dict) -> dict[str, list]:
-    """{path: [(start, end, why)]}: the flag guards no call in the tree can turn on."""
+def flag_lines(program, edges: dict, results: dict, binds) -> dict[str, list]:
+    """{path: [(start, end, why)]}: the flag guards no call in the tree can turn on (`binds`:
+    callguards.binds, for the calls by name)."""
     guards: dict[str, list] = {}
     passes: dict[str, dict] = {}
     for path, result in results.items():
@@ -162,7 +166,7 @@ def flag_lines(program, edges: dict, results: dict) -> dict[str, list]:
     for caller, out in edges.items():
         for call, target, shift in out:
             calls_into.setdefault(target, []).append((caller, call, shift))
-    _dispatched_callers(program, edges, results, guards, calls_into)
+    _dispatched_callers(program, edges, results, guards, calls_into, binds)
     on: dict[tuple, bool] = {}  # (function, flag, given): may be on, once decided
     active: set[tuple] = set()  # being decided: a cycle of calls that only pass the flag round adds nothing
     leaned: list[bool] = [False]  # whether an answer leaned on one being decided (then it is not kept)
@@ -228,14 +232,11 @@ def _position(program, function: str, name: str) -> int | None:
     return params.index(name) if name in params else None
 
 
-def _dispatched_callers(program, edges: dict, results: dict, guards: dict, calls_into: dict) -> None:
+def _dispatched_callers(program, edges: dict, results: dict, guards: dict, calls_into: dict, binds) -> None:
     """Add the calls by name (a method called on a receiver of unknown class, which the per-step
-    walk follows to every method of that name it can bind to) to a guarded method's callers, as
-    callguards.guarded_lines counts them: vLLM's sampler calls
-    `holder.update_state(..., repeat_indices=None)` on a field of a metadata object. A call by
-    name whose record cannot be told apart (two calls of that name on its line) may pass anything."""
-    from .callguards import binds
-
+    walk follows to every method of that name it can bind to, `binds`: callguards.binds) to a
+    guarded method's callers, as callguards.guarded_lines counts them: vLLM's sampler calls
+    `holder.update_state(..., repeat_indices=None)` on a field of a metadata object."""
     by_name: dict[str, list] = {}
     for target in guards:
         owner, _, short = target.rpartition(".")
