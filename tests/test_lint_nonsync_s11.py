@@ -120,19 +120,22 @@ def test_a_value_no_call_passes_leaves_its_not_none_block_cold(tmp_path):
 
 def test_a_call_passing_a_tensor_keeps_the_block(tmp_path):
     sampler = SAMPLER.replace("repeat_indices=None", "repeat_indices=logits.argmax(-1)")
-    run = lint_package(tmp_path, sampled(sampler))
+    state = STATE + "\n    def get_state():\n        return State()\n"
+    run = lint_package(tmp_path, {"state.py": state, "sampler.py": sampler})
     assert COPY_LINE in lines(run, "pkg/state.py")
 
 
 def test_a_false_passed_is_not_none(tmp_path):
     sampler = SAMPLER.replace("repeat_indices=None", "repeat_indices=False")
-    run = lint_package(tmp_path, sampled(sampler))
+    state = STATE + "\n    def get_state():\n        return State()\n"
+    run = lint_package(tmp_path, {"state.py": state, "sampler.py": sampler})
     assert COPY_LINE in lines(run, "pkg/state.py")
 
 
 def test_a_value_passed_by_place_keeps_the_block(tmp_path):
     sampler = SAMPLER.replace("repeat_indices=None", "logits.argmax(-1)")
-    run = lint_package(tmp_path, sampled(sampler))
+    state = STATE + "\n    def get_state():\n        return State()\n"
+    run = lint_package(tmp_path, {"state.py": state, "sampler.py": sampler})
     assert COPY_LINE in lines(run, "pkg/state.py")
 
 
@@ -272,3 +275,14 @@ def test_a_shared_helper_that_calls_another_platforms_file_does_not_sync_for_its
     shared = lint_package(tmp_path / "shared", {"common/hooks.py": HOOKS,
                                                 "worker.py": worker.replace("pkg.npu.", "pkg.common.")})
     assert HOOK_CALL_LINE in lines(shared, "pkg/worker.py")
+
+
+def test_a_call_the_records_do_not_keep_still_passes_it(tmp_path):
+    # `get_state().update_state(...)`: a receiver the per-file records keep no call for
+    sampler = SAMPLER.replace("from pkg.state import State\n", "from pkg.state import State, get_state\n")
+    sampler = sampler.replace("        return logits\n",
+                              "        get_state().update_state(meta.rows, repeat_indices=logits.argmax(-1))\n"
+                              "        return logits\n")
+    state = STATE + "\n    def get_state():\n        return State()\n"
+    run = lint_package(tmp_path, {"state.py": state, "sampler.py": sampler})
+    assert COPY_LINE in lines(run, "pkg/state.py")

@@ -19,6 +19,7 @@ Everything recorded is plain tuples and dicts: it is pickled into the lint cache
 from __future__ import annotations
 
 import ast
+import re
 from typing import NamedTuple
 
 from .nodewalk import nodes_breadth_first
@@ -150,9 +151,9 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     return guards, passes
 
 
-def flag_lines(program, edges: dict, results: dict, binds) -> dict[str, list]:
+def flag_lines(program, edges: dict, results: dict, binds, sources=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the flag guards no call in the tree can turn on (`binds`:
-    callguards.binds, for the calls by name)."""
+    callguards.binds, for the calls by name; `sources`: each path's file, for `_keyword_passed`)."""
     guards: dict[str, list] = {}
     passes: dict[str, dict] = {}
     for path, result in results.items():
@@ -216,15 +217,40 @@ def flag_lines(program, edges: dict, results: dict, binds) -> dict[str, list]:
         return result
 
     found: dict[str, list] = {}
+    nones: list[tuple] = []  # `is not None` guards no recorded call passes: checked in the text
     for qualname, items in guards.items():
         if qualname not in program.functions:
             continue
         for start, end, param, position, given in items:
             if not may_be_on(qualname, param, position, given):
-                why = (f"runs only when `{param}` is not None, and every call in the tree passes None or leaves it out"
-                       if given else f"runs only when `{param}` is on, and no call in the tree turns it on")
-                found.setdefault(program.path_of[qualname], []).append((start, end, why))
+                if given:
+                    nones.append((program.path_of[qualname], start, end, param))
+                    continue
+                found.setdefault(program.path_of[qualname], []).append(
+                    (start, end, f"runs only when `{param}` is on, and no call in the tree turns it on"))
+    passed = _keyword_passed({param for *_, param in nones}, results, sources) if nones else set()
+    for path, start, end, param in nones:
+        if param not in passed:
+            found.setdefault(path, []).append(
+                (start, end, f"runs only when `{param}` is not None, and every call in the tree passes None or leaves it out"))
     return found
+
+
+def _keyword_passed(params: set, results: dict, sources) -> set:
+    """The names among `params` that some file passes by keyword a value other than None
+    (`f(x, output_tensor_list=parts)`), whatever the call: a call on a receiver the per-file
+    records do not keep (`get_parallel().attn_tp_group.all_gather(...)`) is still a caller.
+    A text scan (`(` or `,`, the name, `=`), so a tuple target of that name counts too; a file
+    that cannot be read may pass all of them."""
+    pattern = re.compile(r"[(,]\s*(" + "|".join(sorted(map(re.escape, params))) + r")\s*=(?!=)\s*(?!None\b)")
+    passed: set[str] = set()
+    for path in results:
+        try:
+            with open((sources or {}).get(path, path), encoding="utf-8") as handle:
+                passed.update(pattern.findall(handle.read()))
+        except (OSError, UnicodeDecodeError):
+            return set(params)
+    return passed
 
 
 def _position(program, function: str, name: str) -> int | None:
