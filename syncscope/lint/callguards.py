@@ -8,7 +8,7 @@ per-step walk (reachability.py) asks of the calls by name it follows."""
 from __future__ import annotations
 
 
-def decided_lines(program, edges: dict, results: dict, library=None) -> dict[str, list]:
+def decided_lines(program, edges: dict, results: dict, library=None, sources=None) -> dict[str, list]:
     """The lines the rest of the program decides never run while serving: {path: [(start, end,
     why)]}. Calls and syncs on them do not count, nor are they reported by default. Under a
     None-guard on a parameter every caller passes; under a flag no caller turns on
@@ -21,7 +21,7 @@ def decided_lines(program, edges: dict, results: dict, library=None) -> dict[str
     from .modulenames import name_lines
 
     guarded = guarded_lines(program, edges, results)
-    found = [flag_lines(program, edges, results), error_lines(program, edges, results), name_lines(program, results)]
+    found = [flag_lines(program, edges, results, binds, sources), error_lines(program, edges, results), name_lines(program, results)]
     if library is not None:
         found.append(memo_lines(program, results, library))
     for table in found:

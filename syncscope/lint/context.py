@@ -131,6 +131,8 @@ class FunctionContext:
     # inside `if key not in CACHE:` / a memoized function of configuration values: runs once
     cold_depth: int = 0
     node: Any = None  # the FunctionDef being walked (what --fix's twin search reads)
+    # the names it binds only to Python containers (sequence_names.py), found when first asked
+    containers: frozenset | None = None
 
     # -- questions rules ask -------------------------------------------------------------
     @property
@@ -150,6 +152,20 @@ class FunctionContext:
         if target is None:
             return None
         return f"{target}.{rest}" if rest else target
+
+    def holds_container(self, node: cst.BaseExpression) -> bool:
+        """Is this a list/tuple/set/dict display or comprehension, or a local every binding of
+        which is one (`parts = [t[a:b] for ...]`)? Its truth value is its length."""
+        from .sequence_names import container_names, is_container
+
+        shadowed = self.alias_table().__contains__
+        if not isinstance(node, cst.Name):
+            return is_container(node, shadowed)
+        if not isinstance(self.node, cst.FunctionDef):
+            return False
+        if self.containers is None:
+            self.containers = container_names(self.node, self.params, shadowed)
+        return node.value in self.containers
 
     def is_bool(self, node: cst.BaseExpression) -> bool:
         """Does this expression look like a boolean mask?"""

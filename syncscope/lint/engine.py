@@ -385,7 +385,7 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
                 # whole run, and no workers run beside this pass (the run's peak is theirs)
                 results[rel] = full
         cache.flush_facts()
-    solved = solve(dict(sorted(results.items())), config.library(), config.cold_function)  # file order, not the workers' arrival order: the same roots every run
+    solved = solve(dict(sorted(results.items())), config.library(), config.cold_function, abs_paths)  # file order, not the workers' arrival order: the same roots every run
     if cache is not None:
         cache.put_solved(key, solved)
     return solved

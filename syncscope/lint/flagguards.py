@@ -19,12 +19,15 @@ Everything recorded is plain tuples and dicts: it is pickled into the lint cache
 from __future__ import annotations
 
 import ast
+import re
+from typing import NamedTuple
 
 from .nodewalk import nodes_breadth_first
 
 _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
 
-OFF, ON = "off", "on"  # what a call passes for a parameter: a literal False/None, or anything else
+OFF, ON = "off", "on"  # what a call passes for a parameter: a literal False, or anything else
+NONE = "none"  # a literal None: off for `if flag:` and for `if flag is not None:`
 STAR = "*"  # the call passes `*args` or a `**mapping` not its own `**kwargs`: anything may be on
 
 
@@ -32,31 +35,47 @@ def _off_default(node) -> bool:
     return isinstance(node, ast.Constant) and (node.value is None or node.value is False)
 
 
-def _flag_params(function) -> dict[str, int | None]:
-    """Parameters that default to False or None: name -> position (None: keyword-only)."""
+def _none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _flag_params(function) -> tuple[dict[str, int | None], set[str]]:
+    """Parameters that default to False or None: name -> position (None: keyword-only); and
+    those of them that default to None."""
     args = function.args
     positional = args.posonlyargs + args.args
     found: dict[str, int | None] = {}
+    nones: set[str] = set()
     for offset, default in enumerate(args.defaults):
         index = len(positional) - len(args.defaults) + offset
         if _off_default(default):
             found[positional[index].arg] = index
+            if _none(default):
+                nones.add(positional[index].arg)
     for arg, default in zip(args.kwonlyargs, args.kw_defaults):
         if default is not None and _off_default(default):
             found[arg.arg] = None
-    return found
+            if _none(default):
+                nones.add(arg.arg)
+    return found, nones
 
 
-def _tested_flag(test, flags) -> str | None:
-    """`if flag:` / `if flag and more:` on a parameter: its body runs only when it is on."""
+def _tested_flag(test, flags, nones) -> tuple[str, bool] | None:
+    """`if flag:` / `if flag and more:` on a parameter: its body runs only when it is on; and
+    `if flag is not None:` on one that defaults to None: only when a call passes it a value
+    (the second member says which: a False passed turns that test on). `nones` leaves out the
+    parameters the function stores into: the test is then on what it stored."""
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     for part in parts:
         if isinstance(part, ast.Name) and part.id in flags:
-            return part.id
+            return part.id, False
+        if isinstance(part, ast.Compare) and isinstance(part.left, ast.Name) and part.left.id in nones \
+                and len(part.ops) == 1 and isinstance(part.ops[0], ast.IsNot) and _none(part.comparators[0]):
+            return part.left.id, True
     return None
 
 
-def _passes(call: ast.Call, flags: dict, var_kw: str | None):
+def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
     """What a call passes that a flag guard needs: (star, {keyword or position: OFF / ON /
     ("fwd", caller's flag parameter)}, forwards the caller's own `**kwargs`), or None when it
     passes nothing but plain values (the call record already says what is passed)."""
@@ -64,9 +83,9 @@ def _passes(call: ast.Call, flags: dict, var_kw: str | None):
 
     def value(node):
         if _off_default(node):
-            return OFF
+            return NONE if _none(node) else OFF
         if isinstance(node, ast.Name) and node.id in flags:
-            return ("fwd", node.id)
+            return ("fwd", node.id, node.id in nones)
         return None
 
     for position, arg in enumerate(call.args):
@@ -92,8 +111,9 @@ def _passes(call: ast.Call, flags: dict, var_kw: str | None):
 
 
 def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
-    """({function: [(start, end, parameter, position)]} of flag guards, {(line, column): passes}
-    of the calls that pass a literal off value, a flag parameter, `*args` or `**kwargs`)."""
+    """({function: [(start, end, parameter, position, whether the test is `is not None`)]} of
+    flag guards, {(line, column): passes} of the calls that pass a literal off value, a flag
+    parameter, `*args` or `**kwargs`)."""
     guards: dict[str, list] = {}
     passes: dict[tuple, tuple] = {}
 
@@ -109,18 +129,21 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
 
     def function(node, local: str) -> None:
         qualname = f"{module}.{local}" if module else local
-        flags = _flag_params(node)
+        flags, nones = _flag_params(node)
+        if nones:  # `if out is None: out = torch.empty_like(x)` before `if out is not None:`
+            nones -= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         var_kw = node.args.kwarg.arg if node.args.kwarg else None
         for sub in nodes_breadth_first(node, _FLAG_NODES):
             if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 function(sub, f"{local}.{sub.name}")  # its own parameters; walked again below, harmless
             elif isinstance(sub, ast.If) and flags:
-                param = _tested_flag(sub.test, flags)
-                if param is not None and sub.body:
+                tested = _tested_flag(sub.test, flags, nones)
+                if tested is not None and sub.body:
                     end = getattr(sub.body[-1], "end_lineno", None) or sub.body[-1].lineno
-                    guards.setdefault(qualname, []).append((sub.body[0].lineno, end, param, flags[param]))
+                    param, given = tested
+                    guards.setdefault(qualname, []).append((sub.body[0].lineno, end, param, flags[param], given))
             elif isinstance(sub, ast.Call):
-                found = _passes(sub, flags, var_kw)
+                found = _passes(sub, flags, nones, var_kw)
                 if found is not None:
                     passes.setdefault((sub.lineno, sub.col_offset + 1), found)
 
@@ -128,8 +151,9 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     return guards, passes
 
 
-def flag_lines(program, edges: dict, results: dict) -> dict[str, list]:
-    """{path: [(start, end, why)]}: the flag guards no call in the tree can turn on."""
+def flag_lines(program, edges: dict, results: dict, binds, sources=None) -> dict[str, list]:
+    """{path: [(start, end, why)]}: the flag guards no call in the tree can turn on (`binds`:
+    callguards.binds, for the calls by name; `sources`: each path's file, for `_keyword_passed`)."""
     guards: dict[str, list] = {}
     passes: dict[str, dict] = {}
     for path, result in results.items():
@@ -143,12 +167,14 @@ def flag_lines(program, edges: dict, results: dict) -> dict[str, list]:
     for caller, out in edges.items():
         for call, target, shift in out:
             calls_into.setdefault(target, []).append((caller, call, shift))
-    on: dict[tuple, bool] = {}  # (function, flag): may be on, once decided
+    _dispatched_callers(program, edges, results, guards, calls_into, binds)
+    on: dict[tuple, bool] = {}  # (function, flag, given): may be on, once decided
     active: set[tuple] = set()  # being decided: a cycle of calls that only pass the flag round adds nothing
     leaned: list[bool] = [False]  # whether an answer leaned on one being decided (then it is not kept)
 
-    def may_be_on(function: str, name: str, position: int | None, depth: int = 0) -> bool:
-        key = (function, name)
+    def may_be_on(function: str, name: str, position: int | None, given: bool, depth: int = 0) -> bool:
+        """Whether a call may pass `name` a true value (`given`: any value but None)."""
+        key = (function, name, given)
         if key in on:
             return on[key]
         if key in active:
@@ -160,22 +186,28 @@ def flag_lines(program, edges: dict, results: dict) -> dict[str, list]:
         result = not callers or depth > 32
         for caller, call, shift in callers if not result else ():
             table = passes.get(program.path_of[caller], {})
-            star, items, forwards_kwargs = table.get((call.line, call.column), (False, {}, False))
             index = None if position is None else position - shift
-            passed = next((a for a in call.args if a[1] == name or (index is not None and a[0] == index)), None)
+            if isinstance(call, ByName):
+                star, forwards_kwargs = call.opened, False
+                passed = _by_name_passed(call, table, name, index)
+            else:
+                star, items, forwards_kwargs = table.get((call.line, call.column), (False, {}, False))
+                passed = next((a for a in call.args if a[1] == name or (index is not None and a[0] == index)), None)
+                if passed is not None:  # a value no literal record tells: anything
+                    passed = items.get(name, items.get(passed[0], ON) if passed[0] is not None else ON)
             if passed is not None:
-                kind = items.get(name, items.get(passed[0]) if passed[0] is not None else None)
-                if kind == OFF:
+                kind = passed
+                if kind == NONE or (kind == OFF and not given):
                     continue
-                if isinstance(kind, tuple):  # the caller's own flag, passed on
+                if isinstance(kind, tuple) and (kind[2] or not given):  # the caller's own flag, passed on
                     caller_position = _position(program, caller, kind[1])
-                    result = may_be_on(caller, kind[1], caller_position, depth + 1)
+                    result = may_be_on(caller, kind[1], caller_position, given, depth + 1)
                 else:
                     result = True
             elif star:
                 result = True
             elif forwards_kwargs:  # `f(x, **kwargs)`: on when a call into the caller names it
-                result = may_be_on(caller, name, None, depth + 1)
+                result = may_be_on(caller, name, None, given, depth + 1)
             if result:
                 break
         active.discard(key)
@@ -185,16 +217,96 @@ def flag_lines(program, edges: dict, results: dict) -> dict[str, list]:
         return result
 
     found: dict[str, list] = {}
+    nones: list[tuple] = []  # `is not None` guards no recorded call passes: checked in the text
     for qualname, items in guards.items():
         if qualname not in program.functions:
             continue
-        for start, end, param, position in items:
-            if not may_be_on(qualname, param, position):
+        for start, end, param, position, given in items:
+            if not may_be_on(qualname, param, position, given):
+                if given:
+                    nones.append((program.path_of[qualname], start, end, param))
+                    continue
                 found.setdefault(program.path_of[qualname], []).append(
                     (start, end, f"runs only when `{param}` is on, and no call in the tree turns it on"))
+    passed = _keyword_passed({param for *_, param in nones}, results, sources) if nones else set()
+    for path, start, end, param in nones:
+        if param not in passed:
+            found.setdefault(path, []).append(
+                (start, end, f"runs only when `{param}` is not None, and every call in the tree passes None or leaves it out"))
     return found
+
+
+def _keyword_passed(params: set, results: dict, sources) -> set:
+    """The names among `params` that some file passes by keyword a value other than None
+    (`f(x, output_tensor_list=parts)`), whatever the call: a call on a receiver the per-file
+    records do not keep (`get_parallel().attn_tp_group.all_gather(...)`) is still a caller.
+    A text scan (`(` or `,`, the name, `=`), so a tuple target of that name counts too; a file
+    that cannot be read may pass all of them."""
+    pattern = re.compile(r"[(,]\s*(" + "|".join(sorted(map(re.escape, params))) + r")\s*=(?!=)\s*(?!None\b)")
+    passed: set[str] = set()
+    for path in results:
+        try:
+            with open((sources or {}).get(path, path), encoding="utf-8") as handle:
+                passed.update(pattern.findall(handle.read()))
+        except (OSError, UnicodeDecodeError):
+            return set(params)
+    return passed
 
 
 def _position(program, function: str, name: str) -> int | None:
     params = program.functions[function]["params"]
     return params.index(name) if name in params else None
+
+
+def _dispatched_callers(program, edges: dict, results: dict, guards: dict, calls_into: dict, binds) -> None:
+    """Add the calls by name (a method called on a receiver of unknown class, which the per-step
+    walk follows to every method of that name it can bind to, `binds`: callguards.binds) to a
+    guarded method's callers, as callguards.guarded_lines counts them: vLLM's sampler calls
+    `holder.update_state(..., repeat_indices=None)` on a field of a metadata object."""
+    by_name: dict[str, list] = {}
+    for target in guards:
+        owner, _, short = target.rpartition(".")
+        if owner in program.classes and target in program.functions:
+            by_name.setdefault(short, []).append(target)
+    if not by_name:
+        return
+    for result in results.values():
+        for caller, calls in (getattr(result, "dispatch", None) or {}).items():
+            facts = program.functions.get(caller)
+            if facts is None or caller not in program.path_of:
+                continue
+            resolved = None
+            for line, name, op, shape in calls:
+                targets = by_name.get(name)
+                if not targets or op:
+                    continue
+                if resolved is None:
+                    resolved = {(call.line, call.name) for call, _, _ in edges.get(caller, ())}
+                if (line, name) in resolved:  # the receiver's class is known: counted with the edges
+                    continue
+                positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
+                for target in targets:
+                    if binds(program.functions[target], shape):
+                        params = program.functions[target]["params"]
+                        shift = 1 if params and params[0] == "self" else 0
+                        calls_into.setdefault(target, []).append(
+                            (caller, ByName(line, positional, frozenset(keywords), opened), shift))
+
+
+class ByName(NamedTuple):
+    """A call by name, as the per-file dispatch records it: its line and shape, no column."""
+
+    line: int
+    positional: int
+    keywords: frozenset
+    opened: bool  # `*args` / `**kwargs`: it may pass anything
+
+
+def _by_name_passed(call: ByName, table: dict, name: str, index: int | None):
+    """What a call by name passes for `name`: None when it leaves it out; ON when it passes it
+    by place, or by keyword a value no literal record on its line tells (the call's column is not
+    recorded: only one call on the line passing that keyword is read)."""
+    if name not in call.keywords:
+        return ON if index is not None and 0 <= index < call.positional else None
+    found = [items[name] for (line, _), (_, items, _) in table.items() if line == call.line and name in items]
+    return found[0] if len(found) == 1 else ON

@@ -47,6 +47,7 @@ from .fact_values import METHOD, PROP
 from .importclosure import ImportClosure
 from .library import LibraryFacts
 from .modules import ModuleKinds
+from .platform_built import built_elsewhere
 from .platform_picks import overridden_on_cuda
 from .steploops import StepLoops
 
@@ -83,7 +84,7 @@ class PerStep:
     """Reachability from the per-step roots over the whole program."""
 
     def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                 cold_name=None) -> None:
+                 cold_name=None, sources=None, built=None) -> None:
         self.program = program
         self.cold_name = cold_name  # config.cold_function: names of code that runs once
         self.library = library
@@ -113,6 +114,9 @@ class PerStep:
         self.reached: dict[str, tuple] = {}
         # per-request entries (modules.py) and what they reach outside loops: same shape
         self.kinds = ModuleKinds(program, results, library)
+        # classes only another platform's code builds: their methods never run on CUDA (platform_built.py)
+        self.built_elsewhere = built if built is not None else \
+            built_elsewhere(program, results, self.cold, self.other_platform, self.kinds.subclasses, sources)
         self.straight: dict[str, tuple] = {}
         for result in results.values():
             self.straight.update(getattr(result, "straight", None) or {})
@@ -163,7 +167,8 @@ class PerStep:
         if not facts.get("hot", True) and (self.cold_name is None or self.cold_name(qualname.rsplit(".", 1)[-1])):
             return False
         path = self.program.path_of[qualname]
-        if self.other_platform.get(path) or self.tools.get(path) or qualname in self.overridden:
+        if self.other_platform.get(path) or self.tools.get(path) or qualname in self.overridden \
+                or qualname.rpartition(".")[0] in self.built_elsewhere:
             return False
         return self.line_cold(path, facts["line"]) is None
 
@@ -486,12 +491,13 @@ def cold_lines(results: dict, guarded: dict) -> dict[str, ColdLines]:
 
 
 def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                   cold_name=None, const=None, plain=frozenset()) -> tuple[dict[str, tuple] | None, dict[str, list]]:
+                   cold_name=None, const=None, plain=frozenset(),
+                   sources=None) -> tuple[dict[str, tuple] | None, dict[str, list]]:
     """(qualname -> why (the path from its root) for every per-step or per-request function,
     or None when the linted code has no root at all (then only cold lines are left out);
     {path: [(start, end, why)]}: the per-request functions' lines that run once per request,
     and (with `const`, constargs.ConstArgs) the guarded blocks no per-step call takes)."""
-    walk = PerStep(program, edges, results, library, guarded, cold_name)
+    walk = PerStep(program, edges, results, library, guarded, cold_name, sources=sources)
     walk.run()
     if not walk.reached and not walk.request:
         return None, {}  # no per-step root in the linted code (a script, a kernel library): no scope
@@ -503,12 +509,13 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
         if untaken:
             # a walk's tables (~20 MB on whole vLLM) are held in cycles (the bound methods its
             # StepLoops keeps): freed here, before the second walk builds its own
+            built = walk.built_elsewhere
             del walk
             gc.collect()
             # walk again without following the calls in those blocks (a helper that only a
             # shutdown path's `wait=True` reaches); fewer callers only rule out more
             merged = {path: list(guarded.get(path, ())) + untaken.get(path, []) for path in guarded.keys() | untaken.keys()}
-            walk = PerStep(program, edges, results, library, merged, cold_name)
+            walk = PerStep(program, edges, results, library, merged, cold_name, built=built)
             walk.run()
     table = {qualname: walk.why(qualname) for qualname in walk.reached}
     table.update((qualname, walk.why(qualname)) for qualname in walk.request)
@@ -525,15 +532,20 @@ def cold_calls_removed(program, edges: dict, results: dict, guarded: dict, libra
     """The call graph without the calls on cold lines (a helper that syncs only under
     `if envs.DEBUG:` does not sync for its callers), nor the calls from serving code into a
     tool's file (toolpaths.py: a canary syncs only where it is turned on), and the program's
-    sync roots likewise."""
+    sync roots likewise; nor the calls from other code into another platform's file (a hook in
+    `hardware_backend/npu/` that the shared scheduler calls, whose body returns early unless the
+    pool is the NPU one: its lines are cold by their path, and so is what they sync for a caller)."""
     cold = cold_lines(results, guarded)
     tools = {path for path in results if tool_path(path, library)} if library is not None else set()
+    others = platform_files(results, library)
     kept_edges = {}
     for caller, out in edges.items():
         lines = cold.get(program.path_of[caller])
         kept = [e for e in out if lines is None or lines.why(e[0].line) is None] if lines and lines.merged else out
         if tools and program.path_of[caller] not in tools:
             kept = [e for e in kept if program.path_of.get(e[1]) not in tools]
+        if others and program.path_of[caller] not in others:
+            kept = [e for e in kept if program.path_of.get(e[1]) not in others]
         kept_edges[caller] = kept
     for qualname, roots in list(program.roots.items()):
         path = program.path_of.get(qualname)
@@ -541,6 +553,11 @@ def cold_calls_removed(program, edges: dict, results: dict, guarded: dict, libra
         if lines is not None and lines.merged:
             program.roots[qualname] = [(p, r) for p, r in roots if lines.why(r.line) is None]
     return kept_edges
+
+
+def platform_files(results: dict, library=None) -> frozenset:
+    """The linted files for another platform than CUDA, by their path (branches.platform_path)."""
+    return frozenset(path for path in results if platform_path(path, library)) if library is not None else frozenset()
 
 
 def intake_calls_removed(program, edges: dict, library) -> dict:

@@ -112,6 +112,7 @@ class Solver:
         self.callers, self.readers = callers, readers
         self.summaries: dict[str, Summary] = {q: Summary() for q in program.functions}
         self._by_class: dict[str, list[str]] | None = None  # class -> its methods (_overrides)
+        self.foreign: frozenset = frozenset()  # files for another platform (reachability.platform_files)
 
     def run(self) -> None:
         pending = list(self.program.functions)
@@ -408,6 +409,8 @@ class Solver:
                         code, chain, cold = "SYN602", _join(here, ruled[0]), ruled[1]
                 if code is None:
                     continue
+                if self.program.path_of[target] in self.foreign and path not in self.foreign:
+                    cold = cold or f"`{call.name}` is in a file for another platform than CUDA"
                 found.setdefault(path, []).append(FileFinding(
                     code, call.line, call.column, call.stmt_start, call.stmt_end, function or "<module>",
                     _message(code, call, chain), None, "error", chain, cold=cold,
@@ -553,12 +556,12 @@ def _message(code: str, call: CallRecord, chain: tuple) -> str:
     return f"{head} {calls} down: {root.path}:{root.line} {root.note} (via {via})"
 
 
-def solve(results: dict, library=None, cold_name=None) -> tuple:
+def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     """(extra findings per path, host-fed parameters, rules' findings on host return values,
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
     from .callguards import decided_lines
-    from .reachability import cold_calls_removed, intake_calls_removed, per_step_table
+    from .reachability import cold_calls_removed, intake_calls_removed, per_step_table, platform_files
 
     from .confignone import NoneConfig
     from .constargs import ConstArgs
@@ -567,8 +570,9 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     solver = Solver(program, ConstArgs(results))
     solver.const.none_config = NoneConfig(program, results, solver.all_edges)
     # lines that no caller, flag or import lets run while serving (callguards.decided_lines)
-    guarded = decided_lines(program, solver.edges, results, library)
+    guarded = decided_lines(program, solver.edges, results, library, sources)
     walked = cold_calls_removed(program, solver.edges, results, guarded, library)
+    solver.foreign = platform_files(results, library)
     # a call into request intake does not sync for its caller (the walk still follows it)
     solver.edges = intake_calls_removed(program, walked, library)
     solver.run()
@@ -576,7 +580,7 @@ def solve(results: dict, library=None, cold_name=None) -> tuple:
     plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
                       if solver.summaries[target].sync is not None or solver.summaries[target].cond)
     functions, once = per_step_table(program, walked, results, library, guarded, cold_name, solver.const,
-                                     plain) if library is not None else (None, {})
+                                     plain, sources) if library is not None else (None, {})
     # the lines of per-request functions outside their loops are cold for the findings on them
     # only: a sync there still counts for a per-step caller, so the edges above keep it
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}

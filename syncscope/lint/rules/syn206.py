@@ -40,6 +40,8 @@ class TensorAsCondition(Rule):
         needs = ctx.device_field(test) if where == P.UNKNOWN else None
         if not P.is_tensor_like(where) and needs is None:
             return
+        if ctx.holds_container(test):  # `if parts:` on a list of tensors asks for its length
+            return
         ctx.report(
             self, test,
             f"`{show(test, ctx)}` is a tensor used as a truth value ({context}); Python reads it "
