@@ -1,14 +1,12 @@
 """The whole-program pass: per-function sync summaries over the linted tree, and the findings
 they give at call sites (SYN601, SYN602).
 
-Runs after every file was analyzed (or served from the cache), on plain data: each file's
-function facts (facts.py: calls, arguments, returns, classes) and its sync roots (the rules'
-findings, analyzer.py). Nothing is parsed here.
+Runs after every file was analyzed (or cached), on plain data: each file's function facts
+(facts.py) and sync roots (the rules' findings, analyzer.py). Nothing is parsed here.
 
 A function's summary says:
-* `sync`: it syncs whatever it is given: a root finding not tied to a parameter, or a call to a
-  function that syncs, or a call passing a device value to a parameter its callee syncs on;
-  kept with the chain of calls down to the root line;
+* `sync`: it syncs whatever it is given (a root not tied to a parameter, a call that syncs, or
+  a device value passed where the callee syncs on it), with the chain down to the root line;
 * `cond[p]`: it syncs if parameter `p` is on the device (the root is on `p`, or on a value
   computed from `p` by slicing, arithmetic or tensor methods, at any depth of calls);
 * `gsync[k]`: it syncs whatever it is given, but only inside the `if` blocks `k` tested on its
@@ -17,12 +15,11 @@ A function's summary says:
 * `ruled`: it does not sync, but would if not for a call's constants further down (the chain
   and why): its callers' call sites are reported cold, with that reason, not dropped;
 * `ret`: where its result lives (host, device, Python), or "where parameter p lives".
-Summaries are computed to a fixpoint over the call graph (worklist; recursion and cycles
-converge because a summary only ever gains facts, and a chain is kept only when it is shorter).
+Summaries are computed to a fixpoint over the call graph (a worklist; a chain is kept only when
+it is shorter).
 
-Findings, at call sites in hot code (functions that run every step, facts.py):
-* SYN602: the callee (function, method, property getter) syncs whatever it is given;
-* SYN601: the call passes a device value to a parameter the callee syncs on.
+Findings at call sites in hot code: SYN602, the callee (function, method, property getter)
+syncs whatever it is given; SYN601, the call passes a device value where the callee syncs on it.
 """
 
 from __future__ import annotations
@@ -83,22 +80,20 @@ class Solver:
         self.const = const  # constargs.ConstArgs: guards a caller's literal arguments may rule out
         self.edges: dict[str, list[tuple[CallRecord, str, int]]] = {}  # caller -> [(call, target, shift)]
         self.all_edges = self.edges  # with the calls on cold lines too (where findings are made)
-        # callee -> its callers, in file order: a dict, not a set, since the worklist follows it
-        # and a set of strings iterates in the process's hash order, which made the chain
-        # reported among equally short ones change from run to run
+        # callee -> its callers, in file order (a dict: a set iterates in hash order, which made
+        # the chain reported among equally short ones change from run to run); method -> who
+        # reads its result with no call edge (`given_method`)
         callers: dict[str, dict[str, None]] = {}
-        readers: dict[str, dict[str, None]] = {}  # method -> who reads its result with no call edge
+        readers: dict[str, dict[str, None]] = {}
         # `self.visual(x, grid_thw)` -> the submodule's `forward`: only where its arguments come
-        # from (host_fed). As a call edge it would report every sync of a `forward` (already a
-        # per-step root, reported where it is) once more at each module that holds one.
+        # from (host_fed); as a call edge every sync of a per-step root would be reported again
         self.module_edges: dict[str, list[tuple[CallRecord, str, int]]] = {}
         for qualname, facts in program.functions.items():
             out = []
             for call in facts["calls"]:
                 target = program.resolve(call.target)
                 if target is None or target not in program.functions:
-                    # `value` reads what it returns (`given_method`): its changes must reach us too
-                    given = program.given_method(call.target) if target is None else None
+                    given = program.given_method(call.target) if target is None else None  # its changes reach us
                     if given in program.functions:
                         readers.setdefault(given, {})[qualname] = None
                     target = program.module_call(call.target) if target is None else None
@@ -581,16 +576,13 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
                       if solver.summaries[target].sync is not None or solver.summaries[target].cond)
     functions, once = per_step_table(program, walked, results, library, guarded, cold_name, solver.const,
                                      plain, sources) if library is not None else (None, {})
-    # the lines of per-request functions outside their loops are cold for the findings on them
-    # only: a sync there still counts for a per-step caller, so the edges above keep it
+    # per-request lines outside loops are cold for their own findings only (the edges keep them)
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
     scope = {"functions": functions, "cold": cold}
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
                         for qualname, line, column in _starred_calls(result))
     fed, host = solver.host_fed(starred)
-    # the items of a parameter fed host memory are host data too; a Python value is not enough
-    # for them (param_items.py)
-    host = with_items(host)
+    host = with_items(host)  # a parameter fed host memory has host items (param_items.py)
     return solver.findings(host, starred), fed | host, solver.host_origins(results), scope
 
 
