@@ -137,3 +137,34 @@ def test_constructions_are_the_calls_the_walk_entering_lambdas_found():
     after = _own_calls(function)
     assert Counter(map(id, after)) == Counter(map(id, before))
     assert "Inner" in {ast.unparse(c.func) for c in after}  # inside the lambda
+
+
+def test_one_process_freezes_its_results_as_it_goes_and_gives_what_the_pool_gives(tmp_path):
+    """-j 1 collects and freezes every COLLECT_EVERY files (engine._analyze_all); the findings
+    are the pool's, and the run leaves nothing frozen behind."""
+    import gc
+
+    from lint_helpers import make_config
+    from syncscope.lint.engine import lint_paths
+    from syncscope.lint.pool_worker import COLLECT_EVERY
+
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    for index in range(COLLECT_EVERY * 2 + 3):
+        (root / f"m{index}.py").write_text(textwrap.dedent(f"""
+            import torch
+
+            def step{index}(t: torch.Tensor):
+                return t.sum().item()
+        """))
+    config = make_config(tmp_path)
+
+    def findings(**kw):
+        return [(f.path, f.line, f.code) for f in lint_paths([str(root)], config, use_cache=False, **kw).findings]
+
+    frozen = gc.get_freeze_count()
+    alone = findings(jobs=1)
+    assert gc.get_freeze_count() == frozen
+    assert len(alone) >= COLLECT_EVERY * 2 + 3
+    assert findings(jobs=2) == alone
