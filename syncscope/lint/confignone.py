@@ -42,7 +42,7 @@ from __future__ import annotations
 import ast
 
 from .constargs import _APPLY, _FLIP, _OPS, _literal, UNKNOWN
-from .nodewalk import own_nodes
+from .nodewalk import function_code, own_nodes
 from .vocabulary import TORCH_FACTORIES
 
 MAX_DEPTH = 6  # name and call hops followed; deeper decides nothing
@@ -330,7 +330,7 @@ def file_none_config(tree: ast.Module, module: str | None) -> dict:
         if _never_none_annotation(node.returns):
             returns[qualname] = "nonnone"
         facts = None
-        own = own_nodes(node.body, _WANTED, enter_block_definitions=False)
+        own = [sub for sub in function_code(node) if type(sub) in _WANTED]
         for sub in own:
             if isinstance(sub, ast.If) and isinstance(sub.test, ast.BoolOp) and isinstance(sub.test.op, ast.And):
                 none = [c.left.id for c in sub.test.values if isinstance(c, ast.Compare) and len(c.ops) == 1

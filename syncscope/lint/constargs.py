@@ -39,7 +39,7 @@ import operator
 from .device_params import device_param_guards
 from .exprguards import ifexp_blocks
 from .guardblocks import early_exits, statement_blocks, stored_before
-from .nodewalk import own_nodes
+from .nodewalk import DEFINITIONS, function_code, own_nodes
 
 UNKNOWN = object()  # a value the call does not fix (never pickled: only used while evaluating)
 NO_DEFAULT = ("nodefault",)
@@ -47,6 +47,8 @@ NO_DEFAULT = ("nodefault",)
 # enclosing function's call into it hands it on unchanged, any other call leaves it unknown
 CLOSURE = ("closure",)
 _IF_OR_CALL = frozenset({ast.If, ast.Call})
+_NAME = frozenset({ast.Name})
+_STORE = (ast.Store, ast.Del)
 _OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _APPLY = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
           "eq": operator.eq, "ne": operator.ne}
@@ -211,8 +213,14 @@ def _params(function) -> dict:
 
 def _stores(function) -> list:
     """The names the function's own body stores into or deletes, as `Name` nodes (a parameter
-    rebound is no pass-through; where it is, guardblocks.stored_before reads the lines)."""
-    return [sub for sub in own_nodes(function.body, frozenset({ast.Name})) if isinstance(sub.ctx, (ast.Store, ast.Del))]
+    rebound is no pass-through; where it is, guardblocks.stored_before reads the lines). The
+    definitions among the body's own statements are read too (`own_nodes`'
+    enter_block_definitions); in no particular order: the readers take them as a set."""
+    stores = [sub for sub in function_code(function) if type(sub) is ast.Name and isinstance(sub.ctx, _STORE)]
+    for stmt in function.body:
+        if type(stmt) in DEFINITIONS:
+            stores.extend(sub for sub in own_nodes([stmt], _NAME) if isinstance(sub.ctx, _STORE))
+    return stores
 
 
 def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tuple[dict, dict, dict]:
@@ -250,7 +258,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
         # nested definitions are walked on their own below (their code is theirs, not this
         # function's); the parameters this one never rebinds are theirs to read as closures
         stale = stored_before(node.body, names & rebound, stores)
-        for sub in own_nodes(node.body, _IF_OR_CALL, enter_block_definitions=False):
+        for sub in [sub for sub in function_code(node) if type(sub) in _IF_OR_CALL]:
             if isinstance(sub, ast.If) and names:
                 # a parameter stored into before the test may no longer be what was passed
                 test = compile_test(sub.test, frozenset(n for n in names if not stale(n, sub.lineno)))

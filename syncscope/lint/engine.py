@@ -27,7 +27,7 @@ from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
-from .pool_worker import analyze_in_worker, init_worker
+from .pool_worker import COLLECT_EVERY, analyze_in_worker, init_worker
 from .worker import RawResult, analyze_bytes, analyze_file, decode
 
 
@@ -517,7 +517,13 @@ def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
         progress.start(len(todo))
     jobs = jobs or os.cpu_count() or 1
     if len(todo) == 1 or jobs == 1:
-        for task in todo:
+        for done, task in enumerate(todo):
+            if done and done % COLLECT_EVERY == 0:
+                # the results kept so far (hundreds of MB on a whole tree) would be scanned
+                # again by every full collection: the last files' cyclic garbage is collected,
+                # and what is left, the results, frozen (as a pool worker does with its start)
+                gc.collect()
+                gc.freeze()
             yield task, analyze_file(task[0], task[2], task[3], config, task[6], task[7])
             if progress is not None:
                 progress.advance(1)

@@ -40,7 +40,7 @@ import ast
 import weakref
 
 from .classinfo import module_statements
-from .nodewalk import code_fields, nodes_breadth_first
+from .nodewalk import function_code, nodes_breadth_first
 
 # the nodes read off a store's target or a test (nodewalk.py: cheaper than `ast.walk`)
 _ATTRIBUTE = frozenset({ast.Attribute})
@@ -136,18 +136,15 @@ def _tested_locals(function) -> dict[str, ast.expr]:
         return cached
     stores: dict[str, list] = {}
     wanted: set[str] = set()
-    stack = list(function.body)
-    while stack:  # nodewalk's field table, not ast.iter_child_nodes: this reads every node of every function
-        node = stack.pop()
+    plain: set = set()  # the targets of plain assignments, counted with their value
+    for node in function_code(function):  # in the walk's order: an assignment before its target
         kind = type(node)
         if kind is ast.Name:
-            if type(node.ctx) is not ast.Load:
-                stores.setdefault(node.id, []).append(None)  # the plain assignments are counted below
-            continue
-        if kind in _DEFINITION:
+            if type(node.ctx) is not ast.Load and node not in plain:
+                stores.setdefault(node.id, []).append(None)
+        elif kind in _DEFINITION:
             stores.setdefault(getattr(node, "name", ""), []).append(None)
-            continue
-        if kind in _TESTED:
+        elif kind in _TESTED:
             wanted.update(n.id for n in nodes_breadth_first(node.test, _NAME))
         elif kind is ast.Call:
             wanted.update(a.id for a in node.args if type(a) is ast.Name)
@@ -157,14 +154,7 @@ def _tested_locals(function) -> dict[str, ast.expr]:
                 stores.setdefault(name, []).append(None)
         elif kind is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
             stores.setdefault(node.targets[0].id, []).append(node.value)
-            stack.append(node.value)
-            continue
-        for field in code_fields(kind):
-            value = getattr(node, field, None)
-            if type(value) is list:
-                stack.extend(value)
-            elif value is not None:
-                stack.append(value)
+            plain.add(node.targets[0])
     args = function.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
     found = {name: values[0] for name, values in stores.items()

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-_ATOMS = frozenset({str, int, type(None)})  # exact types: `bool` and `IntEnum` are subclasses of int
-
 
 class Interner:
     """Shared per run; one table per type, so `1`, `1.0` and `True` (equal, and equal hashes)
@@ -54,24 +52,48 @@ class Interner:
         if found is not None:
             return found
         if kind is tuple:
-            new = tuple([self.value(item, done) for item in value]) if value else value
-            if all(type(item) in _ATOMS or id(item) in self.shared for item in new):
+            items, shareable = self._items(value, done)
+            new = tuple(items) if value else value
+            if shareable:
                 new = self.tuples.setdefault(new, new)
                 self.shared.add(id(new))
         elif kind is dict:
-            new = {self.value(key, done): self.value(item, done) for key, item in value.items()}
+            keys, _ = self._items(value, done)
+            items, _ = self._items(value.values(), done)
+            new = dict(zip(keys, items))
         elif kind is list:
-            value[:] = [self.value(item, done) for item in value]
+            value[:] = self._items(value, done)[0]
             new = value
         elif kind is frozenset:
             new = self.frozensets.get(value)
             if new is None:
-                new = self.frozensets[value] = frozenset([self.value(item, done) for item in value])
+                new = self.frozensets[value] = frozenset(self._items(value, done)[0])
         elif isinstance(value, tuple):  # a NamedTuple record (records.py)
-            new = tuple.__new__(kind, [self.value(item, done) for item in value])
+            new = tuple.__new__(kind, self._items(value, done)[0])
         elif kind is set:
-            new = {self.value(item, done) for item in value}
+            new = set(self._items(value, done)[0])
         else:
             return value  # enum members and other objects: shared already
         done[id(value)] = new  # the old container stays alive in `value`'s owner until replaced
         return new
+
+    def _items(self, values, done: dict) -> tuple[list, bool]:
+        """[self.value(item) for item in values], and whether a tuple of them may be shared (all
+        plain names, whole numbers, None or shared tuples). The common items (names, numbers,
+        None) are handled here rather than by a call each: there are millions of them."""
+        strings, ints, shared = self.strings, self.ints, self.shared
+        out = []
+        shareable = True
+        for item in values:
+            kind = type(item)
+            if kind is str:
+                item = strings.setdefault(item, item)
+            elif kind is int:  # exactly: `bool` and `IntEnum` members are ints too, and not shared
+                if not -5 <= item <= 256:
+                    item = ints.setdefault(item, item)
+            elif item is not None:
+                item = self.value(item, done)
+                if shareable and id(item) not in shared:
+                    shareable = False
+            out.append(item)
+        return out, shareable

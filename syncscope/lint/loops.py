@@ -32,7 +32,7 @@ import ast
 import builtins
 
 from .ast_annotations import dotted
-from .nodewalk import DEFINITIONS, own_nodes
+from .nodewalk import DEFINITIONS, function_code, own_nodes
 from .steploops import names_generation, names_steps
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -69,7 +69,7 @@ class _Walk:
                 if loops:
                     self.loops[self.qualify(local)] = loops
                 self.spans[self.qualify(local)] = (stmt.lineno, _end(stmt))
-                self.constructions(stmt.body, self.qualify(".".join(classes)) if classes else None)
+                self.constructions(_own_calls(stmt), self.qualify(".".join(classes)) if classes else None)
                 self.definitions(_nested(stmt.body), classes, local)
             elif isinstance(stmt, ast.ClassDef):
                 names = classes + [stmt.name]
@@ -77,7 +77,8 @@ class _Walk:
                 self.definitions(stmt.body, names, None)
             elif function is None:
                 # a module- or class-level statement (`_MODEL = Encoder()`, a class attribute)
-                self.constructions([stmt], self.qualify(".".join(classes)) if classes else None)
+                self.constructions(own_nodes([stmt], _CALL, skip=DEFINITIONS, enter_block_definitions=False),
+                                   self.qualify(".".join(classes)) if classes else None)
                 # definitions under `if TYPE_CHECKING:` / `try:` at module or class level
                 for field in ("body", "orelse", "finalbody"):
                     inner = getattr(stmt, field, None)
@@ -86,13 +87,12 @@ class _Walk:
                 for handler in getattr(stmt, "handlers", ()) or ():
                     self.definitions(handler.body, classes, None)
 
-    def constructions(self, body, maker: str | None) -> None:
-        """The classes this code constructs (`Mistral3Model(config)`, `nn.ModuleList([Layer(c)
-        for _ in range(n)])`), as (maker, class): the class whose code it is, or None for a
-        module-level function or statement. A function nested in a method builds for that
-        method's class (definitions() walks it with the same maker)."""
-        # definitions are walked on their own by definitions() (a nested function: same maker)
-        for node in own_nodes(body, _CALL, skip=DEFINITIONS, enter_block_definitions=False):
+    def constructions(self, calls: list, maker: str | None) -> None:
+        """The classes these calls of some code construct (`Mistral3Model(config)`,
+        `nn.ModuleList([Layer(c) for _ in range(n)])`), as (maker, class): the class whose code
+        it is, or None for a module-level function or statement. A function nested in a method
+        builds for that method's class (definitions() walks it with the same maker)."""
+        for node in calls:
             made = self.base(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
             if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
                 self.makes.add((maker, made))
@@ -215,6 +215,18 @@ def file_loops(tree: ast.Module, module: str, aliases: dict):
     {function: (first line, last line)},
     ((maker class or None, constructed class as a qualified name), ...))."""
     return file_loop_facts(tree, module, aliases)[:4]
+
+
+def _own_calls(function) -> list:
+    """The calls of a function's own code, its lambdas' included, not its nested definitions'
+    (definitions() walks those on their own), in no particular order: nodewalk.function_code,
+    which finds lambdas without entering them, and each lambda's own calls."""
+    nodes = function_code(function)
+    calls = [node for node in nodes if type(node) is ast.Call]
+    for node in nodes:
+        if type(node) is ast.Lambda:
+            calls.extend(own_nodes([node], _CALL, skip=DEFINITIONS, enter_block_definitions=False))
+    return calls
 
 
 def file_loop_facts(tree: ast.Module, module: str, aliases: dict):

@@ -16,6 +16,7 @@ they always had.
 from __future__ import annotations
 
 import ast
+import weakref
 
 DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 # what `return` and friends inside a lambda leave is the lambda, not the block
@@ -42,7 +43,7 @@ def code_fields(kind: type) -> tuple:
 
 def own_nodes(body: list, wanted, skip=SCOPES, enter_block_definitions: bool = True) -> list:
     """The nodes of `body` whose type is in `wanted`, not descending into nested nodes whose
-    type is in `skip`. A definition that is itself a statement of `body` is entered when
+    type is in `skip` (such a node is found itself when its type is wanted). A definition that is itself a statement of `body` is entered when
     `enter_block_definitions` (errorpaths.py's reading of a block: that def's own statements
     are the block's), else skipped like the nested ones."""
     found = []
@@ -55,6 +56,8 @@ def own_nodes(body: list, wanted, skip=SCOPES, enter_block_definitions: bool = T
         if len(stack) < floor:
             floor = len(stack)
         elif kind in skip:
+            if kind in wanted:  # found, not entered
+                found.append(node)
             continue
         if kind in wanted:
             found.append(node)
@@ -67,6 +70,24 @@ def own_nodes(body: list, wanted, skip=SCOPES, enter_block_definitions: bool = T
                 stack.extend(value)
             elif value is not None:
                 stack.append(value)
+    return found
+
+
+# The node types that constargs.py (tests, calls, stores), confignone.py (tests, returns,
+# assignments, calls) and held_tests.py (stores, definitions, tests, calls) read in a function's
+# own code: one walk serves the three (`function_code`). Nested definitions are found, not entered.
+CODE_KINDS = frozenset({ast.If, ast.While, ast.Assert, ast.IfExp, ast.Call, ast.Return, ast.Assign, ast.Name,
+                        ast.Global, ast.Nonlocal}) | SCOPES
+# function node -> its own nodes of CODE_KINDS (the tree is never changed after parsing)
+_function_code: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def function_code(function) -> list:
+    """`own_nodes(function.body, CODE_KINDS, enter_block_definitions=False)`, walked once per
+    function: each reader filters it by type (the order of the kinds it keeps is the walk's)."""
+    found = _function_code.get(function)
+    if found is None:
+        found = _function_code[function] = own_nodes(function.body, CODE_KINDS, enter_block_definitions=False)
     return found
 
 
