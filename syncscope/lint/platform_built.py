@@ -19,7 +19,9 @@ The fact, as the whole-program pass decides it (`built_elsewhere`): a class of t
   another class, a string naming its path that `importlib` may load) or rebinds its name leaves
   the class alone; so does a second class of the same name, whose constructions count too.
 Only candidates are read: classes whose every constructing module has a platform-cold block or
-is another platform's (from the per-file `makes`), so the scan is skipped in most runs' files.
+is another platform's (from the per-file `makes`), and of those only the ones whose name at most
+`MAX_NAMING_FILES` files mention (a name many files use is handed around, or shared by several
+classes; reading every such file with `ast` cost ~15% of a whole-vLLM run).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import re
 
 _PLATFORM_WORDS = ("another platform", "on CUDA")
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+_CAPITALIZED = re.compile(r"\b[A-Z]\w*")  # the candidates' names: constructions are capitalized (loops.py)
+MAX_NAMING_FILES = 8  # a candidate named in more files than this is left alone (read no further)
 
 
 def platform_reason(why: str | None) -> bool:
@@ -61,17 +65,27 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
     by_short: dict[str, set] = {}
     for cls in candidates:
         by_short.setdefault(cls.rpartition(".")[2], set()).add(cls)
-    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, by_short))) + r")\b")
-    failed: set[str] = set()
-    built: set[str] = set()
+    mentions: dict[str, set] = {}  # path -> the candidates' names it mentions
+    named_in: dict[str, int] = {}
     for path in results:
-        try:
-            with open((sources or {}).get(path, path), encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError):
+        text = _read(path, sources)
+        if text is None:
             return frozenset()  # a file not read may name any of them
-        found = set(pattern.findall(text))
-        if not found:
+        found = by_short.keys() & _CAPITALIZED.findall(text)  # one pass: an alternation of hundreds of names is slow
+        if found:
+            mentions[path] = found
+            for short in found:
+                named_in[short] = named_in.get(short, 0) + 1
+    # a name many files mention is handed around (or shared by many classes): reading them all
+    # with `ast` costs more than the rule can win, and one use that keeps it as a value ends it
+    common = {short for short, count in named_in.items() if count > MAX_NAMING_FILES}
+    failed: set[str] = {cls for short in common for cls in by_short[short]}
+    built: set[str] = set()
+    for path, found in mentions.items():
+        found -= common
+        text = _read(path, sources) if found else None  # read again: the texts are not all kept
+        if text is None:
+            failed.update(cls for short in found for cls in by_short[short])
             continue
         try:
             tree = ast.parse(text)
@@ -88,6 +102,14 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
             else:
                 failed.update(by_short[short])
     return frozenset(built - failed)
+
+
+def _read(path: str, sources: dict | None) -> str | None:
+    try:
+        with open((sources or {}).get(path, path), encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _mentions(tree: ast.Module, shorts: set):
