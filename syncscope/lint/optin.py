@@ -41,30 +41,42 @@ _KEYWORD = re.compile(r"[(,]\s*(\w+)\s*=(?!=)(?!\s*False\b)")
 _STRING = re.compile(r"[\"'](\w+)[\"']\s*(?::(?!\s*(?:False|false|true)\b)|\]\s*=(?!=))|setattr\([^,]+,\s*[\"'](\w+)[\"']")
 
 
-def off_switches(results: dict, sources=None) -> tuple[frozenset, dict, dict]:
-    """(the switches off by default, {path: text} of the files that read one as `.F`, every file's text)."""
-    texts = {}
+_READ = re.compile(r"\.(\w+)")
+
+
+def _texts(results: dict, sources):
+    """(path, text) of each linted file, one at a time (the whole tree's text is not kept); a
+    file that cannot be read ends the walk with (None, None)."""
     for path in results:
         try:
             with open((sources or {}).get(path, path), encoding="utf-8") as handle:
-                texts[path] = handle.read()
+                yield path, handle.read()
         except (OSError, UnicodeDecodeError):
-            return frozenset(), {}, {}
+            yield None, None
+            return
+
+
+def off_switches(results: dict, sources=None) -> tuple[frozenset, dict]:
+    """(the switches off by default, {path: text} of the files that read one as `.F`)."""
     declared, other = set(), set()
-    for text in texts.values():
+    for path, text in _texts(results, sources):
+        if path is None:
+            return frozenset(), {}
         for name, default in _DECLARED.findall(text):
             (declared if default == "False" else other).add(name)
-    if not declared:
-        return frozenset(), {}, texts
-    for text in texts.values():
         for pattern in (_OTHER_DECL, _STORED, _KEYWORD, _STRING):
             for match in pattern.finditer(text):
-                other.update(n for n in match.groups() if n in declared)
+                other.update(n for n in match.groups() if n)
     off = frozenset(declared - other)
     if not off:
-        return off, {}, texts
-    reads = re.compile(r"\.(" + "|".join(sorted(map(re.escape, off))) + r")\b")
-    return off, {path: text for path, text in texts.items() if reads.search(text)}, texts
+        return off, {}
+    reading = {}
+    for path, text in _texts(results, sources):
+        if path is None:
+            return frozenset(), {}
+        if not off.isdisjoint(_READ.findall(text)):
+            reading[path] = text
+    return off, reading
 
 
 def _switch(node, off: frozenset, tests: dict) -> str | None:
@@ -130,7 +142,7 @@ def _gated_calls(text: str, off: frozenset) -> tuple[dict, list]:
 
 def optin_lines(program, edges: dict, results: dict, sources=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the methods of the classes built only behind an off switch."""
-    off, reading, texts = off_switches(results, sources)
+    off, reading = off_switches(results, sources)
     if not reading:
         return {}
     by_short: dict[str, list] = {}
@@ -148,12 +160,13 @@ def optin_lines(program, edges: dict, results: dict, sources=None) -> dict[str, 
         return {}
     # every construction in the tree, by its name as written (`Name(`): none elsewhere, at module level, by alias
     written = re.compile(r"(?<!class )\b(" + "|".join(sorted(map(re.escape, names))) + r")\s*\(")
-    for path, text in texts.items():
+    for path, text in _texts(results, sources):
+        if path is None:
+            return {}
         for match in written.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             if (path, line) not in {(p, l) for p, l, _ in sites.get(match.group(1), ())}:
                 names.discard(match.group(1))
-    del texts
     found: dict[str, list] = {}
     for name in names:
         cls = by_short[name][0]
