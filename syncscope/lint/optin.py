@@ -163,6 +163,8 @@ def optin_lines(program, edges: dict, results: dict, sources=None) -> dict[str, 
     for path, text in _texts(results, sources):
         if path is None:
             return {}
+        if not any(name in text for name in names):
+            continue
         for match in written.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             if (path, line) not in {(p, l) for p, l, _ in sites.get(match.group(1), ())}:
