@@ -14,14 +14,17 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
     None-guard on a parameter every caller passes; under a flag no caller turns on
     (flagguards.py); before a call that always raises (errorpaths.py); a kernel's fallback
     when the kernel's name is never None on CUDA (modulenames.py); a memo a long-lived object
-    fills once (memo.py)."""
+    fills once (memo.py); the methods of a class built only behind a switch that is off by
+    default (optin.py)."""
     from .errorpaths import error_lines
     from .flagguards import flag_lines
     from .memo import memo_lines
     from .modulenames import name_lines
+    from .optin import optin_lines
 
     guarded = guarded_lines(program, edges, results)
-    found = [flag_lines(program, edges, results, binds, sources), error_lines(program, edges, results), name_lines(program, results)]
+    found = [flag_lines(program, edges, results, binds, sources), error_lines(program, edges, results), name_lines(program, results),
+             optin_lines(program, edges, results, sources)]
     if library is not None:
         found.append(memo_lines(program, results, library))
     for table in found:

@@ -1,0 +1,183 @@
+"""Classes built only behind an opt-in switch: their code is not the default configuration's path.
+
+    @dataclass
+    class CompilationConfig:
+        cudagraph_mm_encoder: bool = False          # opt-in; nothing in the tree sets it
+
+    def _create_manager(self):
+        if not (self.compilation_config.cudagraph_mm_encoder and self.supports_mm_inputs):
+            return None
+        return EncoderCudaGraphManager(...)         # the only construction
+
+(vLLM's encoder CUDA graphs: the manager copies host-only fields to the device, and its methods
+are where the models' opt-in helpers run.) The facts, about code:
+* A switch is off by default when a top-level class declares it `F: bool = False` at its top
+  level, and no file gives it anything else: no other declaration of F with another default, no
+  attribute store `.F = ...`, no keyword `F=` other than `False`, no string key `"F"` given a
+  value in code (a dict of overrides, `d["F"] = x`, `setattr`; a JSON `{"F": true}` in a
+  docstring is the user's opt-in, not code). Read as text, over every linted file.
+* A line is off by default when it lies in the body of an `if` (or the chosen arm of `a if t
+  else b`) whose test holds only if a read of such a switch does (`<path>.F`, the switch itself
+  or a conjunct of an `and`, directly or through a local bound once in the function to such a
+  test, anywhere in the function), or after a top-level `if not <such a test>:` whose body ends in `return` / `raise`.
+* A class every resolved construction of which in the tree is on such a line (at least one),
+  and that no class of the tree names as its base, is not built by default: its whole body is
+  cold, saying which switch is off. Its methods' calls and syncs then count for no caller
+  (reachability.cold_calls_removed), as for any cold line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+
+_DECLARED = re.compile(r"^    (\w+)\s*:\s*bool\s*=\s*(\w+)\s*(?:#.*)?$", re.M)
+_OTHER_DECL = re.compile(r"^\s*(\w+)\s*:[^=\n]*=\s*(?!False\b)\S", re.M)
+_STORED = re.compile(r"\.(\w+)\s*(?:=(?!=)|[-+*/|&]=)")
+_KEYWORD = re.compile(r"[(,]\s*(\w+)\s*=(?!=)(?!\s*False\b)")
+# a key given a value in code (`{"F": x}`, `d["F"] = x`, `setattr(c, "F", x)`); JSON in a docstring
+# (`'{"F": true}'`, the user's opt-in) is no store
+_STRING = re.compile(r"[\"'](\w+)[\"']\s*(?::(?!\s*(?:False|false|true)\b)|\]\s*=(?!=))|setattr\([^,]+,\s*[\"'](\w+)[\"']")
+
+
+_READ = re.compile(r"\.(\w+)")
+
+
+def _texts(results: dict, sources):
+    """(path, text) of each linted file, one at a time (the whole tree's text is not kept); a
+    file that cannot be read ends the walk with (None, None)."""
+    for path in results:
+        try:
+            with open((sources or {}).get(path, path), encoding="utf-8") as handle:
+                yield path, handle.read()
+        except (OSError, UnicodeDecodeError):
+            yield None, None
+            return
+
+
+def off_switches(results: dict, sources=None) -> tuple[frozenset, dict]:
+    """(the switches off by default, {path: text} of the files that read one as `.F`)."""
+    declared, other = set(), set()
+    for path, text in _texts(results, sources):
+        if path is None:
+            return frozenset(), {}
+        for name, default in _DECLARED.findall(text):
+            (declared if default == "False" else other).add(name)
+        for pattern in (_OTHER_DECL, _STORED, _KEYWORD, _STRING):
+            for match in pattern.finditer(text):
+                other.update(n for n in match.groups() if n)
+    off = frozenset(declared - other)
+    if not off:
+        return off, {}
+    reading = {}
+    for path, text in _texts(results, sources):
+        if path is None:
+            return frozenset(), {}
+        if not off.isdisjoint(_READ.findall(text)):
+            reading[path] = text
+    return off, reading
+
+
+def _switch(node, off: frozenset, tests: dict) -> str | None:
+    """The off switch this test needs to hold, if any."""
+    if isinstance(node, ast.Attribute) and node.attr in off and isinstance(node.value, (ast.Attribute, ast.Name)) \
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return tests.get(node.id)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return next((found for value in node.values if (found := _switch(value, off, tests))), None)
+    return None
+
+
+def _gated(function, off: frozenset) -> list[tuple[int, int, str]]:
+    """(start, end, switch) of the lines of `function` that run only where a switch is on."""
+    bound: dict[str, list] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.setdefault(node.id, []).append(node)
+    tests = {}
+    for stmt in ast.walk(function):  # a local bound once: its test, wherever it is bound
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and len(bound.get(stmt.targets[0].id, ())) == 1:
+            found = _switch(stmt.value, off, tests)
+            if found:
+                tests[stmt.targets[0].id] = found
+    out = []
+    for node in ast.walk(function):
+        if isinstance(node, (ast.If, ast.IfExp)):
+            found = _switch(node.test, off, tests)
+            body = node.body if isinstance(node, ast.If) else [node.body]
+            if found:
+                out.append((body[0].lineno, body[-1].end_lineno, found))
+    for k, stmt in enumerate(function.body):
+        if isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.test, ast.UnaryOp) \
+                and isinstance(stmt.test.op, ast.Not) and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
+            found = _switch(stmt.test.operand, off, tests)
+            if found and k + 1 < len(function.body):
+                out.append((function.body[k + 1].lineno, function.end_lineno, found))
+    return out
+
+
+def _gated_calls(text: str, off: frozenset) -> tuple[dict, list]:
+    """({class name as called: [(line, switch or None)]}, the gated spans) of one file's calls
+    of capitalized names (a class's construction)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return {}, []
+    spans = [span for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for span in _gated(node, off)]
+    calls: dict[str, list] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if name[:1].isupper():
+                switch = next((s for start, end, s in spans if start <= node.lineno <= end), None)
+                calls.setdefault(name, []).append((node.lineno, switch))
+    return calls, spans
+
+
+def optin_lines(program, edges: dict, results: dict, sources=None) -> dict[str, list]:
+    """{path: [(start, end, why)]}: the methods of the classes built only behind an off switch."""
+    off, reading = off_switches(results, sources)
+    if not reading:
+        return {}
+    by_short: dict[str, list] = {}
+    for cls in program.classes:
+        by_short.setdefault(cls.rpartition(".")[2], []).append(cls)
+    sites: dict[str, list] = {}  # class name -> [(path, line, switch or None)]
+    for path, text in reading.items():
+        for name, calls in _gated_calls(text, off)[0].items():
+            if len(by_short.get(name, ())) == 1:
+                sites.setdefault(name, []).extend((path, line, switch) for line, switch in calls)
+    names = {name for name, calls in sites.items() if all(switch for _, _, switch in calls)}
+    based = {base.rpartition(".")[2] for info in program.classes.values() for base in info.get("bases", ())}
+    names -= based
+    if not names:
+        return {}
+    # every construction in the tree, by its name as written (`Name(`): none elsewhere, at module level, by alias
+    written = re.compile(r"(?<!class )\b(" + "|".join(sorted(map(re.escape, names))) + r")\s*\(")
+    for path, text in _texts(results, sources):
+        if path is None:
+            return {}
+        if not any(name in text for name in names):
+            continue
+        for match in written.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            if (path, line) not in {(p, l) for p, l, _ in sites.get(match.group(1), ())}:
+                names.discard(match.group(1))
+    found: dict[str, list] = {}
+    for name in names:
+        cls = by_short[name][0]
+        switches = sorted({s for _, _, s in sites[name]})
+        why = f"`{name}` is built only where `{'`, `'.join(switches)}` is on " \
+              "(a bool field that defaults to False and that nothing in the tree sets)"
+        for qualname, path in program.path_of.items():
+            if qualname.startswith(cls + ".") and qualname.count(".") == cls.count(".") + 1:
+                span = (getattr(results[path], "spans", None) or {}).get(qualname)
+                if span:
+                    found.setdefault(path, []).append((span[0], span[1], why))
+    return found
