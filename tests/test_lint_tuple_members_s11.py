@@ -86,3 +86,39 @@ def test_a_list_extended_from_elsewhere_stays_reported(tmp_path):
     # INVALID twin: `extend` adds items of unknown place
     found = lint(tmp_path, member="seq)\n            parts.extend(x.split(1)")
     assert "SYN408" in found
+
+
+POOL = """
+import torch
+
+class Pool:
+    def __init__(self):
+        self.group = None
+
+    def free(self, index: torch.Tensor):
+        if self.group is None:
+            self.release(index[index > 0])
+        else:
+            self.group.append(index)
+
+    def release(self, index):
+        pass
+
+    def begin(self):
+        self.group = []
+
+    def end(self):
+        pending, self.group = self.group, None
+        if pending:
+            self.free(torch.cat(pending))
+
+    def forward(self, x):
+        self.end()
+        return x
+"""
+
+
+def test_a_container_field_unpacked_from_a_tuple_stays_reported(tmp_path):
+    # INVALID: `pending, self.group = self.group, None`: the field holds tensors of unknown place
+    found = where(lint_package(tmp_path, {"pool.py": POOL}, include_cold=True))
+    assert ("pkg/pool.py", 23, "SYN601") in found

@@ -241,7 +241,7 @@ class _Scope:
             parts = tuple(map(self.eval, parts)) if parts is not None else None  # `r = (a, b)`, `t, h = int(t), h`
             fact = self.eval(stmt.value) if parts is None and keyed is None else _PY
             for target in stmt.targets:
-                unpack(self, target, parts) or self.bind(target, fact, stmt.value)
+                unpack(self, target, parts, getattr(stmt.value, "elts", ())) or self.bind(target, fact, stmt.value)
             if keyed is not None:
                 self.keyed[stmt.targets[0].id] = values
         elif isinstance(stmt, ast.AnnAssign):

@@ -75,7 +75,7 @@ def memo_returns(node, tuple_names: set[str]) -> int:
     return sum(1 for read in returned_reads if read in good)
 
 
-def unpack(scope, target, parts: tuple | None) -> bool:
+def unpack(scope, target, parts: tuple | None, members_of: tuple = ()) -> bool:
     """`t, h = int(t), int(h)`: each target bound to its own member's fact; `result = (a, b)`:
     the name keeps the members' facts (for `return result`). False when neither applies."""
     if parts is None:
@@ -84,9 +84,12 @@ def unpack(scope, target, parts: tuple | None) -> bool:
         scope.bind(target, (P.PY, None, None), None)
         scope.tuples[target.id] = parts
         return True
-    if not isinstance(target, (ast.Tuple, ast.List)) or len(target.elts) != len(parts) \
+    if not isinstance(target, (ast.Tuple, ast.List)) or not len(target.elts) == len(parts) == len(members_of) \
             or any(isinstance(e, ast.Starred) for e in target.elts):
         return False
-    for element, fact in zip(target.elts, parts):
-        scope.bind(element, fact, None)
+    for element, fact, member in zip(target.elts, parts, members_of):
+        # a plain read (`pending, self.group = self.group, None`) keeps no fact: a container
+        # field's Python-value fact says nothing of the tensors it holds
+        plain = isinstance(member, (ast.Name, ast.Attribute, ast.Subscript))
+        scope.bind(element, (P.UNKNOWN, None, None) if plain else fact, None)
     return True
