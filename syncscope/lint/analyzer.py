@@ -26,6 +26,7 @@ from .syntax_shapes import plain_type_check as _plain_check
 from .branch_merge import always_exits, keep_param_sources, merge_branches, merge_names, merge_parts, narrow_plain, param_sources, tensor_check
 from .imports import dotted, record_import
 from .devices import bind_device
+from .list_origins import bound as list_bound, note_call
 from .place_tests import host_test
 from .vocabulary import decorator_kind
 
@@ -306,6 +307,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             return
         if isinstance(small, cst.Expr):
             self.eval(small.value, ctx)
+            note_call(small.value, ctx)
         elif isinstance(small, cst.Assign):
             self.assign([t.target for t in small.targets], small.value, ctx)
         elif isinstance(small, cst.AnnAssign):
@@ -389,6 +391,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
 
     def _bind_name(self, name: str, where: P.Place, value: cst.BaseExpression | None, ctx: FunctionContext) -> None:
         ctx.parts.pop(name, None)  # `assign` records the members of a tuple literal after this
+        list_bound(ctx, name, value)
         # a name's own convention wins over data flow: `x_cpu = ...` is a host mirror
         if self.hints.overrides(name.rsplit(".", 1)[-1], where):
             where = P.HOST

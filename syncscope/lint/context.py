@@ -17,6 +17,7 @@ import libcst as cst
 
 from . import provenance as P
 from .imports import dotted
+from .list_origins import joined_list
 from .records import FieldRef
 from .rules.base import Fix, Rule
 from .vocabulary import (JOINING_FUNCTIONS, PY_METHODS, SEQUENCE_INPUTS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
@@ -115,6 +116,8 @@ class FunctionContext:
     derived: dict[str, str | tuple[str, str]] = field(default_factory=dict)
     # name -> the function whose result it holds (`lens = helper(cu)` -> "helper")
     origins: dict[str, str] = field(default_factory=dict)
+    # list name -> the origin of every item appended to it ("" none yet, None: mixed; list_origins.py)
+    appended: dict[str, str | None] = field(default_factory=dict)
     # name -> the attribute an unknown value was read from (`buf = req.kv.track_buffer[i]` ->
     # "track_buffer"): see `device_field`
     attr_sources: dict[str, FieldRef] = field(default_factory=dict)
@@ -259,6 +262,8 @@ class FunctionContext:
                 node = node.left  # `lens <= 0`, `lens - 1`: torch does not mix devices in one op
             elif isinstance(node, cst.Call) and _given_back(node, self) is not None:
                 node = _given_back(node, self)  # `triton.cdiv(helper(x), n)`: where helper's result is
+            elif isinstance(node, cst.Call) and self.appended and joined_list(node, self) is not None:
+                node = joined_list(node, self)  # `torch.cat(parts)`: where its appended items come from
             elif isinstance(node, cst.Call) and _is_module_call(node, self) and _torch_input(node, self) is not None:
                 node = _torch_input(node, self)  # `torch.any(lens <= 0)`: where its input is
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \

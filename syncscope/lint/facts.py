@@ -30,6 +30,7 @@ from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host
 from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
+from .tuple_names import members, note_memo_returns, returned, unpack
 from .nodewalk import flat_statements, names_bound
 from .platform_picks import note_class_path
 from .config_defaults import note as note_config_defaults
@@ -197,6 +198,7 @@ class FileFacts:
             elif isinstance(inner, ast.ClassDef):
                 scope.local_defs[inner.name] = self.qualify(".".join(classes + [inner.name]))
         scope.block(node.body)
+        note_memo_returns(facts, node, scope.tuples)  # `return self._memo[key]` beside `return result`
         note_config_defaults(facts, node)  # switches `__post_init__` settles, devices they pick
 
 
@@ -204,17 +206,13 @@ class _Scope:
     """One function being walked."""
 
     def __init__(self, file: FileFacts, qualname: str, local: str, classes: list[str], outer) -> None:
-        self.file = file
-        self.qualname = qualname
-        self.local = local
-        self.classes = classes
-        self.outer = outer
+        self.file, self.qualname, self.local, self.classes, self.outer = file, qualname, local, classes, outer
         self.kind = "function"
         self.env: dict[str, Fact] = dict(outer.env) if outer else {}
-        # list name -> where the items appended to it live (`parts.append(h[a:b])`): what
-        # `torch.cat(parts)` makes, whatever the list's own name says
+        # list name -> where items appended to it live (`parts.append(h[a:b])`): what `torch.cat(parts)` makes
         self.items: dict[str, Fact] = {}
         self.keyed: dict[str, tuple] = {}  # name -> ((key, fact), ...) of a dict literal (keyed_args.py)
+        self.tuples: dict[str, tuple] = {}  # name -> the facts of the members of a tuple literal (tuple_names.py)
         self.node = None  # the function's own node
         self.types: dict[str, str] = dict(outer.types) if outer else {}
         self.local_defs: dict[str, str] = dict(outer.local_defs) if outer else {}
@@ -239,9 +237,11 @@ class _Scope:
             keyed = string_keys(stmt.value) if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) else None
             # `args = {"grid_thw": grid_thw}`: each value's fact, by key (keyed_args.py)
             values = tuple(zip(keyed, map(self.eval, stmt.value.values))) if keyed is not None else None
-            fact = self.eval(stmt.value) if keyed is None else _PY
+            parts = members(stmt.value) if len(stmt.targets) == 1 and keyed is None else None
+            parts = tuple(map(self.eval, parts)) if parts is not None else None  # `r = (a, b)`, `t, h = int(t), h`
+            fact = self.eval(stmt.value) if parts is None and keyed is None else _PY
             for target in stmt.targets:
-                self.bind(target, fact, stmt.value)
+                unpack(self, target, parts, getattr(stmt.value, "elts", ())) or self.bind(target, fact, stmt.value)
             if keyed is not None:
                 self.keyed[stmt.targets[0].id] = values
         elif isinstance(stmt, ast.AnnAssign):
@@ -267,10 +267,10 @@ class _Scope:
             self.bind(stmt.target, fact, None)
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
-                if isinstance(stmt.value, ast.Tuple) and len(self.facts["tuple_returns"]) < 8:
-                    elements = tuple(self.eval(e) for e in stmt.value.elts)
+                elements = returned(self, stmt.value) if len(self.facts["tuple_returns"]) < 8 else None
+                if elements is not None:  # `return a, b`, `return result` (tuple_names.py)
                     self.facts["tuple_returns"].append(elements)
-                    fact = _combine(list(elements))
+                    fact = _combine(list(elements)) if isinstance(stmt.value, ast.Tuple) else self.eval(stmt.value)
                 else:
                     fact = self.eval(stmt.value)
                 if len(self.facts["returns"]) < 8:
@@ -336,6 +336,7 @@ class _Scope:
                 fact = _NAMED_LIST if self.file.hints.container_only(name) else _HOST
             self.env[name] = fact
             self.local_defs.pop(name, None)
+            self.tuples.pop(name, None)
             if isinstance(value, ast.Call):  # `runner = Runner(...)`: its class types the name
                 made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
                 made = factory_class(made)
@@ -590,8 +591,7 @@ class _Scope:
     def record(self, ref: tuple, args, node, text: str) -> None:
         """A call (or attribute read) to resolve against the tree (records.CallRecord)."""
         packed = tuple((position, keyword, fact) for position, keyword, fact in args)
-        self.facts["calls"].append(CallRecord(node.lineno, node.col_offset + 1, self.stmt[0], self.stmt[1],
-                                              ref, packed, sys.intern(text)))
+        self.facts["calls"].append(CallRecord(node.lineno, node.col_offset + 1, *self.stmt, ref, packed, sys.intern(text)))
 
 
 def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.NameHints, is_cold):

@@ -337,7 +337,7 @@ class Solver:
         """Where each element of a returned tuple lives, when every `return` gives a tuple of
         the same length (`return should_pad, num_tokens_cpu, mode`)."""
         tuples = facts.get("tuple_returns") or []
-        if not tuples or len(tuples) != len(facts["returns"]) or len({len(t) for t in tuples}) != 1:
+        if not tuples or len(tuples) + facts.get("memo_returns", 0) != len(facts["returns"]) or len({len(t) for t in tuples}) != 1:
             return None
         merged = []
         for position in range(len(tuples[0])):
