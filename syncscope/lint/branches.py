@@ -149,7 +149,7 @@ class Conditions:
             return True, f"`{name}` is true on CUDA"
         if not split:
             return None, ""
-        if event := self.lib.rare_event(last) or self.lib.request_end(name):  # `if req.finished():`
+        if event := self.lib.rare_event(last):  # `if scheduler_output.preempted_req_ids:`
             return False, f"`{name}` names an event that is no ordinary step (`{event}`)"
         if last.isupper():  # an environment flag: `envs.VLLM_ROCM_USE_AITER`
             if any(w in self.lib.other_words for w in split):

@@ -33,8 +33,6 @@ class LibraryFacts:
     rare_event_words: frozenset
     rare_event_not: frozenset
     rare_event_probes: frozenset
-    request_ends: frozenset
-    request_names: frozenset
     debug_words: frozenset
     env_check_words: frozenset
     env_check_not: frozenset
@@ -80,29 +78,7 @@ class LibraryFacts:
         split = words(name)
         if not split or split[0] in self.rare_event_probes:
             return None
-        return self.rare_event(name) or self._request_end_function(split)
-
-    def _request_end_function(self, split: list[str]) -> str | None:
-        """A function named for a request's end, the request word and the end word last
-        (`request_finished`, `on_request_finished`, `finish_request`, `finish_requests`): it runs
-        when a request finishes, once per request. Not `pop_finished_req_ids` (a poll of ids), nor
-        `finish_forward` (no request)."""
-        last = split[-2:]
-        if len(last) == 2 and (last[0] in self.request_names and last[1] in self.request_ends
-                               or last[0] in self.request_ends and last[1] in self.request_names):
-            return f"{'_'.join(last)}: a request's end, once per request"
-        return None
-
-    def request_end(self, name: str) -> str | None:
-        """The end of a request a test's dotted name asks about (`req.finished`,
-        `request.is_finished`, `decode_req.req.finished`), or None: the name's last part is a
-        request-end word and the receiver's last word names a request (`[switches] request-ends`,
-        `request-names`). Not the same word on anything else (`state.finished`, `self.finished`)."""
-        receiver, _, last = name.rpartition(".")
-        if last not in self.request_ends or not receiver:
-            return None
-        split = words(receiver.rsplit(".", 1)[-1])
-        return f"{last}: a request's end, once per request" if split and split[-1] in self.request_names else None
+        return self.rare_event(name)
 
     def env_check(self, variable: str) -> bool:
         """An environment variable that turns on a check left off by default (`..._NANS_IN_LOGITS`,
@@ -154,8 +130,6 @@ _KEYS = {
     ("switches", "rare-event-words"): "rare_event_words",
     ("switches", "rare-event-not"): "rare_event_not",
     ("switches", "rare-event-probes"): "rare_event_probes",
-    ("switches", "request-ends"): "request_ends",
-    ("switches", "request-names"): "request_names",
     ("switches", "env-readers"): "env_readers",
     ("switches", "env-declarations"): "env_declarations",
     ("switches", "env-check-words"): "env_check_words",
