@@ -7,6 +7,8 @@ per-step walk (reachability.py) asks of the calls by name it follows."""
 
 from __future__ import annotations
 
+from .dispatched import dispatched_calls
+
 
 def decided_lines(program, edges: dict, results: dict, library=None, sources=None) -> dict[str, list]:
     """The lines the rest of the program decides never run while serving: {path: [(start, end,
@@ -74,36 +76,15 @@ def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: 
     `PPSpecRelayInput.filter_batch` reads `new_indices.tolist()` only when `new_indices_cpu` is
     None: with no resolved caller at all its guard was never decided, and a method whose
     resolved callers all pass the parameter was guarded even where a call by name leaves it out."""
-    by_name: dict[str, list] = {}
-    for target in guards:
-        owner, _, short = target.rpartition(".")
-        if owner in program.classes and target in program.functions:
-            by_name.setdefault(short, []).append(target)
-    if not by_name:
-        return
-    for result in results.values():
-        for caller, calls in (getattr(result, "dispatch", None) or {}).items():
-            resolved = None
-            for line, name, op, shape in calls:
-                targets = by_name.get(name)
-                if not targets or op:
-                    continue
-                if resolved is None:
-                    resolved = {(call.line, call.name) for call, _, _ in edges.get(caller, ())}
-                if (line, name) in resolved:  # the receiver's class is known: counted with the edges
-                    continue
-                positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
-                for target in targets:
-                    facts = program.functions[target]
-                    if not binds(facts, shape):
-                        continue
-                    params = facts["params"]
-                    bound = 1 if params and params[0] in ("self", "cls") else 0
-                    for _, _, param in guards[target]:
-                        index = params.index(param) if param in params else -1
-                        # with `*args` the places are not known: only a keyword counts
-                        passed = param in keywords or (not opened and bound <= index < bound + positional)
-                        given[(target, param)] = given.get((target, param), True) and passed
+    for _caller, _line, shape, target in dispatched_calls(program, edges, results, guards, binds):
+        positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
+        params = program.functions[target]["params"]
+        bound = 1 if params and params[0] in ("self", "cls") else 0
+        for _, _, param in guards[target]:
+            index = params.index(param) if param in params else -1
+            # with `*args` the places are not known: only a keyword counts
+            passed = param in keywords or (not opened and bound <= index < bound + positional)
+            given[(target, param)] = given.get((target, param), True) and passed
 
 
 def binds(facts: dict, shape: tuple) -> bool:

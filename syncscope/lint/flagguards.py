@@ -22,6 +22,7 @@ import ast
 import re
 from typing import NamedTuple
 
+from .dispatched import dispatched_calls
 from .nodewalk import nodes_breadth_first
 
 _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
@@ -260,37 +261,16 @@ def _position(program, function: str, name: str) -> int | None:
 
 def _dispatched_callers(program, edges: dict, results: dict, guards: dict, calls_into: dict, binds) -> None:
     """Add the calls by name (a method called on a receiver of unknown class, which the per-step
-    walk follows to every method of that name it can bind to, `binds`: callguards.binds) to a
+    walk follows to every method of that name it can bind to: dispatched.py) to a
     guarded method's callers, as callguards.guarded_lines counts them: vLLM's sampler calls
     `holder.update_state(..., repeat_indices=None)` on a field of a metadata object."""
-    by_name: dict[str, list] = {}
-    for target in guards:
-        owner, _, short = target.rpartition(".")
-        if owner in program.classes and target in program.functions:
-            by_name.setdefault(short, []).append(target)
-    if not by_name:
-        return
-    for result in results.values():
-        for caller, calls in (getattr(result, "dispatch", None) or {}).items():
-            facts = program.functions.get(caller)
-            if facts is None or caller not in program.path_of:
-                continue
-            resolved = None
-            for line, name, op, shape in calls:
-                targets = by_name.get(name)
-                if not targets or op:
-                    continue
-                if resolved is None:
-                    resolved = {(call.line, call.name) for call, _, _ in edges.get(caller, ())}
-                if (line, name) in resolved:  # the receiver's class is known: counted with the edges
-                    continue
-                positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
-                for target in targets:
-                    if binds(program.functions[target], shape):
-                        params = program.functions[target]["params"]
-                        shift = 1 if params and params[0] == "self" else 0
-                        calls_into.setdefault(target, []).append(
-                            (caller, ByName(line, positional, frozenset(keywords), opened), shift))
+    for caller, line, shape, target in dispatched_calls(program, edges, results, guards, binds):
+        if caller not in program.functions or caller not in program.path_of:
+            continue
+        positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
+        params = program.functions[target]["params"]
+        shift = 1 if params and params[0] == "self" else 0
+        calls_into.setdefault(target, []).append((caller, ByName(line, positional, frozenset(keywords), opened), shift))
 
 
 class ByName(NamedTuple):
