@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from .dispatched import dispatched_calls
 from .nodewalk import nodes_breadth_first
+from .source_texts import source_texts
 
 _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
 
@@ -245,12 +246,10 @@ def _keyword_passed(params: set, results: dict, sources) -> set:
     that cannot be read may pass all of them."""
     pattern = re.compile(r"[(,]\s*(" + "|".join(sorted(map(re.escape, params))) + r")\s*=(?!=)\s*(?!None\b)")
     passed: set[str] = set()
-    for path in results:
-        try:
-            with open((sources or {}).get(path, path), encoding="utf-8") as handle:
-                passed.update(pattern.findall(handle.read()))
-        except (OSError, UnicodeDecodeError):
+    for _path, text in source_texts(results, sources):
+        if text is None:
             return set(params)
+        passed.update(pattern.findall(text))
     return passed
 
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .source_texts import source_texts
+
 
 _DECLARED = re.compile(r"^    (\w+)\s*:\s*bool\s*=\s*(\w+)\s*(?:#.*)?$", re.M)
 _OTHER_DECL = re.compile(r"^\s*(\w+)\s*:[^=\n]*=\s*(?!False\b)\S", re.M)
@@ -44,23 +46,11 @@ _STRING = re.compile(r"[\"'](\w+)[\"']\s*(?::(?!\s*(?:False|false|true)\b)|\]\s*
 _READ = re.compile(r"\.(\w+)")
 
 
-def _texts(results: dict, sources):
-    """(path, text) of each linted file, one at a time (the whole tree's text is not kept); a
-    file that cannot be read ends the walk with (None, None)."""
-    for path in results:
-        try:
-            with open((sources or {}).get(path, path), encoding="utf-8") as handle:
-                yield path, handle.read()
-        except (OSError, UnicodeDecodeError):
-            yield None, None
-            return
-
-
 def off_switches(results: dict, sources=None) -> tuple[frozenset, dict]:
     """(the switches off by default, {path: text} of the files that read one as `.F`)."""
     declared, other = set(), set()
-    for path, text in _texts(results, sources):
-        if path is None:
+    for path, text in source_texts(results, sources):
+        if text is None:  # a file not read may set any switch
             return frozenset(), {}
         for name, default in _DECLARED.findall(text):
             (declared if default == "False" else other).add(name)
@@ -71,8 +61,8 @@ def off_switches(results: dict, sources=None) -> tuple[frozenset, dict]:
     if not off:
         return off, {}
     reading = {}
-    for path, text in _texts(results, sources):
-        if path is None:
+    for path, text in source_texts(results, sources):
+        if text is None:  # a file not read may set any switch
             return frozenset(), {}
         if not off.isdisjoint(_READ.findall(text)):
             reading[path] = text
@@ -160,8 +150,8 @@ def optin_lines(program, edges: dict, results: dict, sources=None) -> dict[str, 
         return {}
     # every construction in the tree, by its name as written (`Name(`): none elsewhere, at module level, by alias
     written = re.compile(r"(?<!class )\b(" + "|".join(sorted(map(re.escape, names))) + r")\s*\(")
-    for path, text in _texts(results, sources):
-        if path is None:
+    for path, text in source_texts(results, sources):
+        if text is None:
             return {}
         if not any(name in text for name in names):
             continue

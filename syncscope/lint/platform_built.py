@@ -29,6 +29,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .source_texts import source_text
+
 _PLATFORM_WORDS = ("another platform", "on CUDA")
 _TYPE_TESTS = frozenset({"isinstance", "issubclass"})
 _CAPITALIZED = re.compile(r"\b[A-Z]\w*")  # the candidates' names: constructions are capitalized (loops.py)
@@ -68,7 +70,7 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
     mentions: dict[str, set] = {}  # path -> the candidates' names it mentions
     named_in: dict[str, int] = {}
     for path in results:
-        text = _read(path, sources)
+        text = source_text(path, sources)
         if text is None:
             return frozenset()  # a file not read may name any of them
         found = by_short.keys() & _CAPITALIZED.findall(text)  # one pass: an alternation of hundreds of names is slow
@@ -83,7 +85,7 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
     built: set[str] = set()
     for path, found in mentions.items():
         found -= common
-        text = _read(path, sources) if found else None  # read again: the texts are not all kept
+        text = source_text(path, sources) if found else None  # read again: the texts are not all kept
         if text is None:
             failed.update(cls for short in found for cls in by_short[short])
             continue
@@ -102,14 +104,6 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
             else:
                 failed.update(by_short[short])
     return frozenset(built - failed)
-
-
-def _read(path: str, sources: dict | None) -> str | None:
-    try:
-        with open((sources or {}).get(path, path), encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def _mentions(tree: ast.Module, shorts: set):

@@ -1,0 +1,20 @@
+"""The linted files' text, read again in the whole-program pass by the facts that scan it
+(platform_built.py, optin.py, flagguards.py): one file at a time, the tree's text never kept."""
+
+from __future__ import annotations
+
+
+def source_text(path: str, sources: dict | None) -> str | None:
+    """The text of linted file `path` (`sources`: each path's file, the engine's absolute
+    paths; else the path as it is), or None when it cannot be read."""
+    try:
+        with open((sources or {}).get(path, path), encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def source_texts(results: dict, sources: dict | None):
+    """(path, text or None) of each linted file, in `results`' order."""
+    for path in results:
+        yield path, source_text(path, sources)
