@@ -27,6 +27,10 @@ from .nodewalk import nodes_breadth_first
 from .source_texts import source_texts
 
 _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
+# with the names, for a function whose None-default parameters lose what it stores into them;
+# `type X = ...` (3.12) keeps its name where the walk does not look (`nodewalk.code_fields`)
+_TYPE_ALIAS = getattr(ast, "TypeAlias", None)
+_FLAG_AND_NAME_NODES = _FLAG_NODES | {ast.Name} | ({_TYPE_ALIAS} if _TYPE_ALIAS else set())
 
 OFF, ON = "off", "on"  # what a call passes for a parameter: a literal False, or anything else
 NONE = "none"  # a literal None: off for `if flag:` and for `if flag is not None:`
@@ -132,10 +136,14 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     def function(node, local: str) -> None:
         qualname = f"{module}.{local}" if module else local
         flags, nones = _flag_params(node)
+        nodes = nodes_breadth_first(node, _FLAG_AND_NAME_NODES if nones else _FLAG_NODES)  # one walk
         if nones:  # `if out is None: out = torch.empty_like(x)` before `if out is not None:`
-            nones -= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            nones -= {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Store}
+            nones -= {n.name.id for n in nodes if type(n) is _TYPE_ALIAS and type(n.name) is ast.Name}
         var_kw = node.args.kwarg.arg if node.args.kwarg else None
-        for sub in nodes_breadth_first(node, _FLAG_NODES):
+        for sub in nodes:
+            if type(sub) is ast.Name:
+                continue
             if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 function(sub, f"{local}.{sub.name}")  # its own parameters; walked again below, harmless
             elif isinstance(sub, ast.If) and flags:

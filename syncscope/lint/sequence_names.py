@@ -19,6 +19,8 @@ asks about (`FunctionContext.holds_container`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 
 _DISPLAYS = (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp)
@@ -38,8 +40,9 @@ def is_container(node: cst.BaseExpression | None, shadowed) -> bool:
     return False
 
 
-class _Bindings(cst.CSTVisitor):
-    """Each name's bindings in one function body: True while every one is a container."""
+class _Bindings:
+    """Each name's bindings in one function body: True while every one is a container. A
+    name's answer is the `and` of its bindings', so the order the nodes are read in is free."""
 
     def __init__(self, shadowed) -> None:
         self.shadowed = shadowed
@@ -56,16 +59,8 @@ class _Bindings(cst.CSTVisitor):
         for node in _names_in(target):  # unpacking, starred: not a container by this rule
             self.container[node] = False
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, _SCOPES):
-            self.depth += 1
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if isinstance(original_node, _SCOPES):
-            self.depth -= 1
-            return
-        node = original_node
+    def read(self, node: cst.CSTNode) -> None:
+        """One node (not a nested scope itself), `depth` scopes deep."""
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 self.bind(target.target, node.value)
@@ -94,6 +89,34 @@ class _Bindings(cst.CSTVisitor):
                     self.container[bound.value] = False
 
 
+# node type -> the fields that may hold nodes with bindings (whitespace never does)
+_FIELDS: dict[type, tuple] = {}
+
+
+def _read_all(body: cst.CSTNode, walk: _Bindings) -> None:
+    """Every node under `body`, each read with the number of scopes around it: a plain walk of
+    the nodes' fields (a libcst visit rebuilds each node it leaves, several times the cost)."""
+    stack = [(body, 0)]
+    while stack:
+        node, depth = stack.pop()
+        kind = type(node)
+        if kind in _SCOPES:
+            depth += 1
+        else:
+            walk.depth = depth
+            walk.read(node)
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind)
+                                           if not f.name.startswith("whitespace"))
+        for name in fields:
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                stack.append((value, depth))
+            elif type(value) is tuple or type(value) is list:
+                stack.extend((item, depth) for item in value if isinstance(item, cst.CSTNode))
+
+
 def _names_in(target: cst.CSTNode) -> list[str]:
     if isinstance(target, cst.Name):
         return [target.value]
@@ -107,5 +130,5 @@ def _names_in(target: cst.CSTNode) -> list[str]:
 def container_names(function: cst.FunctionDef, params: list[str], shadowed) -> frozenset[str]:
     """The names `function` binds only to containers (never a parameter of it)."""
     walk = _Bindings(shadowed)
-    function.body.visit(walk)
+    _read_all(function.body, walk)
     return frozenset(name for name, only in walk.container.items() if only and name not in params)
