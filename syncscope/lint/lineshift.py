@@ -201,6 +201,13 @@ def _none_config(table, out: list):
     return guards, returns, args
 
 
+def _name_uses(uses, out: list):
+    """name_uses.py's flat tuple: its lines are its numbers (the built names' lines)."""
+    if not isinstance(uses, tuple):
+        return ("not name uses", uses)
+    return tuple(_line(v, out) if type(v) is int else v for v in uses)
+
+
 _STRIP = {
     "findings": _each(_finding),
     "functions": _values(_function_facts),
@@ -222,6 +229,7 @@ _STRIP = {
     "spans": _values(_positions(0, 1)),
     "memos": _values(_each(_positions(0, 1))),
     "none_config": _none_config,
+    "name_uses": _name_uses,
 }
 
 

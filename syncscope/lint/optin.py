@@ -117,16 +117,27 @@ def _gated_calls(text: str, off: frozenset) -> tuple[dict, list]:
         tree = ast.parse(text)
     except SyntaxError:
         return {}, []
-    spans = [span for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    functions, reads, calls_made = [], [], []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append(node)
+        elif isinstance(node, ast.Attribute) and node.attr in off:
+            reads.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            calls_made.append(node)
+    # a span needs a read of a switch (`_switch`) in the function, its decorators included: a
+    # function with none on its lines has none (most functions of a file that reads one)
+    spans = [span for node in functions
+             if any(min([node.lineno] + [d.lineno for d in node.decorator_list]) <= line <= node.end_lineno
+                    for line in reads)
              for span in _gated(node, off)]
     calls: dict[str, list] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            name = node.func.id if isinstance(node.func, ast.Name) else \
-                node.func.attr if isinstance(node.func, ast.Attribute) else ""
-            if name[:1].isupper():
-                switch = next((s for start, end, s in spans if start <= node.lineno <= end), None)
-                calls.setdefault(name, []).append((node.lineno, switch))
+    for node in calls_made:
+        name = node.func.id if isinstance(node.func, ast.Name) else \
+            node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if name[:1].isupper():
+            switch = next((s for start, end, s in spans if start <= node.lineno <= end), None)
+            calls.setdefault(name, []).append((node.lineno, switch))
     return calls, spans
 
 

@@ -87,6 +87,8 @@ class RawResult:
     field_configs: object = None
     inherited_fields: frozenset = frozenset()
     carrier_facts: object = None  # what carrier_fields.py needs from this file (None: nothing)
+    # what the file does with each capitalized name (name_uses.py; None: the pass reads the file)
+    name_uses: tuple | None = None
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
 
@@ -195,6 +197,8 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
         return bool(config.cold_function(name) or name in cold_helpers or any(config.cold_class(c) for c in classes))
 
     result.module, result.exports = module, aliases
+    from .name_uses import name_uses
+    result.name_uses = name_uses(tree, text) if text else None
     from .copy_methods import with_copy_facts
     from .field_configs import file_field_configs
 
@@ -210,10 +214,8 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
 
     result.attr_places = attribute_places(tree)
     from .owner_fields import owner_facts
-
     result.owner_fields = owner_facts(tree)
     from .python_args import literal_calls
-
     result.literal_calls = literal_calls(tree, module, is_cold)
     result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
@@ -222,10 +224,8 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
         file_branches(tree, module, aliases, config.library())
     result.name_bindings, result.name_guards = names
     from .flagguards import file_flags
-
     result.flag_guards, result.flag_passes = file_flags(tree, module)
     from .constargs import file_const_guards
-
     result.const_guards, result.const_literals, result.const_passes = file_const_guards(tree, module, config.library())
     from .confignone import file_none_config
     result.none_config = file_none_config(tree, module)
