@@ -54,7 +54,7 @@ def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) 
     off = off_functions(solver, results, cold, library)
     path_of = solver.program.path_of
     edges, modules = solver.edges, solver.module_edges
-    kept = {caller: [e for e in out if not _cold_line(cold, path_of[caller], e[0].line)]
+    kept = {caller: [e for e in out if not _cold_line(cold, path_of.get(caller), e[0].line)]
             for caller, out in modules.items() if caller not in off}
     if not off and all(len(kept.get(caller, ())) == len(out) for caller, out in modules.items()):
         return fed, host, host, {}
@@ -130,7 +130,7 @@ def off_functions(solver, results: dict, cold: dict, library) -> frozenset:
     seeds: set[str] = set()
     for table in (edges, modules):
         for caller, out in table.items():
-            lines = cold.get(path_of[caller])
+            lines = cold.get(path_of.get(caller))
             if lines is None:
                 continue
             for call, target, _ in out:
@@ -181,7 +181,7 @@ def off_functions(solver, results: dict, cold: dict, library) -> frozenset:
             return False
         found = False
         for caller, line in calls_into(target):
-            if caller not in off and not _cold_line(cold, path_of[caller], line):
+            if caller not in off and not _cold_line(cold, path_of.get(caller), line):
                 return False
             found = True
         return found
