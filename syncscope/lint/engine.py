@@ -178,6 +178,7 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
     device_attrs, vector_attrs = device_attributes(results)
     owners = OwnerFields(results)
     python_args = PythonArgs(results, per_step["functions"] if per_step else None)
+    by_default = per_step.get("host_by_default") or {} if per_step else {}  # offpaths.py
     sites: list[tuple[Site, FileFinding]] = []
     for rel in sorted(results):
         if report_only is not None and rel not in report_only:
@@ -188,6 +189,8 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
                    and f.param not in host_params and (rel, f) not in host_origins
                    and _device_condition_holds(f.device_condition, device_attrs, vector_attrs, owners)
                    and (f.python_arg is None or python_args.fed(f.python_arg))]
+        if by_default:  # host data wherever the default configuration runs it: cold, with why
+            pending = [f._replace(cold=by_default[f.param]) if f.param in by_default else f for f in pending]
         pending += extra.get(rel, ())
         suppressions = raw.suppressions
         if not pending and not suppressions:

@@ -29,7 +29,7 @@ from types import MappingProxyType
 from . import provenance as P
 from .fact_devices import DEVICE_ELEMENT
 from .fact_values import METHOD, NAMED_LIST, PROP, SUPER, UNKNOWN_FACT
-from .param_items import container_of, is_items, items_argument, with_items
+from .param_items import container_of, is_items, items_argument
 from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
 
@@ -556,8 +556,8 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
     from .callguards import decided_lines
+    from .offpaths import host_fed_by_default
     from .reachability import cold_calls_removed, intake_calls_removed, per_step_table, platform_files
-
     from .confignone import NoneConfig
     from .constargs import ConstArgs
 
@@ -581,9 +581,9 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     scope = {"functions": functions, "cold": cold}
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
                         for qualname, line, column in _starred_calls(result))
-    fed, host = solver.host_fed(starred)
-    host = with_items(host)  # a parameter fed host memory has host items (param_items.py)
-    return solver.findings(host, starred), fed | host, solver.host_origins(results), scope
+    # a parameter fed host memory has host items (param_items.py); by default: offpaths.py
+    fed, host, host_default, scope["host_by_default"] = host_fed_by_default(solver, starred, results, guarded, library)
+    return solver.findings(host_default, starred), fed | host, solver.host_origins(results), scope
 
 
 def _starred_calls(result):
