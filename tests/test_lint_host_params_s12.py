@@ -170,3 +170,42 @@ def test_a_tuple_member_left_on_the_device_is_reported(tmp_path):
     # the call (10) passes the device field on, and the callee's `.tolist()` (29) is reported
     assert _copied(tmp_path, "result.scores") == [10, 26, 29]
 
+
+# 4. Any call told `device="cpu"` builds on the host, as a torch factory does: an object's
+#    allocator (`req.grammar.allocate_vocab_mask(..., device="cpu")`, SGLang's speculative grammar
+#    mask) whose class the linter cannot resolve.
+GRAMMAR = """
+import torch
+from torch import nn
+
+def traverse(bitmask: torch.Tensor, tokens: torch.Tensor):
+    found = []
+    for i in range(tokens.shape[0]):
+        accepted = (bitmask[i] & (1 << (int(tokens[i]) % 32))) != 0
+        if accepted:
+            found.append(i)
+    return found
+
+def generate(reqs, tokens_cpu: torch.Tensor, vocab: int):
+    mask = None
+    for i, req in enumerate(reqs):
+        if mask is None:
+            mask = req.grammar.allocate_vocab_mask(vocab_size=vocab, batch_size=4, device="cpu")
+        traverse(mask[i], tokens_cpu[i])
+    return mask
+
+class Worker(nn.Module):
+    def forward(self, x: torch.Tensor, reqs: list, tokens_cpu: torch.Tensor):
+        mask = generate(reqs, tokens_cpu, 100)
+        return x, mask
+"""
+
+
+def test_a_call_told_the_cpu_device_builds_on_the_host(tmp_path):
+    run = lint_package(tmp_path, {"grammar.py": GRAMMAR})
+    assert lines(run, "pkg/grammar.py") == []
+
+
+def test_a_call_told_another_device_is_reported(tmp_path):
+    run = lint_package(tmp_path, {"grammar.py": GRAMMAR.replace('device="cpu")', 'device="cuda")')})
+    assert lines(run, "pkg/grammar.py") == [9, 18, 23]  # the test, the call passing the mask, the chain
