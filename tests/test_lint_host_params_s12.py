@@ -1,5 +1,5 @@
-"""Host data, session 12 (branch `s-host3`): what the callers pass decides, for two more kinds of
-parameter. Each VALID package has INVALID twins that stay reported.
+"""Host data, session 12 (branch `s-host3`): four facts about where a value lives. Each VALID
+package has INVALID twins that stay reported.
 
 1. A keyword-only parameter (`def f(i, *, timesteps)`) is what its callers pass, as a
    positional one is. The rules' walk had tied a sync only to the positional parameters, so a
@@ -10,6 +10,8 @@ parameter. Each VALID package has INVALID twins that stay reported.
 2. `out.copy_(host)` copies to the device only when `out` is on the device: the destination
    decides, and where it is a parameter, the callers (SGLang's DFlash worker fills a
    `device="cpu"` buffer it hands down as `out=`).
+3. A member of a tuple assignment read from host memory stays host in the call facts (below).
+4. Any call told `device="cpu"` builds on the host (below).
 """
 
 from __future__ import annotations
