@@ -138,8 +138,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 extra.append(star)
         for param in ordered + extra:
             name = param.name.value
-            if param in ordered:
+            # a keyword-only parameter is what its callers pass, as a positional one is
+            if param in ordered or param in params.kwonly_params:
                 ctx.params.append(name)
+                if param not in ordered:
+                    ctx.kwonly.add(name)
             where = self._where_of_param(param, ctx)
             if host_function and P.device_unknown(where):
                 where = P.HOST  # `_mask_cpu(...)`: a function named for the host works on host data

@@ -98,7 +98,8 @@ class FunctionContext:
     env: dict[str, int] = field(default_factory=dict)
     bools: set[str] = field(default_factory=set)
     types: dict[str, str] = field(default_factory=dict)  # name -> annotated class name
-    params: list[str] = field(default_factory=list)
+    params: list[str] = field(default_factory=list)  # positional first, then keyword-only
+    kwonly: set[str] = field(default_factory=set)  # the keyword-only ones (no position)
     reassigned: set[str] = field(default_factory=set)
     copies: dict[str, str] = field(default_factory=dict)  # name -> name it is a host/device copy of
     # name -> (name tested, negated): a local holding a tensor test (`is_t = isinstance(x, torch.Tensor)`)
@@ -350,7 +351,8 @@ class FunctionContext:
             param = (_qualify(self.analyzer.module_name, self.qualname), source) if source is not None else None
         if python_arg is not None:  # python_args.PythonArgs.fed decides
             python_arg = (_qualify(self.analyzer.module_name, self.qualname), python_arg,
-                          self.params.index(python_arg), bool(self.classes) and self.params[:1] == ["self"])
+                          self.params.index(python_arg) if python_arg not in self.kwonly else -1,
+                          bool(self.classes) and self.params[:1] == ["self"])
         found = RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level, field_read, param,
                            origin, needs_device, needs_vector, python_arg)
         (self.analyzer.latent if latent else self.analyzer.findings).append(found)

@@ -19,7 +19,7 @@ from .imports import dotted
 from .param_items import items_source
 from .syntax_shapes import plain_string as _string, plain_type_check, target_names
 from .rules.base import CallInfo
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
+from .vocabulary import (COMBINING_BUILTINS, HOST_DEVICE_KEYWORD, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          KEYED_READ_METHODS, NEW_TENSOR_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS,
                          PY_MODULES, SAME_PLACE_ATTRS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, annotation_place,
                          compares_dtypes, element_place, entry_place, factory_place, named_attr_place,
@@ -455,8 +455,9 @@ class ExpressionEvaluator:
 
     def _call_result(self, info: CallInfo, ctx: FunctionContext) -> P.Place:
         qualname, method = info.qualname, info.method
-        if _string(info.kwarg(HOST_RESULT_KEYWORD)) in HOST_RESULT_FORMATS:
-            return P.HOST  # `processor(image, return_tensors="pt")`: built on the host
+        if _string(info.kwarg(HOST_RESULT_KEYWORD)) in HOST_RESULT_FORMATS or \
+                _string(info.kwarg(HOST_DEVICE_KEYWORD[0])) == HOST_DEVICE_KEYWORD[1]:
+            return P.HOST  # `processor(image, return_tensors="pt")`, `alloc(n, device="cpu")`: on the host
         if info.receiver is not None:
             r = info.receiver_where if info.receiver_where is not None else P.UNKNOWN
             if method in PY_METHODS:  # `.item()`, `.tolist()`: Python numbers; a fill, not a copy

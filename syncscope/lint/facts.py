@@ -17,7 +17,7 @@ import sys
 from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation, annotated_one
 from .records import CallRecord
-from .vocabulary import (COMBINING_BUILTINS, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
+from .vocabulary import (COMBINING_BUILTINS, HOST_DEVICE_KEYWORD, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          JOINING_FUNCTIONS, KEYED_READ_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES,
                          SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, compares_dtypes,
                          decorator_kind, entry_place, factory_place, named_attr_place, pass_through,
@@ -480,8 +480,8 @@ class _Scope:
 
     def call(self, node: ast.Call) -> Fact:
         fact = self._call(node)
-        if any(k.arg == HOST_RESULT_KEYWORD and isinstance(k.value, ast.Constant) and k.value.value in HOST_RESULT_FORMATS
-               for k in node.keywords):
+        if any(isinstance(k.value, ast.Constant) and (k.arg == HOST_RESULT_KEYWORD and k.value.value in HOST_RESULT_FORMATS
+               or (k.arg, k.value.value) == HOST_DEVICE_KEYWORD) for k in node.keywords):
             return _HOST  # `processor(image, return_tensors="pt")`: built on the host (vocabulary)
         return fact
 

@@ -254,6 +254,11 @@ class Program:
             return None  # `self.policy(...)` with `policy: type[P]`: it makes an object
         return self.member((cls, (*hops, ref[2]), via_class), "forward", properties=False)
 
+    def all_params(self, target: str) -> list[str]:
+        """A function's parameters a call can pass: the positional ones, then the keyword-only."""
+        facts = self.functions[target]
+        return [*facts["params"], *facts.get("kwonly", ())]
+
     def shift(self, ref: tuple, target: str) -> int:
         """How many leading parameters the call passes implicitly (`self`, `cls`)."""
         params = self.functions[target]["params"]

@@ -24,6 +24,7 @@ import ast
 
 from . import provenance as P
 from .ast_annotations import dotted
+from .fact_values import NAMED_LIST
 
 
 def members(value) -> tuple | None:
@@ -89,7 +90,9 @@ def unpack(scope, target, parts: tuple | None, members_of: tuple = ()) -> bool:
         return False
     for element, fact, member in zip(target.elts, parts, members_of):
         # a plain read (`pending, self.group = self.group, None`) keeps no fact: a container
-        # field's Python-value fact says nothing of the tensors it holds
-        plain = isinstance(member, (ast.Name, ast.Attribute, ast.Subscript))
+        # field's Python-value fact says nothing of the tensors it holds. Host memory stays
+        # host (`ids, lp = result.next_token_ids, result.logprobs` after a copy to the host)
+        host = fact[0] == P.HOST and fact[1] is None and fact[2] != NAMED_LIST
+        plain = isinstance(member, (ast.Name, ast.Attribute, ast.Subscript)) and not host
         scope.bind(element, (P.UNKNOWN, None, None) if plain else fact, None)
     return True

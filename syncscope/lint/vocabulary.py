@@ -112,6 +112,9 @@ TORCH_HOST_FUNCTIONS = frozenset(("from_numpy",))
 # host; only a `.to(device)` of the result (`BatchFeature.to`) moves them
 HOST_RESULT_KEYWORD = "return_tensors"
 HOST_RESULT_FORMATS = frozenset(("pt", "np"))
+# any call told `device="cpu"` (`grammar.allocate_vocab_mask(..., device="cpu")`, a tree helper
+# building with `device=device`) puts what it builds on the host, as a torch factory does
+HOST_DEVICE_KEYWORD = ("device", "cpu")
 # Modules whose functions return host memory, and those whose functions return Python values.
 HOST_MODULES = ("numpy.", "np.", "array.", "pandas.")  # pandas frames and series are host data
 PY_MODULES = ("math.", "builtins.", "typing.", "dataclasses.", "functools.", "itertools.", "os.", "logging.",

@@ -436,7 +436,7 @@ class Solver:
                     for target in (resolved, *below):
                         shift = self.program.shift(call.target, target)
                         star = (caller, call.line, call.column) in starred
-                        for param in self.program.functions[target]["params"]:
+                        for param in self.program.all_params(target):
                             key = (target, param)
                             if key in needs and needs[key] is None:
                                 continue

@@ -61,6 +61,9 @@ class BlockingCopyToDevice(Rule):
             f"`{show(call.receiver, ctx)}.{call.method}(...)` is a blocking host->device copy "
             "(pin the source and pass non_blocking=True)",
             anchor=f".{call.method}(",
+            # a copy into a destination the callers pass (`out.copy_(lens_cpu)`) reaches a GPU
+            # only where a caller passes a device buffer: the destination decides, not the source
+            subject=call.receiver if call.method == "copy_" else None,
             fix=Fix("unsafe", "copy from pinned memory with non_blocking=True (the source must be left unchanged until the copy is done)",
                     lambda: (call.node, _pinned_copy(call.node))),
         )
