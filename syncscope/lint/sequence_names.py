@@ -11,7 +11,9 @@ The walk gives `parts` the place of its items (the device), which is what `torch
 every binding in its function gives a list, tuple, set or dict display or comprehension (or a
 conditional expression of such, or a `list(...)` / `tuple(...)` / `sorted(...)` call, and `+=` on
 it, which keeps a list a list) holds a container whatever it holds; testing it reads no tensor.
-Every binding, not the reaching one: a name also bound to anything else (an unpacking, a loop
+A parallel assignment of displays (`prefix_lens, positions = [], []`, then `.append(...)` in a
+loop) binds each name to the element in its place, as Python does: each is a display binding.
+Every binding, not the reaching one: a name also bound to anything else (another unpacking, a loop
 target, a call, a parameter), or declared `nonlocal` / `global` in a function nested in it, is
 left to the walk's place. Decided once per function and only for the names a truth-value test
 asks about (`FunctionContext.holds_container`).
@@ -55,6 +57,10 @@ class _Bindings:
         if isinstance(target, cst.Name):
             name = target.value
             self.container[name] = self.container.get(name, True) and is_container(value, self.shadowed)
+            return
+        if _parallel(target, value):  # `prefix_lens, positions = [], []`: each name its own element
+            for element, bound in zip(target.elements, value.elements):
+                self.bind(element.value, bound.value)
             return
         for node in _names_in(target):  # unpacking, starred: not a container by this rule
             self.container[node] = False
@@ -115,6 +121,14 @@ def _read_all(body: cst.CSTNode, walk: _Bindings) -> None:
                 stack.append((value, depth))
             elif type(value) is tuple or type(value) is list:
                 stack.extend((item, depth) for item in value if isinstance(item, cst.CSTNode))
+
+
+def _parallel(target: cst.BaseExpression, value: cst.BaseExpression | None) -> bool:
+    """A tuple/list target given a tuple/list display of as many elements, none starred: Python
+    binds each target element to the value in its place (`a, b = [], []`)."""
+    return isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+        and len(target.elements) == len(value.elements) \
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
 
 
 def _names_in(target: cst.CSTNode) -> list[str]:
