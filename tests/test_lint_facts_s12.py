@@ -162,9 +162,10 @@ def f(xs, ys):
 def test_container_names_by_the_plain_walk():
     function = cst.parse_module(textwrap.dedent(CONTAINERS)).body[0]
     names = container_names(function, ["xs", "ys"], lambda name: False)
-    assert names == {"parts", "pairs", "both", "shadowed", "walrus"}
+    # `(a, b) = [], []` binds each name to its own list (the parallel-assignment rule)
+    assert names == {"parts", "pairs", "both", "shadowed", "walrus", "a", "b"}
     assert container_names(function, ["xs", "ys"], lambda name: name == "list") == {"parts", "pairs", "shadowed",
-                                                                                    "walrus"}
+                                                                                    "walrus", "a", "b"}
 
 
 GATED = '''
