@@ -1,14 +1,12 @@
 """A `keep_on_cpu` field the model refills on the device only in a method that never runs by
 default (issue 24 class 4, vLLM's Kimi-VL / Kimi-K2.5 / Idefics3 `select_encoder_cudagraph_items`).
-Today the per-file walk (`classinfo._refilled_on_the_device`) drops such a field as host data for
-the whole module before the whole-program pass knows which methods are off (offpaths.py), so the
-module's own `grid.tolist()` and the tower's are reported. The VALID cases state what the report
-should be once the pass decides the refill (marked xfail, strict: not built yet, branch
-`v-grid2`'s report); the INVALID twins, a refill that runs by default, must stay reported."""
+The per-file walk (`classinfo._refilled_on_the_device`) drops such a field as host data for the
+whole module before the whole-program pass knows which methods are off (offpaths.py); the file's
+second walk keeping it host (refill_variant.py) lets the pass decide. VALID: the module's own
+`grid.tolist()` and the tower's leave the default report (cold, saying why); INVALID: a refill
+that runs by default keeps both."""
 
 from __future__ import annotations
-
-import pytest
 
 from test_lint_guards import lines
 from test_lint_offpaths_s12 import CONFIG, INTERFACES, MANAGER, TOWER
@@ -87,14 +85,18 @@ def reported(tmp_path, path, **changed):
     return lines(lint_package(tmp_path, package(**changed)), path)
 
 
-@pytest.mark.xfail(strict=True, reason="not built: the pass does not yet decide per-file refills (v-grid2)")
 def test_a_refill_only_in_an_opt_in_method_leaves_the_field_host_by_default(tmp_path):
     assert reported(tmp_path, "pkg/model.py") == []
 
 
-@pytest.mark.xfail(strict=True, reason="not built: the pass does not yet decide per-file refills (v-grid2)")
 def test_the_tower_fed_the_field_by_default_does_not_sync(tmp_path):
     assert reported(tmp_path, "pkg/tower.py") == []
+    (tmp_path / "cold").mkdir()
+    run = lint_package(tmp_path / "cold", package(), include_cold=True)
+    why = {(f.site.path, f.site.line): f.cold for f in run.findings if f.cold}
+    assert "refills on the device only in methods that never run by default (`select_items`)" \
+        in why[("pkg/model.py", 24)]
+    assert "host data for `grid_thw`" in why[("pkg/tower.py", 6)]
 
 
 def test_a_refill_in_a_method_that_runs_by_default_keeps_the_syncs(tmp_path):
@@ -111,3 +113,16 @@ def test_without_the_refill_the_field_is_host(tmp_path):
     model = MODEL.replace('torch.tensor(rows, device=x.device)', 'torch.tensor(rows)')
     assert reported(tmp_path, "pkg/model.py", model=model) == []
     assert reported(tmp_path, "pkg/tower.py", model=model) == []
+
+
+def test_a_second_refill_that_runs_by_default_keeps_the_syncs(tmp_path):
+    # INVALID: one refilling method is off, another runs on the default path
+    model = MODEL.replace('''            grid_rows = kwargs.pop("grid_rows")
+''', '''            grid_rows = self.pad(kwargs)["grid_rows"]
+''') + '''
+        def pad(self, kw: dict):
+            x = kw["x"]
+            return {"grid_rows": torch.tensor([1, 2], device=x.device)}
+'''
+    assert reported(tmp_path, "pkg/model.py", model=model) != []
+    assert reported(tmp_path, "pkg/tower.py", model=model) != []
