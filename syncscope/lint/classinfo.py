@@ -245,8 +245,12 @@ def keep_on_cpu_fields(tree, inherited: frozenset[str] = frozenset(), refills: b
         return frozenset(names)
     if not names:
         return frozenset()
-    names -= _refilled_on_the_device(tree, names)
+    from . import field_refills
     from .field_keys import carried_keys
+
+    refilled = _refilled_on_the_device(tree, names, field_refills.FOUND)
+    if not field_refills.KEEP:
+        names -= refilled
 
     return frozenset(names | carried_keys(tree, names))
 
@@ -276,16 +280,18 @@ _FUNCTIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
 _REFILLING = frozenset({ast.Dict, ast.Call, ast.Assign})  # where _refilled_on_the_device finds a key refilled
 
 
-def _refilled_on_the_device(tree, names: set[str]) -> set[str]:
+def _refilled_on_the_device(tree, names: set[str], where: dict | None = None) -> set[str]:
     """The declared host-only fields the module itself refills with device data under the same
     key: vLLM's Kimi-VL selects items for its encoder CUDA graph as `{"image_grid_hws":
     selected_grid}` with `selected_grid = torch.tensor(..., device=pixel_values.device)`, so a
     read of that key may see either; such a field is not host data anywhere in the module. A
-    refill built on the device of the field it refills stays where the field is."""
+    refill built on the device of the field it refills stays where the field is. `where`: field
+    -> the names of the functions refilling it, filled in."""
     from .field_refills import on_the_fields_device, single_assignments
 
     refilled: set[str] = set()
     for function in nodes_breadth_first(tree, _FUNCTIONS):
+        here: set[str] = set()
         local: dict[str, object] = {}
         for stmt in function_statements(function):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -306,14 +312,17 @@ def _refilled_on_the_device(tree, names: set[str]) -> set[str]:
 
         for node in nodes_breadth_first(function, _REFILLING):
             if isinstance(node, ast.Dict):
-                refilled.update(k.value for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)
+                here.update(k.value for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)
                                 and k.value in names and device(v))
             elif isinstance(node, ast.Call):
-                refilled.update(k.arg for k in node.keywords if k.arg in names and device(k.value))
+                here.update(k.arg for k in node.keywords if k.arg in names and device(k.value))
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
                 key = node.targets[0].slice
                 if isinstance(key, ast.Constant) and key.value in names and device(node.value):
-                    refilled.add(key.value)
+                    here.add(key.value)
+        refilled |= here
+        for name in here if where is not None else ():
+            where.setdefault(name, set()).add(function.name)
     return refilled
 
 

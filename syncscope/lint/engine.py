@@ -192,6 +192,8 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
                    and (f.python_arg is None or python_args.fed(f.python_arg))]
         if by_default:  # host data wherever the default configuration runs it: cold, with why
             pending = [f._replace(cold=by_default[f.param]) if f.param in by_default else f for f in pending]
+            pending = [f._replace(cold=by_default[key]) if (key := ("refill", rel, f.code, f.line)) in by_default
+                       else f for f in pending]
         pending += extra.get(rel, ())
         suppressions = raw.suppressions
         if not pending and not suppressions:

@@ -14,6 +14,10 @@ from __future__ import annotations
 import ast
 
 _DEPTH = 4  # locals followed from a `device=` argument back to the field read
+# a file's second walk (refill_variant.py) keeps its refilled fields host; FOUND: field -> the
+# names of the functions that refill it on the device, as the last walk found them
+KEEP = False
+FOUND: dict[str, set] = {}
 
 
 def single_assignments(statements) -> dict[str, ast.expr]:

@@ -39,6 +39,7 @@ from .callguards import binds
 from .fact_values import METHOD, SUPER
 from .param_items import with_items
 from .reachability import ColdLines
+from .refill_variant import refills_off, swapped
 
 
 def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) -> tuple:
@@ -58,15 +59,21 @@ def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) 
             for caller, out in modules.items() if caller not in off}
     if not off and all(len(kept.get(caller, ())) == len(out) for caller, out in modules.items()):
         return fed, host, host, {}
-    solver.edges = {caller: out for caller, out in edges.items() if caller not in off}
-    solver.module_edges = kept
+    refilled = refills_off(results, off)  # a keep_on_cpu field refilled only off: host by default
+    args = {key: value for _, _, given in refilled.values() for key, value in given.items()}
+    solver.edges = {caller: swapped(out, caller, args) if args else out
+                    for caller, out in edges.items() if caller not in off}
+    solver.module_edges = {caller: swapped(out, caller, args) for caller, out in kept.items()} if args else kept
     try:
         fed_default, host_default = solver.host_fed(starred)
     finally:
         solver.edges, solver.module_edges = edges, modules
     host_default = with_items(host_default)
     gained = (fed_default | host_default) - (fed | host)
-    return fed, host, host | host_default, {key: _why(key, solver, off) for key in gained}
+    why = {key: _why(key, solver, off) for key in gained}
+    why.update((("refill", path, code, line), reason) for path, (reason, dropped, _) in refilled.items()
+               for code, line, _ in dropped)
+    return fed, host, host | host_default, why
 
 
 def _why(key: tuple, solver, off: frozenset) -> str:

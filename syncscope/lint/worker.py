@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .lines import locate, spans_of
 from .records import FileFinding, Root, diagnostic
+from .refill_variant import with_refills
 from .suppress import may_have_suppressions, parse_suppressions
 from .switch_devices import switch_facts
 
@@ -89,6 +90,7 @@ class RawResult:
     carrier_facts: object = None  # what carrier_fields.py needs from this file (None: nothing)
     # what the file does with each capitalized name (name_uses.py; None: the pass reads the file)
     name_uses: tuple | None = None
+    refills: tuple | None = None  # a keep_on_cpu field refilled on the device (refill_variant.py)
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
 
@@ -152,16 +154,14 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
     global _inherited
     _inherited = inherited
     try:
-        result = analyze_bytes(data, module, is_package, config)
+        result = with_refills(lambda: analyze_bytes(data, module, is_package, config))
     finally:
         _inherited = frozenset()
     result.inherited_fields = inherited
     return result
 
 
-# The inherited fields of the file being analyzed: set by analyze_file for one call, read by
-# file_hints deep below it (rather than threading one more argument through every path a file
-# can be analyzed on: by function, whole module, on a deep stack). One file at a time.
+# The inherited fields of the file being analyzed, for file_hints deep below analyze_file: one file at a time
 _inherited: frozenset[str] = frozenset()
 
 
