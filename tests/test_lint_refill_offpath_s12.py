@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from test_lint_guards import lines
 from test_lint_offpaths_s12 import CONFIG, INTERFACES, MANAGER, TOWER
+from test_lint_offpaths_s12 import RUNNER as OFFPATHS_RUNNER
 from test_lint_scope import lint_package
 
 MANAGER_SELECT = MANAGER.replace("""            return self.model.eager_forward(kw)""",
@@ -53,25 +54,8 @@ MODEL = """
             return self.visual(kw["x"], grid_rows)
 """
 
-RUNNER = """
-    from pkg.manager import GraphManager
-
-    class Runner:
-        def __init__(self, config, model):
-            self.compilation_config = config.compilation_config
-            self.model = model
-            self.manager = self._create_manager()
-
-        def _create_manager(self):
-            if not self.compilation_config.graph_encoder:
-                return None
-            return GraphManager(self.model)
-
-        def execute_model(self, kw: dict):
-            if self.manager is not None:
-                return self.manager.execute(kw)
-            return self.model.embed(**kw)
-"""
+# the runner of test_lint_offpaths_s12, calling the model's `embed(**kwargs)`
+RUNNER = OFFPATHS_RUNNER.replace("return self.model.embed(kw)", "return self.model.embed(**kw)")
 
 
 def package(**changed):
