@@ -8,20 +8,8 @@ leaves the tower's line out of the default report; each INVALID twin keeps it.""
 from __future__ import annotations
 
 from test_lint_guards import lines
+from test_lint_optin_s11 import CONFIG  # the opt-in switch `graph_encoder`, off by default
 from test_lint_scope import lint_package
-
-CONFIG = """
-    from dataclasses import dataclass, field
-
-    @dataclass
-    class CompilationConfig:
-        cudagraph_mode: int = 1
-        graph_encoder: bool = False
-
-    @dataclass
-    class Config:
-        compilation_config: CompilationConfig = field(default_factory=CompilationConfig)
-"""
 
 INTERFACES = """
     from typing import Protocol
