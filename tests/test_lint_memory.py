@@ -77,7 +77,7 @@ def test_facts_are_pickled_when_the_cache_is_written_and_read_back_equal(tmp_pat
     entry = cache.with_facts("pkg/mod.py", cache.get("pkg/mod.py", "digest"))
     assert all(getattr(entry, name) == getattr(result, name) for name in FACT_FIELDS)
     cache.flush_facts()
-    assert cache._facts is None  # let go before the whole-program pass
+    assert cache._facts == {}  # let go before the whole-program pass
     assert not cache.facts_dirty
     cache.save()
     again = Cache(str(tmp_path), ".cache", "key")
@@ -112,7 +112,7 @@ def test_a_cold_run_with_two_workers_gives_what_one_process_gives(tmp_path):
     assert sorted(code for _, _, code, _, _ in alone) == ["SYN201", "SYN203", "SYN601"]
     assert findings(jobs=2) == alone  # cold, through the pool, writes the cache
     for name in (tmp_path / ".syncscope_cache").iterdir():
-        if name.name.endswith("-solved.pickle"):
+        if "-solved-" in name.name:
             name.unlink()  # the pass runs again, on facts read from the facts file
     assert findings(jobs=2) == alone
 

@@ -1,17 +1,25 @@
 """Content-hash cache: an unchanged file is not read by libcst again, and an unchanged tree is
 not solved again.
 
-Three pickles per (tool version, analysis config) in `<root>/.syncscope_cache/`:
+Pickles per (tool version, analysis config) in `<root>/.syncscope_cache/`:
   * `…-files.pickle`: relative path -> (content hash, (mtime, size), RawResult without its
-    whole-program facts). Small; loaded on every run.
-  * `…-facts.pickle`: relative path -> (content hash, whole-program facts pickled on their own).
-    Several times larger (every function's calls); loaded only when the whole-program pass has
-    to run again, and each file's facts are unpickled only when that file is linted: loading
-    and rewriting the table is then a copy of bytes, not a rebuild of millions of objects.
-  * `…-solved.pickle`: the whole-program pass's output for the last few trees, keyed by every
-    file's content hash. A rerun with nothing changed reads this and skips the pass.
-Each is replaced atomically, so concurrent runs at worst redo some work. Entries for files not
-seen in a run are kept, so linting a subdirectory does not evict the rest of the tree.
+    whole-program facts). Loaded on every run. `…-files-delta.pickle` holds the entries put
+    since the table was last written whole (a pre-commit run on one edited file writes a few
+    kilobytes, not the ~9 MB table: whole vLLM); past DELTA_KEPT entries the table is
+    written whole again and the delta dropped.
+  * `…-facts-NN.pickle` (FACT_SHARDS of them, a file's shard by its path): relative path ->
+    (content hash, whole-program facts pickled on their own). Several times larger (every
+    function's calls); loaded only when the whole-program pass has to run again, or for the
+    one shard of a file that an edit changed, and each file's facts are unpickled only when
+    that file is linted: loading and rewriting a shard is then a copy of bytes, not a rebuild
+    of millions of objects.
+  * `…-solved-<tree>.pickle`: the whole-program pass's output for one tree, keyed by every
+    file's content hash; the SOLVED_KEPT newest are kept. A rerun with nothing changed reads
+    this and skips the pass.
+Each is replaced atomically, so concurrent runs at worst redo some work: every entry carries
+the content hash it was made from, so one that another run made stale is a miss, never a wrong
+answer. Entries for files not seen in a run are kept, so linting a subdirectory does not evict
+the rest of the tree.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+import zlib
 from dataclasses import replace
 
 CACHE_FORMAT = 53  # bump when RawResult or a record it holds (records.py) changes shape
@@ -30,6 +39,8 @@ FACT_FIELDS = ("exports", "imports", "functions", "classes", "roots", "dispatch"
                "const_guards", "const_literals", "const_passes", "memos",
                "none_config", "name_uses")
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
+FACT_SHARDS = 16  # ~2 MB each on whole vLLM
+DELTA_KEPT = 256  # file entries written apart from the files table before it is rewritten whole
 
 
 def code_stamp() -> str:
@@ -66,11 +77,22 @@ class Cache:
         self.directory = directory
         self.prefix = os.path.join(directory, f"lint-v{CACHE_FORMAT}-{code_stamp()}-{config_key}")
         self.entries: dict[str, tuple[str, tuple[int, int] | None, object]] = _load(self._file("files"), dict)
-        self._facts: dict[str, tuple[str, bytes]] | None = None  # loaded on first need
-        self._solved: list | None = None
+        self._delta: dict = _load(self._file("files-delta"), dict)  # entries newer than the table's
+        self.entries.update(self._delta)
+        self._put: set[str] = set()  # paths whose entry this run put
+        self._facts: dict[int, dict[str, tuple[str, object]]] = {}  # shard -> its table, loaded on first need
+        self._facts_dirty: set[int] = set()
+        self._solved: dict[str, object] = {}  # tree key -> the pass's output, read or put in this run
+        self._solved_new: list[str] = []
         self.dirty = False
-        self.facts_dirty = False
-        self.solved_dirty = False
+
+    @property
+    def facts_dirty(self) -> bool:
+        return bool(self._facts_dirty)
+
+    @property
+    def solved_dirty(self) -> bool:
+        return bool(self._solved_new)
 
     def _file(self, part: str) -> str:
         return f"{self.prefix}-{part}.pickle"
@@ -99,21 +121,23 @@ class Cache:
             return
         self.dirty = True
         if result.has_facts:  # else it came from this cache with these facts already stored
-            facts = self._facts_table()
+            shard = _shard(rel_path)
+            facts = self._facts_shard(shard)
             if rel_path not in facts or facts[rel_path][0] != digest:
                 # the result itself, pickled only when the table is written (`_write`): while the
                 # workers run, the parent holds the facts once, not also as ~34 MB of bytes
                 # (whole vLLM), and the run's peak memory is then (parent and workers together)
                 facts[rel_path] = (digest, result)
-                self.facts_dirty = True
+                self._facts_dirty.add(shard)
         self.entries[rel_path] = (digest, stamp, _without_facts(result))
+        self._put.add(rel_path)
 
     def with_facts(self, rel_path: str, result):
         """`result` with its whole-program facts, read from the facts pickle when the result
         came from the small one (None when they are missing: the caller re-analyzes)."""
         if result.has_facts:
             return result
-        entry = self._facts_table().get(rel_path)
+        entry = self._facts_shard(_shard(rel_path)).get(rel_path)
         if entry is None or entry[0] != self.digest_of(rel_path):
             return None
         if not isinstance(entry[1], bytes):  # put in this run, not pickled yet
@@ -132,40 +156,43 @@ class Cache:
         return self.with_facts(rel_path, entry[2]) if entry is not None else None
 
     def flush_facts(self) -> None:
-        """Write the facts table now and let go of it: called once every result's facts are
-        loaded, before the whole-program pass, so the pass does not run beside the table's
+        """Write the facts tables now and let go of them: called once every result's facts are
+        loaded, before the whole-program pass, so the pass does not run beside the tables'
         pickled bytes (they are pickled from the results put in this run, before the pass
-        reads them). A later `with_facts` reads the file again."""
-        if self._facts is None:
-            return
-        if self.facts_dirty:
-            try:
-                os.makedirs(self.directory, exist_ok=True)
-                self._write("facts", _pickled_facts(self._facts))
-            except OSError:
-                return  # kept: `save` tries again, or the tree is read-only
-            self.facts_dirty = False
-        self._facts = None
+        reads them). A later `with_facts` reads the files again."""
+        try:
+            self._write_facts()
+        except OSError:
+            return  # kept: `save` tries again, or the tree is read-only
+        self._facts = {}
 
-    def _facts_table(self) -> dict:
-        if self._facts is None:
-            self._facts = _load(self._file("facts"), dict)
-        return self._facts
+    def _write_facts(self) -> None:
+        if self._facts_dirty:
+            os.makedirs(self.directory, exist_ok=True)
+        for shard in sorted(self._facts_dirty):
+            self._write(f"facts-{shard:02d}", _pickled_facts(self._facts[shard]))
+            self._facts_dirty.discard(shard)
+
+    def _facts_shard(self, shard: int) -> dict:
+        if shard not in self._facts:
+            self._facts[shard] = _load(self._file(f"facts-{shard:02d}"), dict)
+        return self._facts[shard]
 
     def get_solved(self, key: str):
-        if self._solved is None:
-            self._solved = _load(self._file("solved"), list)
-        for item in self._solved:
-            if isinstance(item, tuple) and len(item) == 2 and item[0] == key:
-                return item[1]
-        return None
+        if key not in self._solved:
+            path = self._file(f"solved-{key}")
+            found = _load(path, tuple)
+            self._solved[key] = found[1] if len(found) == 2 and found[0] == key else None
+            if self._solved[key] is not None:
+                try:  # used: kept before the trees not used since (`_drop_old_files`)
+                    os.utime(path)
+                except OSError:
+                    pass
+        return self._solved[key]
 
     def put_solved(self, key: str, value) -> None:
-        if self._solved is None:
-            self._solved = _load(self._file("solved"), list)
-        kept = [item for item in self._solved if isinstance(item, tuple) and len(item) == 2 and item[0] != key]
-        self._solved = [(key, value)] + kept[:SOLVED_KEPT - 1]
-        self.solved_dirty = True
+        self._solved[key] = value
+        self._solved_new.append(key)
 
     def save(self) -> None:
         if not (self.dirty or self.facts_dirty or self.solved_dirty):
@@ -177,17 +204,47 @@ class Cache:
                 with open(gitignore, "w") as handle:
                     handle.write("*\n")
             if self.dirty:
-                self._write("files", self.entries)
-            if self.facts_dirty:
-                self._write("facts", _pickled_facts(self._facts))
-            if self.solved_dirty:
-                self._write("solved", self._solved)
-            mine = {os.path.basename(self._file(part)) for part in ("files", "facts", "solved")}
-            for name in os.listdir(self.directory):  # results of older linter versions
-                if name.startswith("lint-v") and name.endswith(".pickle") and name not in mine:
-                    os.unlink(os.path.join(self.directory, name))
+                self._save_entries()
+            self._write_facts()
+            for key in self._solved_new:
+                self._write(f"solved-{key}", (key, self._solved[key]))
+            self._solved_new = []
+            self._drop_old_files()
         except OSError:
             pass  # a read-only tree still lints, just without a cache
+
+    def _save_entries(self) -> None:
+        """The files table whole, or only the entries put since it was (a few files edited)."""
+        delta = dict(self._delta)
+        delta.update((rel, self.entries[rel]) for rel in self._put)
+        if len(delta) > DELTA_KEPT:
+            self._write("files", self.entries)
+            try:  # the table holds them now (a run reading the old delta meanwhile only misses)
+                os.unlink(self._file("files-delta"))
+            except FileNotFoundError:
+                pass
+            self._delta = {}
+        else:
+            self._write("files-delta", delta)
+            self._delta = delta
+        self._put = set()
+        self.dirty = False
+
+    def _drop_old_files(self) -> None:
+        """The pickles of older linter versions or configurations, and all but the newest
+        SOLVED_KEPT solved trees."""
+        base = os.path.basename(self.prefix)
+        solved = []
+        for name in os.listdir(self.directory):
+            if not (name.startswith("lint-v") and name.endswith(".pickle")):
+                continue
+            path = os.path.join(self.directory, name)
+            if not name.startswith(base + "-"):
+                os.unlink(path)
+            elif name.startswith(base + "-solved-"):
+                solved.append((os.stat(path).st_mtime_ns, path))
+        for _, path in sorted(solved, reverse=True)[SOLVED_KEPT:]:
+            os.unlink(path)
 
     def _write(self, part: str, value) -> None:
         fd, temp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
@@ -198,6 +255,10 @@ class Cache:
         except BaseException:
             os.unlink(temp)
             raise
+
+
+def _shard(rel_path: str) -> int:
+    return zlib.crc32(rel_path.encode("utf-8", "surrogateescape")) % FACT_SHARDS
 
 
 def _facts_of(result) -> tuple:
