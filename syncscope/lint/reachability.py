@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-import gc
 import re
 from collections import deque
 
@@ -510,8 +509,8 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
             # a walk's tables (~20 MB on whole vLLM) are held in cycles (the bound methods its
             # StepLoops keeps): freed here, before the second walk builds its own
             built = walk.built_elsewhere
+            _release(walk)
             del walk
-            gc.collect()
             # walk again without following the calls in those blocks (a helper that only a
             # shutdown path's `wait=True` reaches); fewer callers only rule out more
             merged = {path: list(guarded.get(path, ())) + untaken.get(path, []) for path in guarded.keys() | untaken.keys()}
@@ -523,9 +522,18 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
     for table_of in (untaken, calls) if const is not None else ():
         for path, lines in table_of.items():
             once[path] = once.get(path, []) + lines
+    _release(walk)  # before the rest of the pass builds its tables
     del walk
-    gc.collect()  # and before the rest of the pass builds its tables
     return table, once
+
+
+def _release(walk: PerStep) -> None:
+    """Let go of a walk's tables (~20 MB on whole vLLM) now. Its StepLoops holds bound methods
+    of the walk, a cycle that only a full collection would free, and a full collection scans
+    every table the pass has built so far (~0.7 s each on whole vLLM, twice a run): the cycle
+    is cut instead, and reference counting frees the rest."""
+    walk.steps = None
+    walk.__dict__.clear()
 
 
 def cold_calls_removed(program, edges: dict, results: dict, guarded: dict, library=None) -> dict:
