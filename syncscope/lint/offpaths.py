@@ -36,6 +36,7 @@ import fnmatch
 import re
 
 from .callguards import binds
+from .default_summaries import resummarize
 from .fact_values import METHOD, SUPER
 from .param_items import with_items
 from .reachability import ColdLines
@@ -70,6 +71,7 @@ def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) 
         solver.edges, solver.module_edges = edges, modules
     host_default = with_items(host_default)
     gained = (fed_default | host_default) - (fed | host)
+    resummarize(solver, refilled, gained)  # a sync the default path never makes: none for its callers
     why = {key: _why(key, solver, off) for key in gained}
     why.update((("refill", path, code, line), reason) for path, (reason, dropped, _) in refilled.items()
                for code, line, _ in dropped)
