@@ -73,3 +73,54 @@ def test_another_sync_on_the_same_dict_keeps_the_call(tmp_path):
     assert model != HELPER
     assert 29 in reported(tmp_path, "pkg/model.py", model=model)
 
+
+# -- a submodule call in an inherited method reaches the subclass's tower (subclass_towers.py) --
+# vLLM's GLM-5-Next reuses GLM-4.1V's `_process_image_input` (`self.visual(pixel_values,
+# grid_thw=grid_thw)`, a `keep_on_cpu` grid) with its own tower in `self.visual`
+
+from test_lint_offpaths_s12 import package as tower_package  # noqa: E402
+
+NEXT = """
+    import torch
+    from pkg.model import Model
+
+    class NextTower(torch.nn.Module):
+        def forward(self, x: torch.Tensor, grid_thw: torch.Tensor):
+            sizes = grid_thw.prod(-1).tolist()
+            return x.split(sizes)
+
+    class NextModel(Model):
+        def __init__(self):
+            super().__init__()
+            self.visual = NextTower()
+"""
+
+
+def next_tower(tmp_path, next_text=NEXT, **changed):
+    return lines(lint_package(tmp_path, tower_package(next=next_text, **changed)), "pkg/next.py")
+
+
+def test_the_inherited_call_feeds_the_subclass_tower(tmp_path):
+    # the base's `embed` passes a host grid; only its opt-in `eager_forward` passes a device one
+    assert next_tower(tmp_path) == []
+    (tmp_path / "cold").mkdir()
+    run = lint_package(tmp_path / "cold", tower_package(next=NEXT), include_cold=True)
+    why = {f.site.line: f.cold for f in run.findings if f.site.path == "pkg/next.py"}
+    assert "host data for `grid_thw`" in why[7]
+
+
+def test_a_subclass_overriding_the_method_is_fed_by_its_own_call(tmp_path):
+    # INVALID: the subclass's own `embed` hands its tower a device grid on the default path
+    text = NEXT + """
+        def embed(self, kw: dict):
+            return self.visual(kw["x"], kw["grid"].cuda())
+"""
+    assert next_tower(tmp_path, text) == [7]
+
+
+def test_a_device_grid_from_the_inherited_method_keeps_the_sync(tmp_path):
+    # INVALID: the inherited method itself passes device data by default
+    from test_lint_offpaths_s12 import MODEL
+    model = MODEL.replace('grid = torch.tensor(kw["rows"])\n', 'grid = torch.tensor(kw["rows"]).cuda()\n')
+    assert model != MODEL
+    assert next_tower(tmp_path, model=model) == [7]
