@@ -36,10 +36,12 @@ import fnmatch
 import re
 
 from .callguards import binds
+from .default_summaries import resummarize
 from .fact_values import METHOD, SUPER
 from .param_items import with_items
 from .reachability import ColdLines
 from .refill_variant import refills_off, swapped
+from .subclass_towers import add_subclass_towers
 
 
 def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) -> tuple:
@@ -49,6 +51,7 @@ def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) 
     submodule calls on lines that never run), and why each parameter host-fed only by default is:
     its own findings stay, cold, where they were dropped before; the calls passing it on are not
     flagged (the findings' `fed`)."""
+    add_subclass_towers(solver)  # an inherited method's `self.visual(...)`: the subclass's tower too
     fed, host = solver.host_fed(starred)
     host = with_items(host)
     cold = never_run(results, guarded)
@@ -70,6 +73,7 @@ def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) 
         solver.edges, solver.module_edges = edges, modules
     host_default = with_items(host_default)
     gained = (fed_default | host_default) - (fed | host)
+    resummarize(solver, refilled, gained)  # a sync the default path never makes: none for its callers
     why = {key: _why(key, solver, off) for key in gained}
     why.update((("refill", path, code, line), reason) for path, (reason, dropped, _) in refilled.items()
                for code, line, _ in dropped)

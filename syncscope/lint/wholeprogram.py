@@ -109,11 +109,11 @@ class Solver:
         self._by_class: dict[str, list[str]] | None = None  # class -> its methods (_overrides)
         self.foreign: frozenset = frozenset()  # files for another platform (reachability.platform_files)
 
-    def run(self) -> None:
-        pending = list(self.program.functions)
+    def run(self, seeds=None) -> None:  # seeds: those to compute again (and their callers); all
+        pending = list(self.program.functions if seeds is None else seeds)
         queued = set(pending)
         rounds = 0
-        limit = 50 * max(1, len(pending))
+        limit = 50 * max(1, len(self.program.functions))
         while pending and rounds < limit:
             rounds += 1
             qualname = pending.pop()
