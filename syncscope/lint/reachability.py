@@ -14,7 +14,8 @@ SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call grap
   (`skip-functions`: `__init__`, `load_*`, warm-up and capture, memoized functions), nor into a
   function or file for another platform;
 * a root-named method the program uses only on lines under a CUDA-graph capture test is no root
-  (capture_roots.py: `if get_is_capture_mode(): self.forward_dual_stream(x)`).
+  (capture_roots.py: `if get_is_capture_mode(): self.forward_dual_stream(x)`), nor one it calls
+  only once per request (request_roots.py: a builder's `build` in a stage's set-up).
 A `forward` is a root by its name only in a class that is, or may be, an `nn.Module`
 (modules.py). In a class that is not one (a diffusion pipeline stage) it is a per-request entry:
 what it calls outside its loops runs once per request as well (walked on, the same way), the
@@ -48,6 +49,7 @@ from .library import LibraryFacts
 from .modules import ModuleKinds
 from .platform_built import built_elsewhere
 from .platform_picks import overridden_on_cuda
+from .request_roots import request_only_roots
 from .steploops import StepLoops
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
@@ -83,8 +85,9 @@ class PerStep:
     """Reachability from the per-step roots over the whole program."""
 
     def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                 cold_name=None, sources=None, built=None) -> None:
+                 cold_name=None, sources=None, built=None, demoted=frozenset()) -> None:
         self.program = program
+        self.demoted = demoted  # root-named methods the program calls once per request (request_roots.py)
         self.cold_name = cold_name  # config.cold_function: names of code that runs once
         self.library = library
         self.cold = cold_lines(results, guarded)
@@ -173,7 +176,7 @@ class PerStep:
 
     def is_root(self, qualname: str) -> bool:
         owner, _, short = qualname.rpartition(".")
-        if not self.roots:
+        if not self.roots or qualname in self.demoted:
             return False
         if self.roots.match(short):
             return True
@@ -501,11 +504,12 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
     if not walk.reached and not walk.request:
         return None, {}  # no per-step root in the linted code (a script, a kernel library): no scope
     untaken: dict[str, list] = {}
-    if const is not None:
+    demoted = request_only_roots(walk)
+    if const is not None or demoted:
         from .stepargs import StepArgs
 
-        untaken, calls = StepArgs(program, walk, const, plain).cold_blocks()
-        if untaken:
+        untaken, calls = StepArgs(program, walk, const, plain).cold_blocks() if const is not None else ({}, {})
+        if untaken or demoted:
             # a walk's tables (~20 MB on whole vLLM) are held in cycles (the bound methods its
             # StepLoops keeps): freed here, before the second walk builds its own
             built = walk.built_elsewhere
@@ -514,7 +518,7 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
             # walk again without following the calls in those blocks (a helper that only a
             # shutdown path's `wait=True` reaches); fewer callers only rule out more
             merged = {path: list(guarded.get(path, ())) + untaken.get(path, []) for path in guarded.keys() | untaken.keys()}
-            walk = PerStep(program, edges, results, library, merged, cold_name, built=built)
+            walk = PerStep(program, edges, results, library, merged, cold_name, built=built, demoted=demoted)
             walk.run()
     table = {qualname: walk.why(qualname) for qualname in walk.reached}
     table.update((qualname, walk.why(qualname)) for qualname in walk.request)
