@@ -158,3 +158,17 @@ def test_a_class_that_builds_itself_keeps_the_sync(tmp_path):
 
         def free(self""")
     assert alloc(tmp_path, alloc=allocator) != []
+
+
+def test_another_call_on_the_construction_line_does_not_count_for_it(tmp_path):
+    # INVALID: the construction leaves the switch out; only a call inside its arguments passes it
+    runner = RUNNER.replace("self.alloc = alloc", "self.alloc = alloc\n            self.spare = Allocator(tag(lazy=True))")
+    runner = runner.replace("class Runner:", "def tag(lazy: bool = False):\n        return 8\n\n    class Runner:")
+    assert alloc(tmp_path, runner=runner) != []
+
+
+def test_a_literal_true_in_every_construction_decides_it_too(tmp_path):
+    # VALID: no environment at all: every construction passes True, by keyword or by place
+    pool = POOL.replace("Allocator(size, lazy=lazy)", "Allocator(size, True)").replace(
+        "self._build(size=size, lazy=lazy)", "self._build(size=size, lazy=True)")
+    assert alloc(tmp_path, pool=pool) == []

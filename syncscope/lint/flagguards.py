@@ -87,8 +87,10 @@ def _tested_flag(test, flags, nones) -> tuple[str, bool] | None:
 
 def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
     """What a call passes that a flag guard needs: (star, {keyword or position: OFF / ON /
-    ("fwd", caller's flag parameter)}, forwards the caller's own `**kwargs`), or None when it
-    passes nothing but plain values (the call record already says what is passed)."""
+    ("fwd", caller's flag parameter) / what field_switches.value_kind tells (a literal True, `not`
+    of an environment switch, by keyword a call with no arguments)}, forwards the caller's own
+    `**kwargs`), or None when it passes nothing but plain values (the call record already says
+    what is passed)."""
     star, forwards_kwargs, items = False, False, {}
 
     def value(node):
