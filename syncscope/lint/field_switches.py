@@ -24,7 +24,8 @@ same fact the other way round: a parameter no call turns on).
 The facts, about code:
 * A field `F` of class `A` holds its constructor's parameter `P` when `A.__init__` stores
   `self.F = P` and nothing else in `A`'s family (its bases and subclasses in the tree) stores
-  `self.F`, and no function of the tree stores `.F` on another receiver.
+  `self.F`, no function of the tree stores `.F` on another receiver, and no method of the family
+  builds its own class (`cls(...)`: a construction no name shows).
 * A parameter is on by default when the tree calls its function and every call passes it (by
   keyword or place) `True`, `not <X>` / `not <X>.get()` of an environment variable the tree
   declares with an off default and never sets (switch_devices.py), a call of a function all of
@@ -32,7 +33,11 @@ The facts, about code:
   in the caller's own `**kwargs` passed on unchanged (the caller does nothing else with them)
   when that caller's parameter is on by default. A call with other `*args` / `**mapping`, a
   call leaving it out, any other value: not on. A function nothing in the tree calls may be
-  called from outside: not on.
+  called from outside: not on. The calls into a method include those resolved to a method it
+  overrides and those by name on a receiver of unknown class; the calls into an `__init__`, the
+  constructions of each class that runs it (name_uses.py's `C(...)` lines, the call on the line
+  whose text starts with the name; a class also handed on as a value, or built at module level,
+  leaves it undecided; a mention only as a base does not: that file is read again, last).
 * In a method `M` of class `K` (with `A` among `K`'s bases or `K` itself), the lines that run
   only when `self.F` is off: the body of `if not self.F [and ...]:`, the `else` of `if self.F:`,
   and the rest of the block after `if self.F [or ...]:` whose body ends in `return` / `raise`.
