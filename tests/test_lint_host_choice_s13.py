@@ -111,3 +111,15 @@ def test_only_a_local_bound_once_to_a_choice_on_a_parameter_counts():
     assert _guards(no_param) == []
     both_gpu = chosen.replace('"cpu" if on_cpu', '"cuda:1" if on_cpu')
     assert _guards(both_gpu) == []
+
+
+def test_invalid_a_local_also_bound_by_a_loop_is_not_built_on_the_device():
+    looped = """
+    def f(xs, on_cpu=True):
+        device = "cpu" if on_cpu else "cuda"
+        t = torch.zeros(4, device=device)
+        for t in xs:
+            pass
+        return t.tolist()
+    """
+    assert _guards(looped) == [(4, 4)]

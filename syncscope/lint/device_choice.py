@@ -48,12 +48,17 @@ def chosen_device_guards(function, params: frozenset, compile_test) -> list[tupl
     if not params:
         return []
     bindings: dict[str, list] = {}
+    stores: dict[str, int] = {}  # every store of a name: a loop target, `+=`, `with ... as` too
     for node in function_code(function):
         if type(node) is ast.Assign:
             for target in node.targets:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
                         bindings.setdefault(name.id, []).append(node)
+        elif type(node) is ast.Name and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    # a name also stored otherwise than by a plain assignment is none of ours
+    bindings = {name: nodes for name, nodes in bindings.items() if stores.get(name, 0) == len(nodes)}
     found = []
     for name, nodes in bindings.items():
         if len(nodes) != 1 or len(nodes[0].targets) != 1 or not isinstance(nodes[0].targets[0], ast.Name):
