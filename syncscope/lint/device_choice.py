@@ -47,9 +47,12 @@ def chosen_device_guards(function, params: frozenset, compile_test) -> list[tupl
     condition (constargs.compile_test) under which the device is no host device."""
     if not params:
         return []
+    code = function_code(function)
+    if not any(type(node) is ast.Assign and _host_choice(node.value) for node in code):
+        return []  # the common case, decided without the walk below
     bindings: dict[str, list] = {}
     stores: dict[str, int] = {}  # every store of a name: a loop target, `+=`, `with ... as` too
-    for node in function_code(function):
+    for node in code:
         if type(node) is ast.Assign:
             for target in node.targets:
                 for name in ast.walk(target):
@@ -83,6 +86,15 @@ def chosen_device_guards(function, params: frozenset, compile_test) -> list[tupl
                     and not any(isinstance(sub, _NESTED) for sub in ast.walk(value)):
                 found.append((stmt.lineno, stmt.end_lineno or stmt.lineno, test))
     return found
+
+
+def _host_choice(value) -> bool:
+    """A conditional expression (or `torch.device(...)` of one) with a `"cpu"` arm, at any depth."""
+    value = _unwrap(value)
+    if type(value) is not ast.IfExp:
+        return False
+    return any(type(arm) is ast.Constant and arm.value == HOST_DEVICE or _host_choice(arm)
+               for arm in (value.body, value.orelse))
 
 
 def _unwrap(value):
