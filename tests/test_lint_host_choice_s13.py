@@ -123,3 +123,15 @@ def test_invalid_a_local_also_bound_by_a_loop_is_not_built_on_the_device():
         return t.tolist()
     """
     assert _guards(looped) == [(4, 4)]
+
+
+def test_invalid_a_store_into_another_object_is_no_block():
+    stored = """
+    def f(buf, on_cpu=True):
+        device = "cpu" if on_cpu else "cuda"
+        t = torch.zeros(4, device=device)
+        buf[0] = t
+        n = t.sum()
+        return n
+    """
+    assert _guards(stored) == [(4, 4), (6, 6)]

@@ -18,12 +18,13 @@ test. It is one more guarded block for constargs / stepargs, as device_params.py
 device parameter are: a call whose arguments make the test false is ruled out, a line no
 per-step call takes is cold, and a call passing anything else keeps the finding.
 
-Which lines: after the binding, a simple statement that copies host data written out there onto
-that device (device_params.copied_to: `torch.tensor([size], device=device)`), or one in whose value every name read is that
-device, a local "built on it" (every binding of it in the function a call naming it as
-`device=` or a `.to(device)` of anything: with `device` the CPU the result is on the host), a
-builtin conversion (`int`, `bytes`, `len` ...) or the modules that build host data (`torch`,
-`np`): a statement that reads anything else may sync otherwise and is left alone.
+Which lines: after the binding, a simple statement that assigns to plain names only (`buf[i] =
+t` writes into another object, which may be on the GPU whatever `device` is) and either copies
+host data written out there onto that device (device_params.copied_to: `torch.tensor([size],
+device=device)`) or reads no name but that device, a local "built on it" (every store of it a
+call naming it as `device=` or a `.to(device)` of anything: with `device` the CPU the result is
+on the host), a builtin conversion (`int`, `bytes`, `len` ...) or the modules that build host
+data (`torch`, `np`): a statement that reads anything else may sync otherwise and is left alone.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def chosen_device_guards(function, params: frozenset, compile_test) -> list[tupl
             if stmt.lineno <= start or stmt is nodes[0]:
                 continue
             value = getattr(stmt, "value", None)
-            if value is None:
+            if value is None or not _stores_names(stmt):
                 continue
             if copied_to(value, frozenset((name,))) == name:  # `torch.tensor([size], device=device)`
                 found.append((stmt.lineno, stmt.end_lineno or stmt.lineno, test))
@@ -86,6 +87,16 @@ def chosen_device_guards(function, params: frozenset, compile_test) -> list[tupl
                     and not any(isinstance(sub, _NESTED) for sub in ast.walk(value)):
                 found.append((stmt.lineno, stmt.end_lineno or stmt.lineno, test))
     return found
+
+
+def _stores_names(stmt) -> bool:
+    """An assignment to plain names only (or no assignment): `buf[i] = t` or `self.t = t` writes
+    into another object, which may be on the GPU whatever `device` is."""
+    if isinstance(stmt, ast.Assign):
+        return all(isinstance(target, ast.Name) for target in stmt.targets)
+    if isinstance(stmt, ast.AnnAssign):
+        return isinstance(stmt.target, ast.Name)
+    return True
 
 
 def _host_choice(value) -> bool:
