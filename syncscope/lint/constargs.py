@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import operator
 
+from .device_choice import chosen_device_guards
 from .device_params import device_param_guards
 from .exprguards import ifexp_blocks
 from .guardblocks import early_exits, statement_blocks, stored_before
@@ -302,6 +303,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
             # GPU only for a GPU `device`
             if moves:
                 found.extend(device_param_guards(node, kept))
+                # `device = torch.device("cuda" if not force_cpu else "cpu")`: a GPU under the test
+                found.extend(chosen_device_guards(node, kept, compile_test))
         closures = False
         for block in statement_blocks(node.body):
             if names:

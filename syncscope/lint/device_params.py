@@ -76,6 +76,12 @@ def _statements(body):
             yield from _statements(handler.body)
 
 
+def copied_to(value, params: frozenset[str]) -> str | None:
+    """The one of `params` the expression `value` copies host data built right there onto
+    (`torch.tensor([n], device=p)`, `torch.from_numpy(a).to(p)`), else None."""
+    return _moved_to_param(value, params)
+
+
 def _moved_to_param(value, params: frozenset[str]) -> str | None:
     """The parameter `value` (an expression) is copied to by its only call that is no host
     builder: `torch.from_numpy(a).to(device)`, or `torch.tensor([n, int(flag)], device=device)`
