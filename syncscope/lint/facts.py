@@ -30,7 +30,7 @@ from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host
 from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
-from .tuple_names import members, note_memo_returns, returned, unpack
+from .tuple_names import members, note_memo_returns, positional_args, returned, unpack
 from .nodewalk import flat_statements, names_bound
 from .platform_picks import note_class_path
 from .config_defaults import note as note_config_defaults
@@ -487,7 +487,7 @@ class _Scope:
 
     def _call(self, node: ast.Call) -> Fact:
         func = node.func
-        args = [(i, None, self.eval(a)) for i, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
+        args = positional_args(self, node.args)  # `f(*row)` of a tuple literal `row`: its members
         args += [(None, k.arg, self.eval(k.value)) for k in node.keywords if k.arg is not None]
         for k in node.keywords:
             if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.keyed and self.node is not None:
