@@ -33,6 +33,7 @@ from .keyed_args import expanded, string_keys
 from .tuple_names import members, note_memo_returns, positional_args, returned, unpack
 from .nodewalk import flat_statements, names_bound
 from .platform_picks import note_class_path
+from .registry_fields import module_registries, type_field
 from .config_defaults import note as note_config_defaults
 
 
@@ -105,6 +106,7 @@ class FileFacts:
         for node in flat_statements(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defined.add(node.name)
+        self.registries = module_registries(tree.body, self)  # dicts of classes (registry_fields.py)
         self.walk_body(tree.body, [], None, {})
 
     def walk_body(self, body, classes: list[str], outer: "_Scope | None", local_defs: dict[str, str]) -> None:
@@ -363,13 +365,7 @@ class _Scope:
                                              {"bases": [], "props": {}, "fields": {}, "line": 0}) \
                     .setdefault("given", {}).setdefault(target.attr, set()).add(given)
             if isinstance(value, ast.Call) and dotted(target.value) == "self" and self.classes:
-                # `self.builder = Builder(device)` (no annotation): the class types the field
-                made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
-                made = factory_class(made)
-                if made and made.rsplit(".", 1)[-1][:1].isupper():
-                    self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
-                                                 {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(
-                        target.attr, made)
+                type_field(self, target.attr, value)  # `self.builder = Builder(device)`, `= D[k](config)`
         elif isinstance(target, ast.Subscript):
             self.eval(target.value)
             self.eval(target.slice)
