@@ -107,11 +107,10 @@ def positional_args(scope, args) -> list:
     """(position, None, fact) of a call's positional arguments, `*name` of a tuple literal
     spread into its members. A `*` of anything else leaves the positions as written (the
     call is then one with `*args`, whose unnamed parameters the whole-program pass gives up)."""
-    spread = [scope.tuples.get(a.value.id) if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) else None
-              for a in args]
-    if any(isinstance(a, ast.Starred) and parts is None for a, parts in zip(args, spread)) \
-            or not any(spread):
+    starred = [a for a in args if isinstance(a, ast.Starred)]
+    if not starred or not all(isinstance(a.value, ast.Name) and a.value.id in scope.tuples for a in starred):
         return [(i, None, scope.eval(a)) for i, a in enumerate(args) if not isinstance(a, ast.Starred)]
+    spread = [scope.tuples[a.value.id] if isinstance(a, ast.Starred) else None for a in args]
     out: list = []
     for a, parts in zip(args, spread):
         for fact in parts if parts is not None else (scope.eval(a),):
