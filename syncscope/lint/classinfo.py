@@ -255,14 +255,15 @@ def keep_on_cpu_fields(tree, inherited: frozenset[str] = frozenset(), refills: b
     return frozenset(names | carried_keys(tree, names))
 
 
-_DECLARING = frozenset({ast.Call, ast.Dict, ast.Assign})  # where declared_fields finds a field config
+_DECLARING = frozenset({ast.Call, ast.Dict, ast.Assign, ast.For})  # where declared_fields finds a field config
 
 
 def declared_fields(tree, is_config) -> set[str]:
     """Names of the fields a module gives a field config `is_config` accepts: as a keyword of a
     call (vLLM's `dict(image_grid_thw=MultiModalFieldConfig.batched("image"), ...)`), as a key of a
     dict literal, or one key at a time (`fields["video_audio_seg_lens"] = MultiModalFieldConfig...`,
-    vLLM's MiMo-V2-Omni)."""
+    vLLM's MiMo-V2-Omni), also for each key of a loop over a literal of names (`for key in
+    ("video_frame_counts", ...): fields[key] = MultiModalFieldConfig...`)."""
     names: set[str] = set()
     for node in own_nodes(tree.body, _DECLARING, skip=frozenset()):  # the whole module, nested code too
         if isinstance(node, ast.Call):
@@ -273,7 +274,23 @@ def declared_fields(tree, is_config) -> set[str]:
         elif isinstance(node, ast.Assign) and is_config(node.value):
             names.update(t.slice.value for t in node.targets if isinstance(t, ast.Subscript)
                          and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str))
+        elif isinstance(node, ast.For):
+            names.update(_looped_keys(node, is_config))
     return names
+
+
+def _looped_keys(loop: ast.For, is_config) -> list[str]:
+    """The names of `for key in ("a", "b"): fields[key] = <config>`: every string of the literal
+    the loop walks, when its body gives `fields[key]` a config."""
+    if not isinstance(loop.target, ast.Name) or not isinstance(loop.iter, (ast.Tuple, ast.List)) \
+            or not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in loop.iter.elts):
+        return []
+    key = loop.target.id
+    if not any(isinstance(stmt, ast.Assign) and is_config(stmt.value) and any(
+            isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Name) and t.slice.id == key for t in stmt.targets)
+            for stmt in loop.body):
+        return []
+    return [e.value for e in loop.iter.elts]
 
 
 _FUNCTIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})

@@ -30,9 +30,10 @@ from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host
 from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
-from .tuple_names import members, note_memo_returns, returned, unpack
+from .tuple_names import members, note_memo_returns, positional_args, returned, unpack
 from .nodewalk import flat_statements, names_bound
 from .platform_picks import note_class_path
+from .registry_fields import module_registries, type_field
 from .config_defaults import note as note_config_defaults
 
 
@@ -105,6 +106,7 @@ class FileFacts:
         for node in flat_statements(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defined.add(node.name)
+        self.registries = module_registries(tree.body, self)  # dicts of classes (registry_fields.py)
         self.walk_body(tree.body, [], None, {})
 
     def walk_body(self, body, classes: list[str], outer: "_Scope | None", local_defs: dict[str, str]) -> None:
@@ -363,13 +365,7 @@ class _Scope:
                                              {"bases": [], "props": {}, "fields": {}, "line": 0}) \
                     .setdefault("given", {}).setdefault(target.attr, set()).add(given)
             if isinstance(value, ast.Call) and dotted(target.value) == "self" and self.classes:
-                # `self.builder = Builder(device)` (no annotation): the class types the field
-                made = self.file.resolve_name(dotted(value.func) or "", self.local_defs)
-                made = factory_class(made)
-                if made and made.rsplit(".", 1)[-1][:1].isupper():
-                    self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
-                                                 {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(
-                        target.attr, made)
+                type_field(self, target.attr, value)  # `self.builder = Builder(device)`, `= D[k](config)`
         elif isinstance(target, ast.Subscript):
             self.eval(target.value)
             self.eval(target.slice)
@@ -487,7 +483,7 @@ class _Scope:
 
     def _call(self, node: ast.Call) -> Fact:
         func = node.func
-        args = [(i, None, self.eval(a)) for i, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
+        args = positional_args(self, node.args)  # `f(*row)` of a tuple literal `row`: its members
         args += [(None, k.arg, self.eval(k.value)) for k in node.keywords if k.arg is not None]
         for k in node.keywords:
             if k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.keyed and self.node is not None:

@@ -42,6 +42,7 @@ from .param_items import with_items
 from .reachability import ColdLines
 from .refill_variant import refills_off, swapped
 from .subclass_towers import add_subclass_towers
+from .registry_fields import add_picked_forwards
 
 
 def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) -> tuple:
@@ -52,6 +53,7 @@ def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) 
     its own findings stay, cold, where they were dropped before; the calls passing it on are not
     flagged (the findings' `fed`)."""
     add_subclass_towers(solver)  # an inherited method's `self.visual(...)`: the subclass's tower too
+    add_picked_forwards(solver)  # `self.adapter(...)` of a class a dict of classes gave
     fed, host = solver.host_fed(starred)
     host = with_items(host)
     cold = never_run(results, guarded)

@@ -5,6 +5,11 @@ facts.py records where each member of a tuple literal bound to a plain name live
 unpacking the call (`cos, sin, index = helper(x)`) gets each member's own place
 (wholeprogram.Solver.tuple_returns), not one place for the whole result.
 
+A call that spreads such a name (`inputs = (kwargs.get("pixel_values"), kwargs.get("grid_thw"));
+self._process(*inputs)`) passes its members by position, each with its own place
+(`positional_args`), as if they were written out: the callee's parameters are then fed like any
+others (wholeprogram.Solver.host_fed), not given up as passed through `*args`.
+
 A memo read returned beside it gives the same tuple: in
 
     if key in self._memo:
@@ -96,3 +101,18 @@ def unpack(scope, target, parts: tuple | None, members_of: tuple = ()) -> bool:
         plain = isinstance(member, (ast.Name, ast.Attribute, ast.Subscript)) and not host
         scope.bind(element, (P.UNKNOWN, None, None) if plain else fact, None)
     return True
+
+
+def positional_args(scope, args) -> list:
+    """(position, None, fact) of a call's positional arguments, `*name` of a tuple literal
+    spread into its members. A `*` of anything else leaves the positions as written (the
+    call is then one with `*args`, whose unnamed parameters the whole-program pass gives up)."""
+    starred = [a for a in args if isinstance(a, ast.Starred)]
+    if not starred or not all(isinstance(a.value, ast.Name) and a.value.id in scope.tuples for a in starred):
+        return [(i, None, scope.eval(a)) for i, a in enumerate(args) if not isinstance(a, ast.Starred)]
+    spread = [scope.tuples[a.value.id] if isinstance(a, ast.Starred) else None for a in args]
+    out: list = []
+    for a, parts in zip(args, spread):
+        for fact in parts if parts is not None else (scope.eval(a),):
+            out.append((len(out), None, fact))
+    return out
