@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import ast
 
-from .device_params import copied_to
+from .device_params import copied_to, own_statements
 from .nodewalk import function_code
 
 HOST_DEVICE = "cpu"
 _CONVERSIONS = frozenset({"int", "float", "bool", "len", "bytes", "list", "tuple", "str"})
 _MODULES = frozenset({"torch", "np", "numpy"})
-_SIMPLE = (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _GPU = ("gpu",)  # an arm that is no literal host device: may be a GPU whatever the test
 
@@ -73,7 +72,7 @@ def chosen_device_guards(function, params: frozenset, compile_test) -> list[tupl
         built = _built_on(name, bindings)
         readable = built | {name} | _CONVERSIONS | _MODULES
         start = nodes[0].end_lineno or nodes[0].lineno
-        for stmt in _statements(function.body):
+        for stmt in own_statements(function.body):
             if stmt.lineno <= start or stmt is nodes[0]:
                 continue
             value = getattr(stmt, "value", None)
@@ -162,17 +161,3 @@ def _on(value, device: str) -> bool:
     if isinstance(value.func, ast.Attribute) and value.func.attr == "to" and not named and value.args:
         named = [value.args[0]]
     return len(named) == 1 and isinstance(named[0], ast.Name) and named[0].id == device
-
-
-def _statements(body):
-    """The function's own simple statements, into compound blocks, not into definitions."""
-    for stmt in body:
-        if isinstance(stmt, _NESTED):
-            continue
-        if isinstance(stmt, _SIMPLE):
-            yield stmt
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            yield from _statements(getattr(stmt, field, None) or [])
-        for handler in getattr(stmt, "handlers", None) or []:
-            yield from _statements(handler.body)

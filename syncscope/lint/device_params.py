@@ -47,7 +47,7 @@ def device_param_guards(function, params: frozenset[str]) -> list[tuple]:
     in it) whose one device move is `<host-built value>.to(p)` / `.to(device=p)` with `p` one of
     `params` (parameters never rebound): the test under which the copy reaches a GPU."""
     found = []
-    for stmt in _statements(function.body):
+    for stmt in own_statements(function.body):
         value = getattr(stmt, "value", None)
         if value is None:
             continue
@@ -61,7 +61,7 @@ def device_param_guards(function, params: frozenset[str]) -> list[tuple]:
     return found
 
 
-def _statements(body):
+def own_statements(body):
     """The function's own statements, into `if`/`for`/`while`/`with`/`try` blocks, not into
     nested definitions (their parameters are their own)."""
     for stmt in body:
@@ -71,9 +71,9 @@ def _statements(body):
             yield stmt
             continue
         for field in ("body", "orelse", "finalbody"):
-            yield from _statements(getattr(stmt, field, None) or [])
+            yield from own_statements(getattr(stmt, field, None) or [])
         for handler in getattr(stmt, "handlers", None) or []:
-            yield from _statements(handler.body)
+            yield from own_statements(handler.body)
 
 
 def copied_to(value, params: frozenset[str]) -> str | None:
