@@ -22,11 +22,12 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
     from .flagguards import flag_lines
     from .memo import memo_lines
     from .modulenames import name_lines
-    from .optin import optin_lines
+    from .optin import off_switches, optin_lines
 
     guarded = guarded_lines(program, edges, results)
-    found = [flag_lines(program, edges, results, binds, sources), error_lines(program, edges, results), name_lines(program, results),
-             optin_lines(program, edges, results, sources)]
+    switches = off_switches(results, sources)  # read by both: a switch off by default
+    found = [flag_lines(program, edges, results, binds, sources, switches), error_lines(program, edges, results),
+             name_lines(program, results), optin_lines(program, edges, results, sources, switches)]
     if library is not None:
         found.append(memo_lines(program, results, library))
     for table in found:

@@ -12,6 +12,8 @@ what the caller itself was given, and are followed up the call graph: the caller
 parameter passed on (`check_input_valid=check_input_valid`), and the caller's own `**kwargs`
 passed on (then it is on when a call into the caller passes it by keyword). A function with no
 resolved call in the tree may be called from outside with the flag on: its branch stays.
+A call passing a read of a switch off by default (`log_stats=config.log_balancedness`, a bool
+field that defaults to False and that nothing in the tree sets: switch_args.py) passes it off.
 
 Everything recorded is plain tuples and dicts: it is pickled into the lint cache.
 """
@@ -25,6 +27,7 @@ from typing import NamedTuple
 from .dispatched import dispatched_calls
 from .nodewalk import nodes_breadth_first
 from .source_texts import source_texts
+from .switch_args import SwitchArgs
 
 _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
 # with the names, for a function whose None-default parameters lose what it stores into them;
@@ -161,9 +164,10 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     return guards, passes
 
 
-def flag_lines(program, edges: dict, results: dict, binds, sources=None) -> dict[str, list]:
+def flag_lines(program, edges: dict, results: dict, binds, sources=None, switches=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the flag guards no call in the tree can turn on (`binds`:
-    callguards.binds, for the calls by name; `sources`: each path's file, for `_keyword_passed`)."""
+    callguards.binds, for the calls by name; `sources`: each path's file, for `_keyword_passed`;
+    `switches`: optin.off_switches, for the calls that pass a switch off by default: switch_args.py)."""
     guards: dict[str, list] = {}
     passes: dict[str, dict] = {}
     for path, result in results.items():
@@ -178,6 +182,8 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None) -> dict
         for call, target, shift in out:
             calls_into.setdefault(target, []).append((caller, call, shift))
     _dispatched_callers(program, edges, results, guards, calls_into, binds)
+    args = SwitchArgs(switches[0], switches[1], results) if switches and switches[0] else None
+    via: dict[tuple, frozenset] = {}  # (function, flag, given) decided off: the off switches some call passes it
     on: dict[tuple, bool] = {}  # (function, flag, given): may be on, once decided
     active: set[tuple] = set()  # being decided: a cycle of calls that only pass the flag round adds nothing
     leaned: list[bool] = [False]  # whether an answer leaned on one being decided (then it is not kept)
@@ -194,6 +200,7 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None) -> dict
         outer, leaned[0] = leaned[0], False
         callers = calls_into.get(function, ())
         result = not callers or depth > 32
+        passed_switches: set = set()
         for caller, call, shift in callers if not result else ():
             table = passes.get(program.path_of[caller], {})
             index = None if position is None else position - shift
@@ -209,18 +216,28 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None) -> dict
                 kind = passed
                 if kind == NONE or (kind == OFF and not given):
                     continue
+                if kind == ON and not given and args is not None:  # a read of a switch off by default
+                    switch = args.switch(program.path_of[caller], caller, call.line,
+                                         None if isinstance(call, ByName) else call.column, name, index)
+                    if switch is not None:
+                        passed_switches.add(switch)
+                        continue
                 if isinstance(kind, tuple) and (kind[2] or not given):  # the caller's own flag, passed on
                     caller_position = _position(program, caller, kind[1])
                     result = may_be_on(caller, kind[1], caller_position, given, depth + 1)
+                    passed_switches.update(via.get((caller, kind[1], given), ()))
                 else:
                     result = True
             elif star:
                 result = True
             elif forwards_kwargs:  # `f(x, **kwargs)`: on when a call into the caller names it
                 result = may_be_on(caller, name, None, given, depth + 1)
+                passed_switches.update(via.get((caller, name, given), ()))
             if result:
                 break
         active.discard(key)
+        if not result and passed_switches:
+            via[key] = frozenset(passed_switches)
         if result or not leaned[0]:
             on[key] = result
         leaned[0] = outer or (leaned[0] and not result)
@@ -236,8 +253,11 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None) -> dict
                 if given:
                     nones.append((program.path_of[qualname], start, end, param))
                     continue
-                found.setdefault(program.path_of[qualname], []).append(
-                    (start, end, f"runs only when `{param}` is on, and no call in the tree turns it on"))
+                off = via.get((qualname, param, given))
+                why = f"runs only when `{param}` is on, and no call in the tree turns it on" if not off else \
+                    f"runs only when `{param}` is on, and every call in the tree passes it off or a switch off by " \
+                    f"default (`{'`, `'.join(sorted(off))}`: a bool field that defaults to False and that nothing in the tree sets)"
+                found.setdefault(program.path_of[qualname], []).append((start, end, why))
     passed = _keyword_passed({param for *_, param in nones}, results, sources) if nones else set()
     for path, start, end, param in nones:
         if param not in passed:

@@ -141,9 +141,10 @@ def _gated_calls(text: str, off: frozenset) -> tuple[dict, list]:
     return calls, spans
 
 
-def optin_lines(program, edges: dict, results: dict, sources=None) -> dict[str, list]:
-    """{path: [(start, end, why)]}: the methods of the classes built only behind an off switch."""
-    off, reading = off_switches(results, sources)
+def optin_lines(program, edges: dict, results: dict, sources=None, switches=None) -> dict[str, list]:
+    """{path: [(start, end, why)]}: the methods of the classes built only behind an off switch
+    (`switches`: `off_switches`' answer, when the caller has it already)."""
+    off, reading = switches if switches is not None else off_switches(results, sources)
     if not reading:
         return {}
     by_short: dict[str, list] = {}
