@@ -106,6 +106,10 @@ def _bound_tests(function, off: frozenset) -> dict[str, str]:
             assigns.append(node)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             params.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:  # bindings no `Name` shows
+            params.add(node.name)
+        elif isinstance(node, ast.alias):
+            params.add(node.asname or node.name.partition(".")[0])
     tests: dict[str, str] = {}
     for node in sorted(assigns, key=lambda n: (n.lineno, n.col_offset)):
         target = node.targets[0] if len(node.targets) == 1 else None
