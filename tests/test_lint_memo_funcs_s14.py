@@ -121,3 +121,52 @@ def test_a_lazy_index_with_no_such_property_stays(tmp_path):
                                   "def reset(self):\n            self.step_index = None")
     run = lint_package(tmp_path, {"base.py": base, "sched.py": SCHEDULER})
     assert ("pkg/sched.py", 8, "SYN105") in where(run), where(run)
+
+
+MODULE_DICT = """
+    import torch
+    from pkg.helpers import build_meta
+
+    _META_CACHE = {}
+
+    def varlen_meta(lens, device):
+        key = (tuple(lens), device)
+        cached = _META_CACHE.get(key)
+        if cached is not None:
+            return cached
+        meta = build_meta(lens, device)
+        _META_CACHE[key] = meta
+        return meta
+
+    class DiT(torch.nn.Module):
+        def forward(self, x: torch.Tensor, lens: list):
+            return x * 2, varlen_meta(lens, x.device)
+"""
+
+
+def test_a_module_dict_whose_hit_returns_early_fills_once_per_key(tmp_path):
+    # VALID: the rest after `if cached is not None: return cached` fills the module's dict
+    run = lint_package(tmp_path, {"helpers.py": HELPERS, "model.py": MODULE_DICT})
+    assert where(run) == [], where(run)
+
+
+def test_a_module_dict_keyed_by_identity_still_syncs(tmp_path):
+    # INVALID twin: `id(lens)` is new with every new object
+    source = MODULE_DICT.replace("key = (tuple(lens), device)", "key = (id(lens), device)")
+    run = lint_package(tmp_path, {"helpers.py": HELPERS, "model.py": source})
+    assert ("pkg/model.py", 18, "SYN602") in where(run), where(run)
+
+
+def test_an_early_return_with_no_store_still_syncs(tmp_path):
+    # INVALID twin: the rest never fills the dict, so every call misses
+    source = MODULE_DICT.replace("        _META_CACHE[key] = meta\n", "")
+    run = lint_package(tmp_path, {"helpers.py": HELPERS, "model.py": source})
+    assert ("pkg/model.py", 17, "SYN602") in where(run), where(run)
+
+
+def test_a_local_dict_whose_hit_returns_early_still_syncs(tmp_path):
+    # INVALID twin: a dict the function binds itself is new on every call
+    source = MODULE_DICT.replace("        key = (tuple(lens), device)\n",
+                                 "        _META_CACHE = {}\n        key = (tuple(lens), device)\n")
+    run = lint_package(tmp_path, {"helpers.py": HELPERS, "model.py": source})
+    assert ("pkg/model.py", 19, "SYN602") in where(run), where(run)
