@@ -323,7 +323,7 @@ class _Walk:
                     if isinstance(stmt, ast.If) and _terminates(stmt.body) and rest:
                         self.mark(rest[0], rest[1], why)
                 if isinstance(stmt, ast.If):
-                    once = once_after(stmt, body[index + 1:], self.module_names) if function and rest else None
+                    once = once_after(stmt, body[index + 1:], self.module_names, body[:index]) if function and rest else None
                     if once:
                         self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)

@@ -55,3 +55,28 @@ def by_identity(key: ast.AST, before: list) -> bool:
                         (isinstance(called, ast.Attribute) and called.attr == "data_ptr"):
                     return True
     return False
+
+
+def filled_after(stmt: ast.If, rest: list, before: list, module_names: frozenset) -> str | None:
+    """The module-level dict whose hit returns early, when the rest of the block fills it:
+    `cached = _META.get(key)`, `if cached is not None: return cached`, then build and
+    `_META[key] = meta`. The process keeps the dict, so the rest runs once per key (as
+    branches.cache_fill's `if cached is None:` form); not when the key reads an identity."""
+    test = stmt.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None):
+        return None
+    if stmt.orelse or not stmt.body or not isinstance(stmt.body[-1], ast.Return):
+        return None
+    looked_up = entry_looked_up(test.left.id, before)
+    if looked_up is None or looked_up[0] not in module_names or by_identity(looked_up[1], before):
+        return None
+    cache = looked_up[0]
+    if any(isinstance(inner, ast.Name) and inner.id == cache and isinstance(inner.ctx, ast.Store)
+           for node in before for inner in ast.walk(node)):
+        return None  # a local of that name (`_META = {}` in the function): new on every call
+    stored = any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == cache
+                 for node in rest for inner in ast.walk(node) if isinstance(inner, ast.Assign)
+                 for target in inner.targets)
+    return f"fills the module's cache `{cache}`: runs once per key" if stored else None

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import ast
 
+from .cache_lookups import filled_after
+
 _INIT_FLAGS = frozenset(("inited", "initialized", "initialised", "is_initialized", "is_inited"))
 _INITIALIZERS = ("init", "initialize", "initialise", "setup", "_init", "_initialize", "_setup")
 
@@ -55,9 +57,12 @@ def _sets(rest, owner: str, flag: str) -> bool:
     return False
 
 
-def once_after(stmt: ast.If, rest: list, module_names: frozenset) -> str | None:
-    """Why the statements after `stmt` run once per process, or None."""
+def once_after(stmt: ast.If, rest: list, module_names: frozenset, before: list = ()) -> str | None:
+    """Why the statements after `stmt` run once per process (or once per key of a module-level
+    dict whose hit returns early: cache_lookups.filled_after), or None."""
     found = _flag(stmt.test, module_names)
+    if found is None and before:
+        return filled_after(stmt, rest, before, module_names)
     if found is None or stmt.orelse or not stmt.body or not isinstance(stmt.body[-1], ast.Return) or not rest:
         return None
     owner, flag = found

@@ -15,6 +15,7 @@ A per-step method often builds something on first use and keeps it:
     if self._addresses != pointers: ...; self._addresses = pointers   # pointers: data_ptr()s of its buffers
     meta = self._meta.get(key); if meta is None: ...; self._meta[key] = meta  # the same kind of key
     if self.step_index is None: self._init_step_index(t)   # the method named for the field fills it
+    if self.step_index is None: self._step_index = find(t)  # a property `step_index` reads `_step_index`
 
     @cached_property
     def precomputed_freqs_cis(self): ...                     # the whole body, on first read
@@ -39,6 +40,7 @@ import fnmatch
 import re
 
 from .ast_annotations import dotted
+from .memo_funcs import MEMOIZED, module_aliases, value_memo
 from .memo_keys import changed_field, grown_field, kept_while, looked_up
 from .memo_params import PARAM, module_params, param_memo
 from .modules import ModuleKinds
@@ -152,7 +154,9 @@ def _set_by_name(node, setters: frozenset) -> str | None:
     return args[0].value if isinstance(args[0], ast.Constant) and isinstance(args[0].value, str) else None
 
 
+_MEMOIZED_WHY = "runs once per key: `{}` is memoized and every parameter is declared a Python value"
 GROWN = "<grown>"  # in place of the filling method: the block grows the field (memo_keys.grown_field)
+TWIN = "<twin>"  # the block stores `self._x` for a test of `self.x`, a property of the class (memo_lines)
 KEYED = "<keyed>"  # the block rebuilds the field when a key of addresses changes (memo_keys.changed_field)
 _BUILD_WORDS = frozenset(("init", "build", "create", "compute", "make", "setup", "prepare"))
 
@@ -188,6 +192,8 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
             # not `if self.x is None or bs != self.bs:`: what forces a rebuild may change every step
             missing = _missing(stmt.test, local)
             how = _fills(stmt.body, missing, setters) if missing else False
+            if not how and missing and not missing.startswith("_") and _fills(stmt.body, f"_{missing}") is True:
+                how = TWIN  # `if self.step_index is None: self._step_index = ...` (memo_lines: a property)
             if how:
                 # `if self.x is None: self.x = build()`: the body fills the memo (once per key
                 # where `v = self._meta.get(key)` looked it up by a key of addresses)
@@ -234,6 +240,7 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
     of a parameter declared as a module (`module_types`, names resolved through `aliases`:
     memo_params.py), marked PARAM."""
     found: dict[str, list] = {}
+    type_aliases: list = []  # the module's type aliases, read on the first memoized function
 
     def walk(body, prefix: str, in_class: bool) -> None:
         for stmt in body:
@@ -244,6 +251,12 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
                 held = param_memo(stmt, module_params(stmt, aliases or {}, module_types))
                 if held is not None:
                     out.append(held)
+                if stmt.decorator_list:
+                    if not type_aliases:
+                        type_aliases.append(module_aliases(tree))
+                    keyed = value_memo(stmt, type_aliases[0])
+                    if keyed is not None:
+                        out.append(keyed)
                 if not in_class:
                     if out:
                         local = f"{prefix}{stmt.name}"
@@ -308,6 +321,17 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
                     return found
         return None
 
+    def has_property(cls: str, name: str, depth: int = 0) -> bool:
+        """`cls` or an in-tree base defines a property `name` (`step_index`, which returns
+        `self._step_index`)."""
+        if (program.functions.get(f"{cls}.{name}") or {}).get("property"):
+            return True
+        for base in bases.get(cls) or () if depth < 16 else ():
+            inner = program.chase(base, True) if base else None
+            if inner and inner != cls and has_property(inner, name, depth + 1):
+                return True
+        return False
+
     def serves(cls: str) -> str | None:
         """`up`, or for a mixin (`class DSparkDraftMixin:` whose methods a model class inherits)
         every in-tree subclass serves steps: its objects are those subclasses'."""
@@ -330,7 +354,10 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
                     (start, end, f"runs once per module: fills `{field}` on first use, and "
                                  f"`{field.split('.')[0]}` is declared an nn.Module, built with the model, "
                                  f"so it lives across steps"))
-        items = [item for item in items if item[3] != PARAM]
+            elif method == MEMOIZED and owner not in program.classes:
+                # a module function memoized on Python values (memo_funcs.py)
+                found.setdefault(program.path_of[qualname], []).append((start, end, _MEMOIZED_WHY.format(field)))
+        items = [item for item in items if item[3] != PARAM and (item[3] != MEMOIZED or owner in program.classes)]
         if not items or owner not in program.classes:
             continue
         server = serves(owner)
@@ -340,10 +367,18 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
         lives = f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method)" if server in serving \
             else "is an nn.Module"
         for start, end, field, method in items:
+            if method == TWIN and not has_property(owner, field):
+                continue  # `self.x` is no property that reads `self._x`: a different field
+            if method == MEMOIZED:
+                found.setdefault(program.path_of[qualname], []).append(
+                    (start, end, f"{_MEMOIZED_WHY.format(field)}, and `{short}` {lives}, so it lives across them"))
+                continue
             if method == GROWN:
                 how = f"runs once per new largest size: grows `self.{field}` past its cached size"
             elif method == KEYED:
                 how = f"runs once per key: rebuilds `self.{field}` when the addresses of its own buffers change"
+            elif method == TWIN:
+                how = f"runs once per object: fills `self._{field}`, which the property `{field}` reads, on first use"
             elif method is not None and roots.match(method):
                 continue  # `if self.forward_metadata is None: self.init_forward_metadata(b)`: per step anyway
             else:
