@@ -35,6 +35,7 @@ from .source_texts import source_text
 
 _PLATFORM_WORDS = ("another platform", "on CUDA")
 MAX_NAMING_FILES = 8  # a candidate named in more files than this is left alone (read no further)
+MAX_ROUNDS = 4  # classes built only by classes built only by ...: how deep the chain is followed
 
 
 def platform_reason(why: str | None) -> bool:
@@ -47,23 +48,28 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
     """The classes of the tree that only code for another platform builds (module docstring).
     `sources`: each linted path's file (the engine's absolute paths), else the path as it is."""
     path_of_module = {result.module: path for path, result in results.items() if result.module}
-    builders: dict[str, set] = {}
+    builders: dict[str, set] = {}  # class -> {(path, the class whose code builds it, or None)}
     for path, result in results.items():
-        for _maker, made in getattr(result, "makes", ()) or ():
+        for maker, made in getattr(result, "makes", ()) or ():
             inner = program.chase(made, True)
             if inner is not None:
-                builders.setdefault(inner, set()).add(path)
+                builders.setdefault(inner, set()).add((path, maker))
 
     def platform_file(path: str) -> bool:
-        lines = cold.get(path)
-        return bool(other_platform.get(path)) or (
-            lines is not None and any(platform_reason(why) for _, _, why in lines.merged))
+        return _platform_file(path, cold, other_platform)
 
-    candidates = {cls for cls, paths in builders.items()
+    candidates = {cls for cls, places in builders.items()
                   if not subclasses.get(cls) and cls.rpartition(".")[0] in path_of_module
-                  and all(platform_file(path) for path in paths)}
+                  and all(platform_file(path) for path, _ in places)}
     if not candidates:
         return frozenset()
+    built = _first_round(results, cold, other_platform, candidates, sources)
+    return held_only_by(built, results, cold, other_platform, builders, subclasses, path_of_module, sources)
+
+
+def _first_round(results: dict, cold: dict, other_platform: dict, candidates: set, sources) -> frozenset:
+    """Of `candidates`, the classes every mention of which is quiet or a construction on a line
+    that never runs on CUDA (the module docstring's scan)."""
     by_short: dict[str, set] = {}
     for cls in candidates:
         by_short.setdefault(cls.rpartition(".")[2], set()).add(cls)
@@ -100,6 +106,80 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
                     cold.get(path) is not None and platform_reason(cold[path].why(line)))
                 (built if platform else failed).update(by_short[short])
     return frozenset(built - failed)
+
+
+def _platform_file(path: str, cold: dict, other_platform: dict) -> bool:
+    """Is `path` another platform's file, or has it a block that never runs on CUDA?"""
+    lines = cold.get(path)
+    return bool(other_platform.get(path)) or (
+        lines is not None and any(platform_reason(why) for _, _, why in lines.merged))
+
+
+def held_only_by(built: frozenset, results: dict, cold: dict, other_platform: dict, builders: dict,
+                 subclasses: dict, path_of_module: dict, sources) -> frozenset:
+    """`built` and the classes built only in the methods of those (or on lines that never run on
+    CUDA), again until none is added: a method runs only on an object of its class, so what only
+    the methods of a class no CUDA process holds build is not held there either (vLLM's
+    `TopKWeightAndReduceNaiveBatched`, made only in `BatchedPrepareAndFinalize.finalize`).
+    Every mention of such a class is read from the files' `name_uses` as in the first round,
+    a construction counting when its line is cold for a platform reason or lies in a method
+    (not a class-level statement, which runs at import) of a class already so decided."""
+    for _ in range(MAX_ROUNDS):
+        new = {cls for cls, places in builders.items()
+               if cls not in built and not subclasses.get(cls) and cls.rpartition(".")[0] in path_of_module
+               and any(maker in built for _, maker in places)
+               and all(maker in built or _platform_file(path, cold, other_platform) for path, maker in places)}
+        if not new:
+            break
+        by_short: dict[str, set] = {}
+        for cls in new:
+            by_short.setdefault(cls.rpartition(".")[2], set()).add(cls)
+        added = _only_held_in(built, by_short, results, cold, other_platform, sources)
+        if not added:
+            break
+        built = built | added
+    return built
+
+
+def _only_held_in(built: frozenset, by_short: dict, results: dict, cold: dict, other_platform: dict,
+                  sources) -> frozenset:
+    """Of the classes in `by_short` (short name -> classes), those every mention of which is
+    quiet or a construction on a line that never runs on CUDA or in a method of `built`."""
+    failed: set[str] = set()
+    named_in: dict[str, int] = {}
+    lines_of: list[tuple] = []  # (path, short, construction lines)
+    for path, result in results.items():
+        uses = getattr(result, "name_uses", None)
+        if uses is None:  # no fact (a file the analysis did not parse): its text, parsed again
+            text = source_text(path, sources)
+            if text is None:
+                return frozenset()
+            found = {short for short in by_short if short in text}
+            uses = _uses(path, result, found, sources) if found else ()
+            if uses is None:
+                failed.update(cls for short in found for cls in by_short[short])
+                continue
+        if by_short.keys().isdisjoint(uses):
+            continue
+        for short, lines in each_use(uses):
+            if short not in by_short:
+                continue
+            named_in[short] = named_in.get(short, 0) + 1
+            if lines is None:
+                failed.update(by_short[short])
+            else:
+                lines_of.append((path, short, lines))
+    failed.update(cls for short, count in named_in.items() if count > MAX_NAMING_FILES for cls in by_short[short])
+    added: set[str] = set()
+    for path, short, lines in lines_of:
+        spans = getattr(results[path], "spans", None) or {}
+        methods = [span for qualname, span in spans.items() if qualname.rpartition(".")[0] in built]
+        for line in lines:
+            platform = bool(other_platform.get(path)) or (
+                cold.get(path) is not None and platform_reason(cold[path].why(line))) or any(
+                start <= line <= end for start, end in methods)
+            (added if platform else failed).update(by_short[short])
+    return frozenset(added - failed)
 
 
 def _uses(path: str, result, found: set, sources) -> tuple | None:
