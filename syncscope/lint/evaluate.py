@@ -452,7 +452,7 @@ class ExpressionEvaluator:
                 for rule in rules:
                     if rule.handles(info):
                         rule.on_call(ctx, info)
-        return joined_place(info, ctx) or self._call_result(info, ctx)  # `torch.cat(parts)` (list_origins.py)
+        return (ctx.appended_places and joined_place(info, ctx)) or self._call_result(info, ctx)  # list_origins.py: `torch.cat(parts)`
 
     def _call_result(self, info: CallInfo, ctx: FunctionContext) -> P.Place:
         qualname, method = info.qualname, info.method
