@@ -119,6 +119,8 @@ class FunctionContext:
     origins: dict[str, str] = field(default_factory=dict)
     # list name -> the origin of every item appended to it ("" none yet, None: mixed; list_origins.py)
     appended: dict[str, str | None] = field(default_factory=dict)
+    # list name -> HOST when every item appended to it is host data ("" none yet, None: other)
+    appended_places: dict[str, P.Place | None] = field(default_factory=dict)
     # name -> the attribute an unknown value was read from (`buf = req.kv.track_buffer[i]` ->
     # "track_buffer"): see `device_field`
     attr_sources: dict[str, FieldRef] = field(default_factory=dict)

@@ -16,6 +16,7 @@ from . import provenance as P
 from .context import BUILTIN_NAMES, FunctionContext
 from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
+from .list_origins import joined_place
 from .param_items import items_source
 from .syntax_shapes import plain_string as _string, plain_type_check, target_names
 from .rules.base import CallInfo
@@ -451,7 +452,7 @@ class ExpressionEvaluator:
                 for rule in rules:
                     if rule.handles(info):
                         rule.on_call(ctx, info)
-        return self._call_result(info, ctx)
+        return (ctx.appended_places and joined_place(info, ctx)) or self._call_result(info, ctx)  # list_origins.py: `torch.cat(parts)`
 
     def _call_result(self, info: CallInfo, ctx: FunctionContext) -> P.Place:
         qualname, method = info.qualname, info.method

@@ -56,6 +56,17 @@ def combine(facts: list[Fact]) -> Fact:
     return (P.combine(*[f[0] for f in facts]), None, None) if facts else PY_FACT
 
 
+def operate(facts: list[Fact]) -> Fact:
+    """The operands of one operator (`seq_lens_cpu // self.compress_ratio`, `lens_cpu > n`):
+    torch does not mix devices, so a known host operand makes the result host data whatever
+    another operand follows (a parameter, a call or an attribute of the tree), as the rules'
+    walk combines them (provenance.combine); only a known device operand beats it. Not for
+    values that are one or the other (`a if c else b`: `combine`)."""
+    if HOST_FACT in facts and DEVICE_FACT not in facts:
+        return HOST_FACT
+    return combine(facts)
+
+
 def keep_params_made_host(before: dict, env: dict) -> None:
     """After an `if`: a parameter one arm replaces with host data (`if not isinstance(grid_thw,
     torch.Tensor): grid_thw = torch.tensor(grid_thw)`) is still the parameter's data, so what

@@ -27,7 +27,8 @@ from .errorpaths import always_exits
 from .field_keys import reads_host_field
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
     UNKNOWN_FACT as _UNKNOWN
-from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host
+from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host, \
+    operate
 from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
 from .tuple_names import members, note_memo_returns, positional_args, returned, unpack
@@ -413,7 +414,7 @@ class _Scope:
                 return _HOST  # an item (no slice) of a call's result next: an item of a Python container is no Python value
             return (base[0], base[1], (base[2], -1)) if isinstance(base[2], int) and not isinstance(node.slice, ast.Slice) else base
         if isinstance(node, ast.BinOp):
-            return _combine([self.eval(node.left), self.eval(node.right)])
+            return operate([self.eval(node.left), self.eval(node.right)])
         if isinstance(node, ast.UnaryOp):
             fact = self.eval(node.operand)
             return _PY if isinstance(node.op, ast.Not) else fact
@@ -425,7 +426,7 @@ class _Scope:
             if any(isinstance(c, ast.JoinedStr) or (isinstance(c, ast.Constant) and isinstance(c.value, (str, bytes)))
                    for c in (node.left, *node.comparators)):
                 return _PY  # `self.result == "tensor"`: a string compared
-            return _combine(facts)
+            return operate(facts)
         if isinstance(node, ast.BoolOp):
             return _combine([self.eval(v) for v in node.values])
         if isinstance(node, ast.IfExp):
@@ -501,14 +502,16 @@ class _Scope:
                 return self.function_call(self.file.resolve_name(full, self.local_defs), args, node)
             receiver = self.eval(func.value)
             if method in ("append", "insert") and isinstance(func.value, ast.Name) and args:
-                # a tensor made here without a device (`torch.as_tensor(item.grid_thw)`) is a host
-                # tensor in practice, whatever its input: the list's name stays the evidence then
+                # a tensor made here without a device (`torch.as_tensor(x)`): host data when x is
+                # (`item.grid_thw`, a carrier's host attribute), else the list's name is the evidence
                 made = node.args[-1] if node.args else None
                 factory = isinstance(made, ast.Call) and (self.file.resolve_name(dotted(made.func) or "", self.local_defs)
                                                           or "").startswith("torch.")
-                item = receiver if factory else args[-1][2]
+                item = receiver if factory and args[-1][2] != _HOST else args[-1][2]
                 known = self.items.get(func.value.id)
                 self.items[func.value.id] = item if known is None else _combine([known, item])
+            elif method in ("extend", "__iadd__", "__setitem__") and getattr(func.value, "id", None) in self.items:
+                self.items[func.value.id] = _UNKNOWN  # items of another source (as list_origins.py)
             if method in HOST_METHODS or (method in KEYED_READ_METHODS and node.args and isinstance(node.args[0], ast.Constant)
                                           and entry_place(func.value, node.args[0].value, self.file.hints)):  # `kwargs.pop("key")`
                 return _HOST

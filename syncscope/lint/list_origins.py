@@ -15,11 +15,18 @@ and `torch.cat(parts)` (any joining function) takes it; the whole-program pass t
 that result lives (wholeprogram.Solver.origin_value), as for `cu = rope_by_thw(...)[2]`. An
 `append` of anything else, any other method that adds items (`extend`, `insert`, ...), or a new
 binding of the name forgets it.
+
+In the same way, a list bound to `[]` whose every `append` in the function gives host data
+(`grid_thw_list.append(torch.as_tensor(getattr(item, "grid_thw", None)))`, a carrier's host
+attribute) is joined on the host: torch joins tensors of one device only, so `torch.cat(
+grid_thw_list)` is host data (`joined_place`).
 """
 
 from __future__ import annotations
 
 import libcst as cst
+
+from . import provenance as P
 
 from .vocabulary import JOINING_FUNCTIONS
 
@@ -30,9 +37,10 @@ _ADDING = frozenset("extend insert __iadd__ __setitem__".split())
 def bound(ctx, name: str, value: cst.BaseExpression | None) -> None:
     """`name = value`: an empty list literal starts a list whose items are followed."""
     if isinstance(value, cst.List) and not value.elements:
-        ctx.appended[name] = FRESH
+        ctx.appended[name] = ctx.appended_places[name] = FRESH
     else:
         ctx.appended.pop(name, None)
+        ctx.appended_places.pop(name, None)
 
 
 def note_call(call: cst.BaseExpression, ctx) -> None:
@@ -41,6 +49,8 @@ def note_call(call: cst.BaseExpression, ctx) -> None:
             and isinstance(call.func.value, cst.Name)):
         return
     name, method = call.func.value.value, call.func.attr.value
+    if method in _ADDING and name in ctx.appended_places:
+        ctx.appended_places[name] = None  # items of another source (`append`: `joined_place` saw it)
     if name not in ctx.appended:
         return
     state = ctx.appended[name]
@@ -68,3 +78,23 @@ def joined_list(node: cst.Call, ctx) -> cst.Name | None:
     if qualified is None or not qualified.startswith("torch.") or qualified.rsplit(".", 1)[-1] not in JOINING_FUNCTIONS:
         return None
     return first
+
+
+def joined_place(info, ctx) -> P.Place | None:
+    """The rules' walk (evaluate.py), for each call: `parts.append(x)` of a list bound to `[]`
+    notes whether x is host data; `torch.cat(parts)` (any joining function, no `device=`) of a
+    list whose every appended item is host data is host data. None: the call's own reading."""
+    if info.method == "append" and isinstance(info.receiver, cst.Name):
+        name = info.receiver.value
+        if name in ctx.appended_places:
+            plain = len(info.args) == 1 and not info.kwargs and not info.has_star_args
+            host = plain and info.args[0][1] == P.HOST and ctx.appended_places[name] in (FRESH, P.HOST)
+            ctx.appended_places[name] = P.HOST if host else None
+        return None
+    first = info.args[0][0] if info.args else None
+    qualname = info.qualname or ""
+    if isinstance(first, cst.Name) and ctx.appended_places.get(first.value) == P.HOST \
+            and qualname.startswith("torch.") and qualname.rsplit(".", 1)[-1] in JOINING_FUNCTIONS \
+            and "device" not in info.kwargs:
+        return P.HOST
+    return None
