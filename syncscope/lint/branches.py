@@ -42,6 +42,7 @@ from .rare_events import ENABLED, debug_tool, periodic_counter, short_circuit
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
+from .numberguards import number_guard
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
@@ -234,7 +235,7 @@ class _Walk:
         self.conditions = Conditions(library)
         self.cold: list[tuple[int, int, str]] = []
         self.dispatch: dict[str, list[tuple[int, str, bool, tuple | None]]] = {}
-        # function -> [(start, end, parameter)]: lines that run only when the parameter is None
+        # function -> [(start, end, parameter)]: lines that run only when it is None (or a number: numberguards.py)
         self.guards: dict[str, list[tuple[int, int, str]]] = {}
         self.params: dict[str, frozenset] = {}
         # required parameters typed `Optional[X]`: callers pass None to them, so a None-test on
@@ -312,6 +313,7 @@ class _Walk:
                 self.cold.extend(short_circuit(stmt.test, self.conditions.evaluate))
                 if function is not None and isinstance(stmt, ast.If):
                     self.guard(stmt, function)
+                    number_guard(self, stmt, function)  # `if isinstance(p, (int, float)):`
                     self.none_sites.visit(stmt, rest, self.outer, self.qualify(function))
                 if value is False:
                     self.mark(stmt.body[0], stmt.body[-1], why)
@@ -443,8 +445,7 @@ class _Walk:
         return cache if stored else None
 
     def guard(self, stmt: ast.If, function: str) -> None:
-        """`if chunk_indices is None: chunk_indices = prepare(...)` on a parameter: the body
-        runs only for callers that leave it out (reachability.py asks the callers)."""
+        """`if chunk_indices is None: chunk_indices = prepare(...)`: runs only for callers that leave it out."""
         test = stmt.test
         # `if p is None:` and `if p is None and q is not None:` run their body only when p is
         # None; `if p is not None: ... else:` its `else`

@@ -8,6 +8,7 @@ per-step walk (reachability.py) asks of the calls by name it follows."""
 from __future__ import annotations
 
 from .dispatched import dispatched_calls
+from .numberguards import NUMBER, TensorArgs
 
 
 def decided_lines(program, edges: dict, results: dict, library=None, sources=None) -> dict[str, list]:
@@ -48,28 +49,32 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
     if not guards:
         return {}
     given: dict[tuple, bool] = {}
-    for out in edges.values():
+    tensors = TensorArgs(program, edges, results)
+    for caller, out in edges.items():
         for call, target, shift in out:
             items = guards.get(target)
             if not items:
                 continue
             positional = program.functions[target]["params"]
-            for _, _, param in items:
-                passed = any(keyword == param or (position is not None and position >= 0 and position + shift < len(positional)
-                                                  and positional[position + shift] == param)
-                             for position, keyword, _ in call.args)
-                given[(target, param)] = given.get((target, param), True) and passed
-    _dispatched_given(program, edges, results, guards, given)
+            for _, _, guard in items:
+                param, tensor = (guard[len(NUMBER):], True) if guard.startswith(NUMBER) else (guard, False)
+                passed = any((keyword == param or (position is not None and position >= 0 and position + shift < len(positional)
+                                                   and positional[position + shift] == param))
+                             and (not tensor or tensors.passes(caller, fact))
+                             for position, keyword, fact in call.args)
+                given[(target, guard)] = given.get((target, guard), True) and passed
+    _dispatched_given(program, edges, results, guards, given, tensors)
     found: dict[str, list] = {}
     for qualname, items in guards.items():
         for start, end, param in items:
             if given.get((qualname, param)):
-                found.setdefault(program.path_of[qualname], []).append(
-                    (start, end, f"runs only when `{param}` is None, and every caller passes it"))
+                why = (f"runs only when `{param[len(NUMBER):]}` is a Python number, and every caller passes a tensor"
+                       if param.startswith(NUMBER) else f"runs only when `{param}` is None, and every caller passes it")
+                found.setdefault(program.path_of[qualname], []).append((start, end, why))
     return found
 
 
-def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: dict) -> None:
+def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: dict, tensors) -> None:
     """Count the calls by name (a method called on a receiver of unknown class, which the
     per-step walk follows to every method of that name it can bind to) among a guarded method's
     callers, as `guarded_lines` counts the resolved ones. SGLang's `ScheduleBatch.filter_batch`
@@ -77,15 +82,18 @@ def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: 
     `PPSpecRelayInput.filter_batch` reads `new_indices.tolist()` only when `new_indices_cpu` is
     None: with no resolved caller at all its guard was never decided, and a method whose
     resolved callers all pass the parameter was guarded even where a call by name leaves it out."""
-    for _caller, _line, shape, target in dispatched_calls(program, edges, results, guards, binds):
+    for caller, line, shape, target in dispatched_calls(program, edges, results, guards, binds):
         positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
         params = program.functions[target]["params"]
         bound = 1 if params and params[0] in ("self", "cls") else 0
-        for _, _, param in guards[target]:
-            index = params.index(param) if param in params else -1
+        for _, _, guard in guards[target]:
+            if guard.startswith(NUMBER):  # what it passes, from the call's record (numberguards.py)
+                given[(target, guard)] = given.get((target, guard), True) and tensors.by_name(caller, line, target, guard)
+                continue
+            index = params.index(guard) if guard in params else -1
             # with `*args` the places are not known: only a keyword counts
-            passed = param in keywords or (not opened and bound <= index < bound + positional)
-            given[(target, param)] = given.get((target, param), True) and passed
+            passed = guard in keywords or (not opened and bound <= index < bound + positional)
+            given[(target, guard)] = given.get((target, guard), True) and passed
 
 
 def binds(facts: dict, shape: tuple) -> bool:

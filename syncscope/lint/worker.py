@@ -417,8 +417,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
             raise _FallBack()
         spans = spans_of([fn])
         analyzer = ModuleAnalyzer(mini, spans, config, registry, module, is_package)
-        analyzer.hints = name_hints
-        analyzer.aliases = aliases
+        analyzer.hints, analyzer.aliases, analyzer.file_tree = name_hints, aliases, tree  # (field_makers.py)
         analyzer.class_hints = hints
         analyzer.compiled_constants = constants if constants is not None else (constants := tree_constants(tree))
         analyzer.run_function(mini.body[0], classes)

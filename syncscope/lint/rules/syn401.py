@@ -29,6 +29,8 @@ class TensorFromHostDataOnDevice(Rule):
         "        t = torch.tensor([1, 2], device=device)\n        _CACHE[device] = t\n    return t\n",
         # compiled: inductor bakes the constant into the graph
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    return x * torch.tensor([1.0, -2.0], device=x.device)\n",
+        # empty: nothing to copy
+        "import torch\ndef f(device):\n    return torch.tensor([], dtype=torch.long, device=device)\n",
     ]
     INVALID = [
         "import torch\ndef f(ids, device):\n    return torch.tensor(ids, device=device)\n",
@@ -52,6 +54,8 @@ class TensorFromHostDataOnDevice(Rule):
         data = first_input(call, "data")
         if data is not None and P.is_tensor_like(data[1]):
             return  # already a tensor: no host data involved
+        if data is not None and isinstance(data[0], (cst.List, cst.Tuple)) and not data[0].elements:
+            return  # `torch.tensor([], device=d)`: no bytes to copy, so no copy to wait for
         if data is not None and compiled_constant(ctx, data[0]):
             return  # `torch.compile` bakes a constant into the graph (compiled.py)
         ctx.report(

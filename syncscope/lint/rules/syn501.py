@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..field_makers import foreign_field
 from ..imports import dotted
 from .base import Rule
 
@@ -29,6 +30,8 @@ def synchronize_kind(ctx, call) -> str | None:
         return "device"
     while isinstance(receiver, cst.Subscript):  # `self._copy_events[i].synchronize()`
         receiver = receiver.value
+    if foreign_field(ctx, receiver):  # `self.corpus.synchronize()`, a tree or native object
+        return None
     text = (dotted(receiver) or "").lower()
     known = ctx.types.get(dotted(receiver) or "", "").lower()
     last = text.rsplit(".", 1)[-1]
@@ -52,11 +55,17 @@ class DeviceSynchronize(Rule):
     VALID = [
         "import torch\ndef f(event):\n    event.record()\n    return event.query()\n",
         "import torch\ndef warmup(self):\n    torch.cuda.synchronize()\n",  # runs once
+        # an object of a class of the tree, or built by a native extension: no GPU wait here
+        "from corpus import Corpus\nclass W:\n    def __init__(self):\n        self.corpus = Corpus(10)\n"
+        "    def step(self):\n        self.corpus.synchronize()\n",
     ]
     INVALID = [
         "import torch\ndef step():\n    torch.cuda.synchronize()\n",
         "from torch import cuda\ndef step():\n    cuda.synchronize()\n",
         "def step(self):\n    current_platform.synchronize()\n",
+        "import torch\nclass W:\n    def __init__(self):\n        self.done = torch.cuda.Event()\n"
+        "    def step(self):\n        self.done.synchronize()\n",
+        "class W:\n    def __init__(self, done):\n        self.done = done\n    def step(self):\n        self.done.synchronize()\n",
     ]
 
     def on_call(self, ctx, call):

@@ -1,0 +1,133 @@
+"""Lines that run only when a parameter is a Python number, which callers passing tensors rule out.
+
+SGLang's `NVFP4KVQuantizeUtil.quantize(tensor, global_scale)` copies a scale to the device
+(`torch.tensor([global_scale], device=tensor.device)`) only `if isinstance(global_scale, (int,
+float)):`; every caller in the tree passes a tensor (a `torch.ones(1, device=...)` field, a slice
+of a device table, a `Parameter`), so the copy never runs for them. The fact: a block under
+`isinstance(p, <number types>)` (or `not isinstance(p, torch.Tensor)`), alone or as a part of an
+`and`, runs only when `p` is not a tensor; when every resolved call in the tree passes a value the
+linter knows is a tensor for `p`, the block never runs.
+
+Read per file with the None-guards (branches.py records it among `guards`, the parameter marked
+with `NUMBER`); decided in callguards.guarded_lines from the facts of the calls' arguments. A call
+the tree makes by name only (a method on a receiver of unknown class) tells nothing of its
+arguments: it leaves the block undecided.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from . import provenance as P
+from .fact_values import PROP
+
+NUMBER = "#number:"  # a guard's parameter so marked: the block runs only when it is a Python number
+_NUMBER_TYPES = frozenset({"int", "float", "complex", "bool", "Number", "Real", "Integral",
+                           "numbers.Number", "numbers.Real", "numbers.Integral"})
+_TENSOR_TYPES = frozenset({"torch.Tensor", "Tensor"})
+
+
+def _name(node) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def _isinstance(node) -> tuple[str, list] | None:
+    """`isinstance(p, T)` / `isinstance(p, (T1, T2))`: (p, [type names]); None otherwise."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+            and len(node.args) == 2 and not node.keywords and isinstance(node.args[0], ast.Name)):
+        return None
+    kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+    return node.args[0].id, [_name(kind) for kind in kinds]
+
+
+def number_param(test) -> str | None:
+    """The parameter a test is true for only when it is not a tensor: `isinstance(p, (int,
+    float))` (number types only), `not isinstance(p, torch.Tensor)`."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    found = _isinstance(test.operand if negated else test)
+    if found is None:
+        return None
+    param, kinds = found
+    if negated:
+        return param if kinds and all(kind in _TENSOR_TYPES for kind in kinds) else None
+    return param if kinds and all(kind in _NUMBER_TYPES for kind in kinds) else None
+
+
+def number_guard(walk, stmt: ast.If, function: str) -> None:
+    """Record the body of `if isinstance(p, (int, float)):` (or an `and` with such a part) on a
+    parameter `p` among the function's guards, the parameter marked `NUMBER`."""
+    test = stmt.test
+    tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for part in tests:
+        param = number_param(part)
+        if param is None or param in ("self", "cls") or param not in walk.params.get(function, ()):
+            continue
+        end = getattr(stmt.body[-1], "end_lineno", None) or stmt.body[-1].lineno
+        walk.guards.setdefault(walk.qualify(function), []).append((stmt.body[0].lineno, end, NUMBER + param))
+        return
+
+
+class TensorArgs:
+    """Whether a call's argument is known to be a tensor (on the device or of unknown device):
+    by its fact; read from an attribute the tree only ever gives device tensors (or a slice of
+    one: `self.k_scales[i:i + 1]`, as engine.device_attributes decides by the name); or the
+    caller's own parameter, passed on unchanged, when every call of the caller passes a tensor
+    for it (`quantize_and_store(..., k_scale)` hands its callers' `layer.k_scale` on)."""
+
+    DEPTH = 3  # callers followed up through parameters passed on unchanged
+
+    def __init__(self, program, edges: dict, results: dict) -> None:
+        self.program, self.edges, self.results = program, edges, results
+        self._device = self._callers = None
+
+    def passes(self, caller: str, fact, depth: int = 0) -> bool:
+        if P.is_tensor_like(fact[0]):
+            return True
+        if fact[1] is not None:
+            return fact[2] is None and depth < self.DEPTH and self._param(caller, fact[1], depth + 1)
+        index = fact[2]
+        calls = self.program.functions[caller]["calls"]
+        if not isinstance(index, int) or index >= len(calls) or calls[index].target[0] != PROP:
+            return False
+        return calls[index].target[2] in self._device_names()
+
+    def by_name(self, caller: str, line: int, target: str, guard: str) -> bool:
+        """A call by name on `line` (a method on a receiver of unknown class) passes a tensor
+        for the guarded parameter of `target`, by the caller's record of that call; False when
+        no record tells (a receiver the file could not name is not recorded)."""
+        name, param = target.rsplit(".", 1)[-1], guard[len(NUMBER):]
+        params = self.program.functions[target]["params"]
+        shift = 1 if params and params[0] in ("self", "cls") else 0
+        records = [call for call in self.program.functions[caller]["calls"] if call.line == line and call.name == name]
+        return bool(records) and all(self._passes_for(caller, call, shift, params, param, 0) for call in records)
+
+    def _passes_for(self, caller: str, call, shift: int, params: list, param: str, depth: int) -> bool:
+        fact = next((fact for position, keyword, fact in call.args if keyword == param or (
+            position is not None and position >= 0 and position + shift < len(params) and params[position + shift] == param)), None)
+        return fact is not None and self.passes(caller, fact, depth)
+
+    def _param(self, function: str, param: str, depth: int) -> bool:
+        """Every resolved call of `function` (at least one) passes a tensor for `param`."""
+        if self._callers is None:
+            self._callers = {}
+            for caller, out in self.edges.items():
+                for call, target, shift in out:
+                    self._callers.setdefault(target, []).append((caller, call, shift))
+        found = self._callers.get(function)
+        if not found:
+            return False
+        params = self.program.functions[function]["params"]
+        return all(self._passes_for(caller, call, shift, params, param, depth) for caller, call, shift in found)
+
+    def _device_names(self) -> set:
+        if self._device is None:
+            places: dict[str, set] = {}
+            for result in self.results.values():
+                for name, wheres in (getattr(result, "attr_places", None) or {}).items():
+                    places.setdefault(name, set()).update(wheres)
+            self._device = {name for name, wheres in places.items() if {w for w in wheres if isinstance(w, int)} == {P.DEVICE}}
+        return self._device
