@@ -27,6 +27,7 @@ from .branch_merge import always_exits, keep_param_sources, merge_branches, merg
 from .imports import dotted, record_import
 from .devices import bind_device
 from .list_origins import bound as list_bound, note_call
+from .pinned_params import asserted_host
 from .place_tests import host_test
 from .vocabulary import decorator_kind
 
@@ -331,6 +332,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 self.eval(small.value, ctx)
         elif isinstance(small, cst.Assert):
             self.condition(small.test, ctx, "assert")
+            asserted_host(small.test, ctx)  # `assert x.is_cpu`: host data (pinned_params.py)
             if small.msg is not None:
                 self.eval(small.msg, ctx)
         elif isinstance(small, cst.Raise):
