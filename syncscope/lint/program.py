@@ -61,6 +61,7 @@ class Program:
                 self.props_by_name.setdefault(attr, set()).add(getter)
         self._mro_memo: dict[str, list[str]] = {}
         self._subclasses: dict[str, set[str]] | None = None  # base -> its direct subclasses (_family)
+        self._field_names: set[str] | None = None  # every class's field names (_mixin_tower)
 
     # -- name resolution ---------------------------------------------------------------
     def chase(self, qualname: str | None, want_class: bool = False, hops: int = 0) -> str | None:
@@ -243,16 +244,35 @@ class Program:
                 return next(iter(getters))
         return None
 
-    def module_call(self, ref: tuple) -> str | None:
+    def module_call(self, ref: tuple, caller: str | None = None) -> str | None:
         """`self.visual(pixel_values, grid_thw=grid_thw)`: calling a submodule held in a field
-        (typed by its annotation or the constructor that fills it) runs its `forward`."""
+        (typed by its annotation or the constructor that fills it) runs its `forward`. In a
+        method of a class that keeps no such field (a mixin), the `forward` of the class that a
+        subclass running that method (`caller`, inherited) keeps there (subclass_towers.py adds
+        the other subclasses')."""
         if ref[0] != METHOD:
             return None
         cls, hops, via_class = ref[1]
         owner = self.class_of((cls, hops, via_class))[0]
         if owner is not None and any(ref[2] in self.classes.get(k, {}).get("class_fields", ()) for k in self.mro(owner)):
             return None  # `self.policy(...)` with `policy: type[P]`: it makes an object
-        return self.member((cls, (*hops, ref[2]), via_class), "forward", properties=False)
+        found = self.member((cls, (*hops, ref[2]), via_class), "forward", properties=False)
+        if found is None and caller is not None and owner is not None and not hops and not via_class:
+            found = self._mixin_tower(owner, ref[2], caller)
+        return found
+
+    def _mixin_tower(self, owner: str, attr: str, caller: str) -> str | None:
+        if self._field_names is None:
+            self._field_names = {a for info in self.classes.values() for a in info["fields"]}
+        if attr not in self._field_names or self.field_class(owner, attr) is not None:
+            return None
+        name = caller.rpartition(".")[2]
+        for sub in sorted(self._family(owner).difference(self.mro(owner))):
+            if next((f"{k}.{name}" for k in self.mro(sub) if f"{k}.{name}" in self.functions), None) == caller:
+                found = self.member((sub, (attr,), False), "forward", properties=False)
+                if found is not None:
+                    return found
+        return None
 
     def all_params(self, target: str) -> list[str]:
         """A function's parameters a call can pass: the positional ones, then the keyword-only."""

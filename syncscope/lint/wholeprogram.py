@@ -96,7 +96,7 @@ class Solver:
                     given = program.given_method(call.target) if target is None else None  # its changes reach us
                     if given in program.functions:
                         readers.setdefault(given, {})[qualname] = None
-                    target = program.module_call(call.target) if target is None else None
+                    target = program.module_call(call.target, qualname) if target is None else None
                     if target is not None:
                         shift = program.shift(call.target, target)
                         self.module_edges.setdefault(qualname, []).append((call, target, shift))
