@@ -62,6 +62,7 @@ class Program:
         self._mro_memo: dict[str, list[str]] = {}
         self._subclasses: dict[str, set[str]] | None = None  # base -> its direct subclasses (_family)
         self._field_names: set[str] | None = None  # every class's field names (_mixin_tower)
+        self._mixin_subs: dict[str, list[str]] = {}  # class -> its subclasses, sorted (_mixin_tower)
 
     # -- name resolution ---------------------------------------------------------------
     def chase(self, qualname: str | None, want_class: bool = False, hops: int = 0) -> str | None:
@@ -266,8 +267,10 @@ class Program:
             self._field_names = {a for info in self.classes.values() for a in info["fields"]}
         if attr not in self._field_names or self.field_class(owner, attr) is not None:
             return None
-        name = caller.rpartition(".")[2]
-        for sub in sorted(self._family(owner).difference(self.mro(owner))):
+        name, subs = caller.rpartition(".")[2], self._mixin_subs.get(owner)
+        if subs is None:
+            subs = self._mixin_subs[owner] = sorted(self._family(owner).difference(self.mro(owner)))
+        for sub in subs:
             if next((f"{k}.{name}" for k in self.mro(sub) if f"{k}.{name}" in self.functions), None) == caller:
                 found = self.member((sub, (attr,), False), "forward", properties=False)
                 if found is not None:
