@@ -336,7 +336,8 @@ def called_device_place(name: str | None, host_words: frozenset[str]) -> P.Place
 
 
 # torch functions that join a Python sequence of tensors into one tensor on their device
-JOINING_FUNCTIONS = frozenset("cat concat concatenate stack hstack vstack".split())
+# (`torch.nn.utils.rnn.pad_sequence` joins its sequences padded, on their one device too)
+JOINING_FUNCTIONS = frozenset("cat concat concatenate stack hstack vstack pad_sequence".split())
 # Other torch functions whose first argument is a sequence of tensors, not one tensor.
 SEQUENCE_INPUTS = frozenset("dstack column_stack row_stack broadcast_tensors meshgrid block_diag cartesian_prod".split())
 
