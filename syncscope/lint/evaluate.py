@@ -561,14 +561,6 @@ def class_check(test: cst.BaseExpression) -> tuple[str, P.Place, str, bool] | No
             any(last in CONTAINERS for last in lasts))
 
 
-def _py(node, ctx) -> P.Place:
-    return P.PY
-
-
-def _unknown(node, ctx) -> P.Place:
-    return P.UNKNOWN
-
-
 def element_where(node: cst.BaseExpression) -> P.Place | None:
     """Where the items of a value of this annotated type live (vocabulary.element_place)."""
     return element_place(node, _annotation_shape)
@@ -595,8 +587,8 @@ def _annotation_shape(node: cst.BaseExpression) -> tuple:
 
 
 def _py_handler(_analyzer, node, ctx) -> P.Place:
-    return _py(node, ctx)
+    return P.PY
 
 
 def _unknown_handler(_analyzer, node, ctx) -> P.Place:
-    return _unknown(node, ctx)
+    return P.UNKNOWN
