@@ -18,17 +18,21 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
     (flagguards.py); before a call that always raises (errorpaths.py); a kernel's fallback
     when the kernel's name is never None on CUDA (modulenames.py); a memo a long-lived object
     fills once (memo.py); the methods of a class built only behind a switch that is off by
-    default (optin.py)."""
+    default (optin.py); lines under an environment switch the tree declares off and never sets
+    (env_switches.py)."""
     from .errorpaths import error_lines
     from .flagguards import flag_lines
     from .memo import memo_lines
     from .modulenames import name_lines
     from .optin import off_switches, optin_lines
+    from .env_switches import env_switch_lines
 
     guarded = guarded_lines(program, edges, results)
-    switches = off_switches(results, sources)  # read by both: a switch off by default
+    stores: dict = {}
+    switches = off_switches(results, sources, stores)  # read by both: a switch off by default
     found = [flag_lines(program, edges, results, binds, sources, switches), error_lines(program, edges, results),
              name_lines(program, results), optin_lines(program, edges, results, sources, switches)]
+    found.append(env_switch_lines(program, results, stores, sources))
     if library is not None:
         found.append(memo_lines(program, results, library))
     for table in found:

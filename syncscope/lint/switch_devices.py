@@ -52,14 +52,18 @@ _HOST_LOCAL = re.compile(r"""^[ \t]*(?:self\.)?[A-Za-z_]\w*[ \t]*=[ \t]*(?:torch
 
 
 def switch_facts(tree: ast.Module, text: str, library) -> tuple:
-    """(fields, declared off, set): {"Class.attr": (environment variables)} of the fields built
-    on a local device that is the host unless those switches are on; the environment variables
-    this file declares with an off default; those it sets."""
+    """(fields, declared off, set, switch functions, switched spans): {"Class.attr":
+    (environment variables)} of the fields built on a local device that is the host unless those
+    switches are on; the environment variables this file declares with an off default; those it
+    sets; and env_switches.env_facts' two tables."""
     patterns = library.env_declarations
     declared = tuple(sorted(_declared_off(tree, text, patterns))) if patterns and "(" in text else ()
     changed = tuple(sorted({m.group(1) for pattern in _sets_in(text) for m in pattern.finditer(text)}))
     fields = _fields(tree, library) if _HOST_LOCAL.search(text) else {}
-    return fields, declared, changed
+    from .env_switches import env_facts
+
+    functions, spans = env_facts(tree, text)
+    return fields, declared, changed, functions, spans
 
 
 def _sets_in(text: str) -> tuple:
