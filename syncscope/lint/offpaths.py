@@ -22,8 +22,10 @@ manager's methods, optin.py). The facts, about code:
   it overrides, on a receiver of the base class; as a submodule's `forward`; by name on a receiver
   of unknown class; or reads it without a call, `fn = self.helper`, a possible property), and each
   of those calls is on a line that never runs by default or in a method off by default (the
-  least such set). A dunder or a per-step root's name may run without a call in the tree: never
-  off; nor a module-level function (a name passed as a value is no recorded call).
+  least such set). A dunder or a per-step root's own name (`forward`) may run without a call in
+  the tree: never off; a name only a wildcard root matches (`forward_*`) is off like any method
+  when the tree calls it and every call is off. Nor a module-level function (a name passed as a
+  value is no recorded call).
 * What an off method passes, and a submodule call on a line that never runs, does not count for
   where a parameter's data comes from: a parameter every other call passes host data for is
   host-fed by default. Its findings are kept, cold, saying so (they sync only on the off path);
@@ -32,7 +34,6 @@ manager's methods, optin.py). The facts, about code:
 
 from __future__ import annotations
 
-import fnmatch
 import re
 
 from .callguards import binds
@@ -130,7 +131,9 @@ def off_functions(solver, results: dict, cold: dict, library) -> frozenset:
     path_of = program.path_of
     overrides = solver._overrides()
     roots = getattr(library, "hot_roots", ()) if library is not None else ()
-    root = re.compile("|".join(fnmatch.translate(p) for p in roots)) if roots else None
+    # a root's exact name may run with no call in the tree (the framework calls `forward`); a name
+    # a wildcard makes a root (`forward_*`) is a helper's name too: off when every call of it is
+    named_roots = frozenset(p for p in roots if not any(c in p for c in "*?["))
     by_name: dict[str, list] = {}  # a name called by name on a cold line -> methods of that name
     dispatch: dict[str, list] = {}  # caller -> its calls by name
     named: dict[str, dict] = {}  # a name -> the callers that call it by name
@@ -190,7 +193,7 @@ def off_functions(solver, results: dict, cold: dict, library) -> frozenset:
 
     def is_off(target: str) -> bool:
         owner, _, short = target.rpartition(".")
-        if owner not in program.classes or short.startswith("__") or (root is not None and root.match(short)):
+        if owner not in program.classes or short.startswith("__") or short in named_roots:
             return False
         found = False
         for caller, line in calls_into(target):
