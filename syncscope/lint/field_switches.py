@@ -45,8 +45,11 @@ The facts, about code:
   `D` overrides `M` and its `M` does not call `K.M` (SGLang's float allocator turns the switch off
   for itself and frees its own way).
 
-Everything recorded is plain tuples and dicts: it is pickled into the lint cache (flag_passes
-holds the values calls pass, `field_switches` the rest).
+What a file records is one flat tuple (FileFields.table), held from the analysis through the
+pass: a dict per class and per call, with every `self.F` store of every class, cost ~5 MB of
+peak memory on whole vLLM. So the table keeps the constructor's stores only (`self.F = P` in
+`__init__`), and the values calls pass that flagguards does not read; the other stores of a
+family are read again from its files in the pass, for the fields decided on only.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .field_switch_reads import FamilyStores, PassesRead, sections
 from .name_uses import each_use, mentions
 from .nodewalk import nodes_breadth_first
 from .source_texts import source_text
@@ -122,17 +126,23 @@ def _end(stmt) -> int:
 
 
 class FileFields:
-    """One file's facts: {"guards": {method: [(start, end, field)]}, "stores": {class: {field:
-    parameter, or "" for any other store}}, "others": (fields stored on another receiver, and
-    the classes a method of which builds its own class: `cls(...)`),
-    "returns": {function: kind}, "kwargs": (functions that only pass their `**kwargs` on)}."""
+    """One file's facts. `table()` is one flat tuple: the sizes of six parts, then the parts
+    (sections() splits them): guards (method, start, end, field for each), inits (class, field,
+    parameter for each `self.F = P` of an `__init__`, the class's only store of F in the file),
+    others (fields stored on another receiver, and the classes a method of which builds its own
+    class: `cls(...)`), returns (function, kind for each), kwargs (functions that only pass
+    their `**kwargs` on), passes (line, column, keyword or position, kind for each value a call
+    passes that value_kind tells); () when there is none. `stores` (class -> {field: parameter,
+    or "" for any other store}) is not kept: the pass reads it from a file again."""
 
     def __init__(self) -> None:
-        self.guards: dict[str, list] = {}
+        self.guards: list = []
         self.stores: dict[str, dict] = {}
         self.others: set[str] = set()
         self.returns: dict[str, object] = {}
         self.kwargs: set[str] = set()
+        self.passes: list = []
+        self.claimed: set = set()  # the calls' places already recorded (flagguards.file_flags)
 
     def function(self, node, qualname: str, cls: str | None, nodes: list) -> None:
         """`nodes`: the function's If, Call, Name, Return and assignment nodes (nested ones too)."""
@@ -165,6 +175,23 @@ class FileFields:
             if len(kinds) == 1 and None not in kinds:
                 self.returns[qualname] = kinds.pop()
 
+    def call(self, call: ast.Call, recorded: bool) -> bool:
+        """Record the values `call` passes that value_kind tells (a call with no arguments: by
+        keyword only); whether it is the first call at its place with anything to record
+        (`recorded`: flagguards has something; one call per place, the first, is read)."""
+        place = (call.lineno, call.col_offset + 1)
+        if place in self.claimed:
+            return False
+        found = [(position, kind) for position, arg in enumerate(call.args) if not isinstance(arg, ast.Starred)
+                 and (kind := value_kind(arg)) is not None and not (isinstance(kind, tuple) and kind[0] == "call")]
+        found += [(k.arg, kind) for k in call.keywords if k.arg is not None and (kind := value_kind(k.value)) is not None]
+        for key, kind in found:
+            self.passes += (*place, key, kind)
+        if found or recorded:
+            self.claimed.add(place)
+            return True
+        return False
+
     def _store(self, stmt, function, cls: str | None, params: set) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         for target in targets:
@@ -185,22 +212,25 @@ class FileFields:
     def _guard(self, stmt: ast.If, function, qualname: str) -> None:
         off = _off_test(stmt.test)
         if off and stmt.body:
-            self.guards.setdefault(qualname, []).append((stmt.body[0].lineno, _end(stmt.body[-1]), off))
+            self.guards += (qualname, stmt.body[0].lineno, _end(stmt.body[-1]), off)
         on = _on_test(stmt.test)
         if not on:
             return
         if stmt.orelse and not isinstance(stmt.test, ast.BoolOp):
-            self.guards.setdefault(qualname, []).append((stmt.orelse[0].lineno, _end(stmt.orelse[-1]), on))
+            self.guards += (qualname, stmt.orelse[0].lineno, _end(stmt.orelse[-1]), on)
         elif not stmt.orelse and stmt.body and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
             rest = _rest_of_block(function, stmt)
             if rest:
-                self.guards.setdefault(qualname, []).append((rest[0].lineno, _end(rest[-1]), on))
+                self.guards += (qualname, rest[0].lineno, _end(rest[-1]), on)
 
-    def table(self) -> dict:
-        if not (self.guards or self.stores or self.others or self.returns):
-            return {}
-        return {"guards": self.guards, "stores": self.stores, "others": tuple(sorted(self.others)),
-                "returns": self.returns, "kwargs": tuple(sorted(self.kwargs))}
+    def table(self) -> tuple:
+        if not (self.guards or self.stores or self.others or self.returns or self.kwargs or self.passes):
+            return ()
+        inits = [x for cls, fields in self.stores.items() for name, param in fields.items() if param
+                 for x in (cls, name, param)]
+        parts = (self.guards, inits, sorted(self.others), [x for item in self.returns.items() for x in item],
+                 sorted(self.kwargs), self.passes)
+        return (*map(len, parts), *(x for part in parts for x in part))
 
 
 def _rest_of_block(function, stmt) -> list:
@@ -224,15 +254,17 @@ def _rest_of_block(function, stmt) -> list:
     return []
 
 
-def field_lines(program, edges: dict, results: dict, calls_into: dict, passed, add_callers,
+def field_lines(program, edges: dict, results: dict, calls_into: dict, passed, add_callers, stores_of,
                 sources=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the lines of methods that run only when a field is off that
     every construction turns on by default. `calls_into`: function -> [(caller, call, shift)]
     (flagguards.flag_lines); `add_callers(functions)` adds to it the calls by name that may land
-    in those functions; `passed(caller, call, name, index)`: (star, what the call passes for
-    the parameter or None, forwards the caller's `**kwargs`)."""
+    in those functions; `passed(table, caller, call, name, index)`: (star, what the call passes
+    for the parameter or None, forwards the caller's `**kwargs`), `table` a PassesRead;
+    `stores_of(path)`: FileFields.stores of a file read again (only the families of fields
+    every construction turns on are: the per-file table keeps the constructor's stores only)."""
     guards: dict[str, list] = {}
-    stores: dict[str, dict] = {}
+    inits: dict[str, dict] = {}
     others: set[str] = set()
     returns: dict[str, object] = {}
     clean: set[str] = set()
@@ -245,17 +277,19 @@ def field_lines(program, edges: dict, results: dict, calls_into: dict, passed, a
         table = getattr(result, "field_switches", None)
         if not table:
             continue
-        for qualname, items in table["guards"].items():
-            guards.setdefault(qualname, []).extend(items)
-        for cls, fields in table["stores"].items():
-            mine = stores.setdefault(cls, {})
-            for name, param in fields.items():
-                mine[name] = param if mine.get(name, param) == param else ""
-        others.update(table["others"])
-        returns.update(table["returns"])
-        clean.update(table["kwargs"])
+        found, stored, other, returned, kwargs, _ = sections(table)
+        for at in range(0, len(found), 4):
+            guards.setdefault(found[at], []).append(found[at + 1:at + 4])
+        for at in range(0, len(stored), 3):
+            mine = inits.setdefault(stored[at], {})
+            mine[stored[at + 1]] = stored[at + 2] if mine.get(stored[at + 1], stored[at + 2]) == stored[at + 2] else ""
+        others.update(other)
+        returns.update(zip(returned[::2], returned[1::2]))
+        clean.update(kwargs)
     if not guards:
         return {}
+    table_read = PassesRead(results)
+    family_stores = FamilyStores(program, results, stores_of)
     off_env = declared - changed
 
     def on_value(kind, caller: str, depth: int) -> bool:
@@ -299,7 +333,7 @@ def field_lines(program, edges: dict, results: dict, calls_into: dict, passed, a
             return not star and forwards and caller in clean and param_on(caller, name, None, exempt, depth + 1)
 
         for caller, call, shift in callers if result else ():
-            if not gives(caller, *passed(caller, call, name, None if position is None else position - shift)):
+            if not gives(caller, *passed(table_read, caller, call, name, None if position is None else position - shift)):
                 result = False
                 break
         # the constructions, those in files to read again last (a class also named as a base there)
@@ -341,8 +375,7 @@ def field_lines(program, edges: dict, results: dict, calls_into: dict, passed, a
         """What the construction of `short` on `line` passes for `name`: the call recorded on that
         line (flagguards' passes) whose text starts with the class's name; none recorded: nothing
         read as on."""
-        table = results[path].flag_passes or {}
-        found = [(column, record) for (at, column), record in table.items() if at == line]
+        found = [(column, record) for (at, column), record in table_read.get(path).items() if at == line]
         if found:
             if path not in texts:
                 text = source_text(path, sources)
@@ -366,7 +399,7 @@ def field_lines(program, edges: dict, results: dict, calls_into: dict, passed, a
         for qualname, name in wanted:
             if (qualname, name) not in decided:
                 cls, _, method = qualname.rpartition(".")
-                decided[(qualname, name)] = _decide(program, edges, stores, others, qualname, cls, method, name,
+                decided[(qualname, name)] = _decide(program, edges, inits, others, qualname, cls, method, name,
                                                     param_on)
         memo.clear()
         if asked - added:
@@ -379,17 +412,24 @@ def field_lines(program, edges: dict, results: dict, calls_into: dict, passed, a
             break
     else:
         return {}
+    # last, for the fields decided only: no other store in the family (its files read again)
+    decided = {key: why for key, why in decided.items()
+               if why and _holder(program, family_stores(key[0].rpartition(".")[0]), others,
+                                  key[0].rpartition(".")[0], key[1]) == why[1]}
     found: dict[str, list] = {}
     for qualname, items in guards.items():
         for start, end, name in items:
             why = decided.get((qualname, name))
             if why:
+                why = why[0]
                 found.setdefault(program.path_of[qualname], []).append((start, end, why))
     return found
 
 
 def _holder(program, stores, others, cls: str, name: str) -> str | None:
-    """The one class of `cls`'s family that stores `self.name`, from its constructor's parameter."""
+    """The one class of `cls`'s family that stores `self.name`, from its constructor's parameter
+    (`stores`: class -> {field: parameter, or "" for any other store}); with the constructor's
+    stores only (`inits`), the one class of `cls`'s bases that does."""
     family = program._family(cls)
     if name in others or any(k in others for k in family):
         return None
@@ -469,11 +509,14 @@ def _uses_read(path: str, shorts: set | None, sources) -> tuple | None:
     return (*sorted(failing), None, *built)
 
 
-def _decide(program, edges, stores, others, qualname, cls, method, name, param_on) -> str | None:
-    holder = _holder(program, stores, others, cls, name)
+def _decide(program, edges, inits, others, qualname, cls, method, name, param_on) -> tuple | None:
+    """(why, the class holding the field) when every construction turns the field on, from the
+    constructor's stores (`inits`) of `cls`'s bases; field_lines then reads the family's other
+    stores."""
+    holder = _holder(program, {k: inits[k] for k in program.mro(cls) if k in inits}, others, cls, name)
     if holder is None:
         return None
-    param, init = stores[holder][name], f"{holder}.__init__"
+    param, init = inits[holder][name], f"{holder}.__init__"
     if init not in program.functions:
         return None
     exempt = set()
@@ -487,7 +530,8 @@ def _decide(program, edges, stores, others, qualname, cls, method, name, param_o
     if not param_on(init, param, _position(program, init, param), frozenset(exempt)):
         return None
     short = holder.rsplit(".", 1)[-1]
-    return f"runs only when `self.{name}` is off, and every construction of `{short}` turns it on by default (`{param}`)"
+    return f"runs only when `self.{name}` is off, and every construction of `{short}` turns it on by default (`{param}`)", \
+        holder
 
 
 def _position(program, function: str, name: str) -> int | None:

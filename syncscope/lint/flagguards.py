@@ -23,9 +23,9 @@ import re
 from typing import NamedTuple
 
 from .dispatched import dispatched_calls
-from .field_switches import FileFields, field_lines, value_kind
+from .field_switches import FileFields, field_lines
 from .nodewalk import nodes_breadth_first
-from .source_texts import source_texts
+from .source_texts import source_text, source_texts
 
 _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
 # with the names, for a function whose None-default parameters lose what it stores into them;
@@ -87,10 +87,9 @@ def _tested_flag(test, flags, nones) -> tuple[str, bool] | None:
 
 def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
     """What a call passes that a flag guard needs: (star, {keyword or position: OFF / ON /
-    ("fwd", caller's flag parameter) / what field_switches.value_kind tells (a literal True, `not`
-    of an environment switch, by keyword a call with no arguments)}, forwards the caller's own
-    `**kwargs`), or None when it passes nothing but plain values (the call record already says
-    what is passed)."""
+    ("fwd", caller's flag parameter)}, forwards the caller's own `**kwargs`), or None when it
+    passes nothing but plain values (the call record already says what is passed; the values
+    field_switches.py reads are in its own table)."""
     star, forwards_kwargs, items = False, False, {}
 
     def value(node):
@@ -98,14 +97,14 @@ def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
             return NONE if _none(node) else OFF
         if isinstance(node, ast.Name) and node.id in flags:
             return ("fwd", node.id, node.id in nones)
-        return value_kind(node)  # what field_switches.py needs: a value on by default
+        return None
 
     for position, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
             star = True
             continue
         kind = value(arg)
-        if kind is not None and not (isinstance(kind, tuple) and kind[0] == "call"):  # a switch's call: by keyword
+        if kind is not None:
             items[position] = kind
     for keyword in call.keywords:
         if keyword.arg is None:
@@ -122,13 +121,13 @@ def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
     return star, items, forwards_kwargs
 
 
-def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict, dict]:
+def file_flags(tree: ast.Module, module: str, fields: FileFields | None = None) -> tuple[dict, dict, tuple]:
     """({function: [(start, end, parameter, position, whether the test is `is not None`)]} of
-    flag guards, {(line, column): passes} of the calls that pass a literal off or on value, a
-    flag parameter, a call, `*args` or `**kwargs`, and field_switches.FileFields's table)."""
+    flag guards, {(line, column): passes} of the calls that pass a literal off value, a flag
+    parameter, `*args` or `**kwargs`, and field_switches.FileFields's table)."""
     guards: dict[str, list] = {}
     passes: dict[tuple, tuple] = {}
-    fields = FileFields()
+    fields = FileFields() if fields is None else fields
 
     def walk(body, prefix: str, in_class: bool) -> None:
         for stmt in body:
@@ -162,8 +161,9 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict, dict]:
                     guards.setdefault(qualname, []).append((sub.body[0].lineno, end, param, flags[param], given))
             elif isinstance(sub, ast.Call):
                 found = _passes(sub, flags, nones, var_kw)
-                if found is not None:
-                    passes.setdefault((sub.lineno, sub.col_offset + 1), found)
+                # the values field_switches.py reads are in its own table; one call per place
+                if fields.call(sub, found is not None) and found is not None:
+                    passes[(sub.lineno, sub.col_offset + 1)] = found
 
     walk(tree.body, "", False)
     return guards, passes, fields.table()
@@ -253,9 +253,9 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None) -> dict
             found.setdefault(path, []).append(
                 (start, end, f"runs only when `{param}` is not None, and every call in the tree passes None or leaves it out"))
     if switched:  # fields a constructor keeps, turned on by default (field_switches.py); last: it adds callers
-        lines = field_lines(program, edges, results, calls_into, lambda *a: _passed(program, passes, *a),
+        lines = field_lines(program, edges, results, calls_into, lambda table, *a: _passed(program, table, *a),
                             lambda methods: _dispatched_callers(program, edges, results, methods, calls_into, binds),
-                            sources)
+                            lambda path: _stores_read(path, results[path].module, sources), sources)
         for path, items in lines.items():
             found.setdefault(path, []).extend(items)
     return found
@@ -276,7 +276,21 @@ def _keyword_passed(params: set, results: dict, sources) -> set:
     return passed
 
 
-def _passed(program, passes: dict, caller: str, call, name: str, index: int | None) -> tuple:
+def _stores_read(path: str, module: str | None, sources) -> dict:
+    """FileFields.stores of a file read again (field_switches.py keeps only the constructor's
+    stores per file); {} when it cannot be read or parsed."""
+    text = source_text(path, sources)
+    try:
+        tree = ast.parse(text) if text is not None else None
+    except (SyntaxError, ValueError):
+        tree = None
+    fields = FileFields()
+    if tree is not None:
+        file_flags(tree, module or "", fields)
+    return fields.stores
+
+
+def _passed(program, passes, caller: str, call, name: str, index: int | None) -> tuple:
     """(star, what `call` passes for `name` or None when it leaves it out, forwards the caller's
     own `**kwargs`), as `may_be_on` reads it."""
     table = passes.get(program.path_of[caller], {})

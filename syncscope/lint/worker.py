@@ -59,7 +59,7 @@ class RawResult:
     # run only when the parameter (default False/None) is on; (line, column) -> what a call passes
     flag_guards: dict = field(default_factory=dict)
     flag_passes: dict = field(default_factory=dict)
-    field_switches: dict = field(default_factory=dict)  # switches a constructor keeps (field_switches.py)
+    field_switches: tuple = ()  # switches a constructor keeps (field_switches.FileFields.table)
     # constant arguments (constargs.py): function -> (parameters, [(start, end, test)]) of `if`
     # blocks tested on parameters; (line, column) -> the literals a call passes
     const_guards: dict = field(default_factory=dict)
