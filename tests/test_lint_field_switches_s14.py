@@ -84,3 +84,27 @@ def test_the_per_file_table_is_flat_and_keeps_the_constructor_stores_only():
 
     read = PassesRead({"alloc.py": Result}).get("alloc.py")
     assert sorted(map(str, (items for (at, _), (_, items, _) in read.items() if at == line))) == ["{'lazy': 'true'}", "{1: 'true'}"]
+
+
+def test_an_edit_that_only_moves_lines_of_a_file_with_a_table_is_a_move(tmp_path):
+    # the table's lines are written out for lineshift.py, as flag_passes' are
+    from lint_helpers import make_config
+
+    from syncscope.lint.lineshift import line_map
+    from syncscope.lint.worker import analyze_bytes
+
+    config = make_config(tmp_path)
+    source = textwrap.dedent(ALLOC + """
+    def make(size):
+        return Allocator(size, lazy=True)
+""")
+
+    def analyzed(text):
+        return analyze_bytes(text.encode(), "pkg.alloc", False, config)
+
+    before = analyzed(source)
+    assert before.field_switches
+    moved = line_map(before, analyzed(source.replace("    def free", "    # why\n\n    def free")))
+    assert moved is not None and moved[max(moved)] == max(moved) + 2
+    # another value passed is no move
+    assert line_map(before, analyzed(source.replace("lazy=True", "lazy=not True"))) is None
