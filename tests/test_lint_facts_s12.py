@@ -124,7 +124,7 @@ def f(x, out=None, check=False, *, extra=None):
 
 
 def test_a_flag_parameter_the_function_stores_into_is_no_flag_guard():
-    guards, passes, _ = file_flags(ast.parse(textwrap.dedent(FLAGS)), "m")
+    guards, passes = file_flags(ast.parse(textwrap.dedent(FLAGS)), "m")
     # `out` is stored into; `extra` is bound by a comprehension (a store too, as `ast.walk` saw it)
     assert guards == {"m.f": [(14, 14, "check", 2, False)], "m.f.inner": [(11, 11, "quiet", 1, True)]}
     assert passes == {(6, 9): (False, {0: ("fwd", "out", False)}, False),

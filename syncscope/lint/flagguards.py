@@ -25,9 +25,8 @@ import re
 from typing import NamedTuple
 
 from .dispatched import dispatched_calls
-from .field_switches import FileFields, field_lines
 from .nodewalk import nodes_breadth_first
-from .source_texts import source_text, source_texts
+from .source_texts import source_texts
 from .switch_args import SwitchArgs
 
 _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
@@ -35,9 +34,6 @@ _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call
 # `type X = ...` (3.12) keeps its name where the walk does not look (`nodewalk.code_fields`)
 _TYPE_ALIAS = getattr(ast, "TypeAlias", None)
 _FLAG_AND_NAME_NODES = _FLAG_NODES | {ast.Name} | ({_TYPE_ALIAS} if _TYPE_ALIAS else set())
-# and what field_switches.py reads: returns, stores, nested lambdas
-_FIELD_NODES = frozenset({ast.Return, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Lambda})
-_FLAG_NODES, _FLAG_AND_NAME_NODES = _FLAG_NODES | _FIELD_NODES, _FLAG_AND_NAME_NODES | _FIELD_NODES
 
 OFF, ON = "off", "on"  # what a call passes for a parameter: a literal False, or anything else
 NONE = "none"  # a literal None: off for `if flag:` and for `if flag is not None:`
@@ -91,8 +87,7 @@ def _tested_flag(test, flags, nones) -> tuple[str, bool] | None:
 def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
     """What a call passes that a flag guard needs: (star, {keyword or position: OFF / ON /
     ("fwd", caller's flag parameter)}, forwards the caller's own `**kwargs`), or None when it
-    passes nothing but plain values (the call record already says what is passed; the values
-    field_switches.py reads are in its own table)."""
+    passes nothing but plain values (the call record already says what is passed)."""
     star, forwards_kwargs, items = False, False, {}
 
     def value(node):
@@ -124,35 +119,33 @@ def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
     return star, items, forwards_kwargs
 
 
-def file_flags(tree: ast.Module, module: str, fields: FileFields | None = None) -> tuple[dict, dict, tuple]:
+def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     """({function: [(start, end, parameter, position, whether the test is `is not None`)]} of
     flag guards, {(line, column): passes} of the calls that pass a literal off value, a flag
-    parameter, `*args` or `**kwargs`, and field_switches.FileFields's table)."""
+    parameter, `*args` or `**kwargs`)."""
     guards: dict[str, list] = {}
     passes: dict[tuple, tuple] = {}
-    fields = FileFields() if fields is None else fields
 
     def walk(body, prefix: str, in_class: bool) -> None:
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 walk(stmt.body, f"{prefix}{stmt.name}.", True)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                function(stmt, f"{prefix}{stmt.name}", prefix[:-1] if in_class else None)
+                function(stmt, f"{prefix}{stmt.name}")
             elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
                 for field in ("body", "orelse", "finalbody"):
                     walk(getattr(stmt, field, []), prefix, in_class)
 
-    def function(node, local: str, cls: str | None = None) -> None:
+    def function(node, local: str) -> None:
         qualname = f"{module}.{local}" if module else local
         flags, nones = _flag_params(node)
-        var_kw = node.args.kwarg.arg if node.args.kwarg else None
-        nodes = nodes_breadth_first(node, _FLAG_AND_NAME_NODES if nones or var_kw else _FLAG_NODES)  # one walk
-        fields.function(node, qualname, (f"{module}.{cls}" if module else cls) if cls else None, nodes)
+        nodes = nodes_breadth_first(node, _FLAG_AND_NAME_NODES if nones else _FLAG_NODES)  # one walk
         if nones:  # `if out is None: out = torch.empty_like(x)` before `if out is not None:`
             nones -= {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Store}
             nones -= {n.name.id for n in nodes if type(n) is _TYPE_ALIAS and type(n.name) is ast.Name}
+        var_kw = node.args.kwarg.arg if node.args.kwarg else None
         for sub in nodes:
-            if type(sub) is ast.Name or type(sub) in _FIELD_NODES:
+            if type(sub) is ast.Name:
                 continue
             if sub is not node and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 function(sub, f"{local}.{sub.name}")  # its own parameters; walked again below, harmless
@@ -164,12 +157,11 @@ def file_flags(tree: ast.Module, module: str, fields: FileFields | None = None) 
                     guards.setdefault(qualname, []).append((sub.body[0].lineno, end, param, flags[param], given))
             elif isinstance(sub, ast.Call):
                 found = _passes(sub, flags, nones, var_kw)
-                # the values field_switches.py reads are in its own table; one call per place
-                if fields.call(sub, found is not None) and found is not None:
-                    passes[(sub.lineno, sub.col_offset + 1)] = found
+                if found is not None:
+                    passes.setdefault((sub.lineno, sub.col_offset + 1), found)
 
     walk(tree.body, "", False)
-    return guards, passes, fields.table()
+    return guards, passes
 
 
 def flag_lines(program, edges: dict, results: dict, binds, sources=None, switches=None) -> dict[str, list]:
@@ -183,8 +175,7 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None, switche
             guards.setdefault(qualname, []).extend(items)
         if getattr(result, "flag_passes", None):
             passes[path] = result.flag_passes
-    switched = any(getattr(result, "field_switches", None) for result in results.values())
-    if not (guards or switched):
+    if not guards:
         return {}
     calls_into: dict[str, list] = {}  # function -> [(caller, call, shift)]
     for caller, out in edges.items():
@@ -231,7 +222,7 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None, switche
                     if switch is not None:
                         passed_switches.add(switch)
                         continue
-                if isinstance(kind, tuple) and kind[0] == "fwd" and (kind[2] or not given):  # the caller's own flag, passed on
+                if isinstance(kind, tuple) and (kind[2] or not given):  # the caller's own flag, passed on
                     caller_position = _position(program, caller, kind[1])
                     result = may_be_on(caller, kind[1], caller_position, given, depth + 1)
                     passed_switches.update(via.get((caller, kind[1], given), ()))
@@ -272,12 +263,6 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None, switche
         if param not in passed:
             found.setdefault(path, []).append(
                 (start, end, f"runs only when `{param}` is not None, and every call in the tree passes None or leaves it out"))
-    if switched:  # fields a constructor keeps, turned on by default (field_switches.py); last: it adds callers
-        lines = field_lines(program, edges, results, calls_into, lambda table, *a: _passed(program, table, *a),
-                            lambda methods: _dispatched_callers(program, edges, results, methods, calls_into, binds),
-                            lambda path: _stores_read(path, results[path].module, sources), sources)
-        for path, items in lines.items():
-            found.setdefault(path, []).extend(items)
     return found
 
 
@@ -294,33 +279,6 @@ def _keyword_passed(params: set, results: dict, sources) -> set:
             return set(params)
         passed.update(pattern.findall(text))
     return passed
-
-
-def _stores_read(path: str, module: str | None, sources) -> dict:
-    """FileFields.stores of a file read again (field_switches.py keeps only the constructor's
-    stores per file); {} when it cannot be read or parsed."""
-    text = source_text(path, sources)
-    try:
-        tree = ast.parse(text) if text is not None else None
-    except (SyntaxError, ValueError):
-        tree = None
-    fields = FileFields()
-    if tree is not None:
-        file_flags(tree, module or "", fields)
-    return fields.stores
-
-
-def _passed(program, passes, caller: str, call, name: str, index: int | None) -> tuple:
-    """(star, what `call` passes for `name` or None when it leaves it out, forwards the caller's
-    own `**kwargs`), as `may_be_on` reads it."""
-    table = passes.get(program.path_of[caller], {})
-    if isinstance(call, ByName):
-        return call.opened, _by_name_passed(call, table, name, index), False
-    star, items, forwards = table.get((call.line, call.column), (False, {}, False))
-    arg = next((a for a in call.args if a[1] == name or (index is not None and a[0] == index)), None)
-    if arg is None:
-        return star, None, forwards
-    return star, items.get(name, items.get(arg[0], ON) if arg[0] is not None else ON), forwards
 
 
 def _position(program, function: str, name: str) -> int | None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .field_switch_reads import sections
 from .wholeprogram import MAX_CHAIN
 
 LINE = object()  # where a line was taken out
@@ -131,20 +130,6 @@ def _keyed_by_line_column(table, out: list):
     return [(_positions(0)(key, out), value) for key, value in table.items()]
 
 
-def _field_switches(table, out: list):
-    """field_switches.FileFields.table's flat tuple: the guards' start and end, the passes' line
-    and the line of a call passed (`("call", line, column)`)."""
-    if not isinstance(table, tuple):
-        return ("not a table", table)
-    if not table:
-        return ()
-    guards, inits, others, returns, kwargs, passes = sections(table)
-    guards = [_line(v, out) if i % 4 in (1, 2) else v for i, v in enumerate(guards)]
-    passes = [_line(v, out) if i % 4 == 0 else _positions(1)(v, out) if i % 4 == 3 and type(v) is tuple
-              and v[:1] == ("call",) else v for i, v in enumerate(passes)]
-    return table[:6], guards, inits, others, returns, kwargs, passes
-
-
 def _function_facts(facts, out: list):
     """facts.py's per-function dict: its `line`, and its calls' lines; the rest as it is."""
     if not isinstance(facts, dict):
@@ -236,7 +221,6 @@ _STRIP = {
     "name_guards": _values(_each(_positions(0, 1))),
     "flag_guards": _values(_each(_positions(0, 1))),
     "flag_passes": _keyed_by_line_column,
-    "field_switches": _field_switches,
     "const_guards": _const_guards,
     "const_literals": _keyed_by_line_column,
     "const_passes": _keyed_by_line_column,

@@ -59,7 +59,6 @@ class RawResult:
     # run only when the parameter (default False/None) is on; (line, column) -> what a call passes
     flag_guards: dict = field(default_factory=dict)
     flag_passes: dict = field(default_factory=dict)
-    field_switches: tuple = ()  # switches a constructor keeps (field_switches.FileFields.table)
     # constant arguments (constargs.py): function -> (parameters, [(start, end, test)]) of `if`
     # blocks tested on parameters; (line, column) -> the literals a call passes
     const_guards: dict = field(default_factory=dict)
@@ -212,6 +211,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     result.switch_facts = switch_facts(tree, text or "", config.library())
     from .classinfo import attribute_places
+
     result.attr_places = attribute_places(tree)
     from .owner_fields import owner_facts
     result.owner_fields = owner_facts(tree)
@@ -224,7 +224,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
         file_branches(tree, module, aliases, config.library())
     result.name_bindings, result.name_guards = names
     from .flagguards import file_flags
-    result.flag_guards, result.flag_passes, result.field_switches = file_flags(tree, module)
+    result.flag_guards, result.flag_passes = file_flags(tree, module)
     from .constargs import file_const_guards
     result.const_guards, result.const_literals, result.const_passes = file_const_guards(tree, module, config.library())
     from .confignone import file_none_config
