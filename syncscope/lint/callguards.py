@@ -25,11 +25,11 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
     from .memo import memo_lines
     from .modulenames import name_lines
     from .optin import off_switches, optin_lines
-    from .env_switches import env_switch_lines
+    from .env_switches import env_switch_lines, switch_fields
 
     guarded = guarded_lines(program, edges, results)
     stores: dict = {}
-    switches = off_switches(results, sources, stores)  # read by both: a switch off by default
+    switches = off_switches(results, sources, stores, switch_fields(results))  # read by both: a switch off by default
     found = [flag_lines(program, edges, results, binds, sources, switches), error_lines(program, edges, results),
              name_lines(program, results), optin_lines(program, edges, results, sources, switches)]
     found.append(env_switch_lines(program, results, stores, sources))

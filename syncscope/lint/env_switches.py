@@ -192,6 +192,14 @@ def _held(cls, name: str, stores: list, foreign: bool, computed: list, classes: 
     return (("field", name, first, len(stores), cls.name),) if written == len(stores) else ()
 
 
+def switch_fields(results: dict) -> frozenset:
+    """The field names some span's requirement reads (`self.F`): the only names whose stores
+    `env_switch_lines` counts over the tree."""
+    return frozenset(r[1] for result in results.values()
+                     if len(facts := getattr(result, "switch_facts", None) or ()) >= 5
+                     for _, _, needs in facts[4] for r in needs if r[0] == "field")
+
+
 def env_switch_lines(program, results: dict, stores: dict, sources=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the lines that run only when an environment switch is on that
     the tree declares off by default and never sets, or a field only ever stored a literal False

@@ -46,15 +46,18 @@ _STRING = re.compile(r"[\"'](\w+)[\"']\s*(?::(?!\s*(?:False|false|true)\b)|\]\s*
 _READ = re.compile(r"\.(\w+)")
 
 
-def off_switches(results: dict, sources=None, stores: dict | None = None) -> tuple[frozenset, dict]:
+def off_switches(results: dict, sources=None, stores: dict | None = None, wanted=frozenset()) -> tuple[frozenset, dict]:
     """(the switches off by default, {path: text} of the files that read one as `.F`). Fills
     `stores` with "counts" (name -> `.F =` stores in the tree), "own" (those on `self`) and
     "keyed" (names given a value as a string key or by `setattr`) when every file was read
-    (env_switches.py)."""
+    (env_switches.py), for the names in `wanted` only (every stored name of a tree is a table
+    of tens of thousands of strings held through the pass)."""
     declared, other = set(), set()
     counts: dict[str, int] = {}
     own: dict[str, int] = {}  # the stores among them on `self`
     keyed: set[str] = set()
+    if stores is None:
+        wanted = frozenset()
     for path, text in source_texts(results, sources):
         if text is None:  # a file not read may set any switch
             return frozenset(), {}
@@ -63,12 +66,15 @@ def off_switches(results: dict, sources=None, stores: dict | None = None) -> tup
         for pattern in (_OTHER_DECL, _STORED, _KEYWORD, _STRING):
             for match in pattern.finditer(text):
                 other.update(n for n in match.groups() if n)
+                if not wanted:
+                    continue
                 if pattern is _STORED:
-                    counts[match.group(1)] = counts.get(match.group(1), 0) + 1
-                    if text[match.start() - 4:match.start()] == "self":
-                        own[match.group(1)] = own.get(match.group(1), 0) + 1
+                    if (name := match.group(1)) in wanted:
+                        counts[name] = counts.get(name, 0) + 1
+                        if text[match.start() - 4:match.start()] == "self":
+                            own[name] = own.get(name, 0) + 1
                 elif pattern is _STRING:
-                    keyed.update(n for n in match.groups() if n)
+                    keyed.update(n for n in match.groups() if n and n in wanted)
     if stores is not None:
         stores.update(counts=counts, own=own, keyed=frozenset(keyed))
     off = frozenset(declared - other)
