@@ -21,6 +21,7 @@ import ast
 
 import libcst as cst
 
+from .ast_annotations import dotted
 from .classinfo import self_assignments
 
 _SYNC_WORDS = ("event", "stream", "device", "accelerator", "cuda", "platform")
@@ -79,20 +80,10 @@ def field_makers(tree: ast.Module) -> dict:
                         for attr, value, _ in self_assignments(item):
                             if value is None or (isinstance(value, ast.Constant) and value.value is None):
                                 continue
-                            maker = _dotted(value.func) if isinstance(value, ast.Call) else None
+                            maker = dotted(value.func) if isinstance(value, ast.Call) else None
                             found.setdefault((stmt.name, attr), []).append(maker)
                 visit(stmt.body)
 
     visit(tree.body)
     return found
 
-
-def _dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
