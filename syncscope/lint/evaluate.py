@@ -18,7 +18,7 @@ from .devices import copy_target, device_where, is_non_blocking
 from .imports import dotted
 from .list_origins import joined_place
 from .param_items import items_source
-from .pinned_params import copied_pinned
+from .pinned_params import stated_host
 from .syntax_shapes import plain_string as _string, plain_type_check, target_names
 from .rules.base import CallInfo
 from .vocabulary import (COMBINING_BUILTINS, HOST_DEVICE_KEYWORD, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
@@ -478,7 +478,7 @@ class ExpressionEvaluator:
                     name = dotted(info.receiver)
                     if name is not None:
                         ctx.env[name] = P.HOST
-                        copied_pinned(ctx, name)  # and from the function's entry, for a parameter
+                        stated_host(ctx, name)  # and from the function's entry, for a parameter
                 return target if target is not None else r
             if method in NEW_TENSOR_METHODS:
                 return r if r != P.PY else P.TENSOR

@@ -32,7 +32,7 @@ from .imports import dotted
 from .place_tests import host_test
 
 
-def copied_pinned(ctx, name: str) -> None:
+def stated_host(ctx, name: str) -> None:
     """`name` is stated host data here (a pinned copy of it, an assert): withdraw the walk's
     findings on it when it is an unrebound parameter."""
     if name not in ctx.params or name in ctx.reassigned or name in ("self", "cls"):
@@ -47,7 +47,7 @@ def copied_pinned(ctx, name: str) -> None:
 
 def asserted_host(test: cst.BaseExpression, ctx) -> None:
     """`assert x.is_cpu` / `assert x.device == cpu_device`: x is host data after the assert
-    (and, for a parameter, before it: `copied_pinned`). Each operand of an `and` counts."""
+    (and, for a parameter, before it: `stated_host`). Each operand of an `and` counts."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         asserted_host(test.left, ctx)
         asserted_host(test.right, ctx)
@@ -58,7 +58,7 @@ def asserted_host(test: cst.BaseExpression, ctx) -> None:
     if name is None or not host_if_true or not P.device_unknown(ctx.env.get(name, P.PY)):
         return
     ctx.env[name] = P.HOST
-    copied_pinned(ctx, name)
+    stated_host(ctx, name)
 
 
 def _device_equal(test: cst.BaseExpression, ctx) -> str | None:
