@@ -24,8 +24,9 @@ manager's methods, optin.py). The facts, about code:
   of those calls is on a line that never runs by default or in a method off by default (the
   least such set). A dunder or a per-step root's own name (`forward`) may run without a call in
   the tree: never off; a name only a wildcard root matches (`forward_*`) is off like any method
-  when the tree calls it and every call is off. Nor a module-level function (a name passed as a
-  value is no recorded call).
+  when the tree calls it and every call is off, and then no per-step root either, unless it
+  overrides or is overridden (a framework may pick it by a computed name). Nor a module-level
+  function (a name passed as a value is no recorded call).
 * What an off method passes, and a submodule call on a line that never runs, does not count for
   where a parameter's data comes from: a parameter every other call passes host data for is
   host-fed by default. Its findings are kept, cold, saying so (they sync only on the off path);
@@ -46,19 +47,32 @@ from .subclass_towers import add_subclass_towers
 from .registry_fields import add_picked_forwards
 
 
-def host_fed_by_default(solver, starred, results: dict, guarded: dict, library) -> tuple:
-    """(fed, host, host by default, {(function, parameter): why}): `solver.host_fed(starred)` over
-    every call (the items of host parameters added, param_items.py), its host part again over the
-    calls that may run by default (without the out-calls of the methods off by default, nor the
-    submodule calls on lines that never run), and why each parameter host-fed only by default is:
-    its own findings stay, cold, where they were dropped before; the calls passing it on are not
-    flagged (the findings' `fed`)."""
+def off_by_default(solver, results: dict, guarded: dict, library) -> tuple[dict, frozenset, frozenset]:
+    """({path: ColdLines} of the lines that never run by default, the methods off by default, and
+    those of them that are no root whatever their name), once the solver's module calls are
+    complete: `host_fed_by_default` counts no call an off method makes, and the per-step walk
+    takes none of the last for a root (a `forward_*` helper called only under a switch that is
+    off). A method that overrides or is overridden stays a root: a framework may pick it by a
+    computed name (`getattr(self, f"forward_{platform}")` runs `forward_cuda`, whose only calls
+    the tree shows are ROCm's `forward_hip` falling back to it)."""
     add_subclass_towers(solver)  # an inherited method's `self.visual(...)`: the subclass's tower too
     add_picked_forwards(solver)  # `self.adapter(...)` of a class a dict of classes gave
-    fed, host = solver.host_fed(starred)
-    host = with_items(host)
     cold = never_run(results, guarded)
     off = off_functions(solver, results, cold, library)
+    overrides = solver._overrides()
+    overriding = {method for below in overrides.values() for method in below}
+    return cold, off, frozenset(m for m in off if m not in overrides and m not in overriding)
+
+
+def host_fed_by_default(solver, starred, results: dict, cold: dict, off: frozenset) -> tuple:
+    """(fed, host, host by default, {(function, parameter): why}): `solver.host_fed(starred)` over
+    every call (the items of host parameters added, param_items.py), its host part again over the
+    calls that may run by default (without the out-calls of the methods `off` by default, nor the
+    submodule calls on `cold` lines: `off_by_default`), and why each parameter host-fed only by
+    default is: its own findings stay, cold, where they were dropped before; the calls passing it
+    on are not flagged (the findings' `fed`)."""
+    fed, host = solver.host_fed(starred)
+    host = with_items(host)
     path_of = solver.program.path_of
     edges, modules = solver.edges, solver.module_edges
     kept = {caller: [e for e in out if not _cold_line(cold, path_of.get(caller), e[0].line)]

@@ -87,7 +87,9 @@ class PerStep:
     def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
                  cold_name=None, sources=None, built=None, demoted=frozenset()) -> None:
         self.program = program
-        self.demoted = demoted  # root-named methods the program calls once per request (request_roots.py)
+        # root-named methods that are no root: called once per request (request_roots.py), or
+        # only from code that never runs by default (offpaths.py)
+        self.demoted = demoted
         self.cold_name = cold_name  # config.cold_function: names of code that runs once
         self.library = library
         self.cold = cold_lines(results, guarded)
@@ -493,13 +495,14 @@ def cold_lines(results: dict, guarded: dict) -> dict[str, ColdLines]:
 
 
 def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                   cold_name=None, const=None, plain=frozenset(),
-                   sources=None) -> tuple[dict[str, tuple] | None, dict[str, list]]:
+                   cold_name=None, const=None, plain=frozenset(), sources=None,
+                   off=frozenset()) -> tuple[dict[str, tuple] | None, dict[str, list]]:
     """(qualname -> why (the path from its root) for every per-step or per-request function,
     or None when the linted code has no root at all (then only cold lines are left out);
     {path: [(start, end, why)]}: the per-request functions' lines that run once per request,
-    and (with `const`, constargs.ConstArgs) the guarded blocks no per-step call takes)."""
-    walk = PerStep(program, edges, results, library, guarded, cold_name, sources=sources)
+    and (with `const`, constargs.ConstArgs) the guarded blocks no per-step call takes). `off`:
+    methods off by default (offpaths.py), no root whatever their name."""
+    walk = PerStep(program, edges, results, library, guarded, cold_name, sources=sources, demoted=off)
     walk.run()
     if not walk.reached and not walk.request:
         return None, {}  # no per-step root in the linted code (a script, a kernel library): no scope
@@ -518,7 +521,7 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
             # walk again without following the calls in those blocks (a helper that only a
             # shutdown path's `wait=True` reaches); fewer callers only rule out more
             merged = {path: list(guarded.get(path, ())) + untaken.get(path, []) for path in guarded.keys() | untaken.keys()}
-            walk = PerStep(program, edges, results, library, merged, cold_name, built=built, demoted=demoted)
+            walk = PerStep(program, edges, results, library, merged, cold_name, built=built, demoted=demoted | off)
             walk.run()
     table = {qualname: walk.why(qualname) for qualname in walk.reached}
     table.update((qualname, walk.why(qualname)) for qualname in walk.request)

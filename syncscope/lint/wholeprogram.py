@@ -557,7 +557,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
     from .callguards import decided_lines
-    from .offpaths import host_fed_by_default
+    from .offpaths import host_fed_by_default, off_by_default
     from .reachability import cold_calls_removed, intake_calls_removed, per_step_table, platform_files
     from .confignone import NoneConfig
     from .constargs import ConstArgs
@@ -572,18 +572,18 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     # a call into request intake does not sync for its caller (the walk still follows it)
     solver.edges = intake_calls_removed(program, walked, library)
     solver.run()
-    # calls whose callee syncs with no guard at all: stepargs never makes their line cold
+    # calls whose callee syncs with no guard at all (stepargs never makes their line cold)
     plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
                       if solver.summaries[target].sync is not None or solver.summaries[target].cond)
+    never, off, no_roots = off_by_default(solver, results, guarded, library)
     functions, once = per_step_table(program, walked, results, library, guarded, cold_name, solver.const,
-                                     plain, sources) if library is not None else (None, {})
-    # per-request lines outside loops are cold for their own findings only (the edges keep them)
+                                     plain, sources, no_roots) if library is not None else (None, {})
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
-    scope = {"functions": functions, "cold": cold}
+    scope = {"functions": functions, "cold": cold}  # per-request lines: cold for their own findings only
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
                         for qualname, line, column in _starred_calls(result))
     # a parameter fed host memory has host items (param_items.py); by default: offpaths.py
-    fed, host, host_default, scope["host_by_default"] = host_fed_by_default(solver, starred, results, guarded, library)
+    fed, host, host_default, scope["host_by_default"] = host_fed_by_default(solver, starred, results, never, off)
     return solver.findings(host_default, starred), fed | host, solver.host_origins(results), scope
 
 
