@@ -38,7 +38,7 @@ from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import guarded_ifexp, ifexp_guard
 from .initflags import once_after
 from .keyword_dicts import keyword_dicts
-from .rare_events import ENABLED, debug_tool, periodic_counter, short_circuit
+from .rare_events import ENABLED, debug_tool, rare_block, short_circuit
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
@@ -329,7 +329,7 @@ class _Walk:
                     if once:
                         self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)
-                    if function is not None and (period := periodic_counter(stmt)):
+                    if function is not None and (period := rare_block(stmt, self.lib)):
                         self.mark(stmt.body[0], stmt.body[-1], period)
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:

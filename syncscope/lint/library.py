@@ -33,6 +33,7 @@ class LibraryFacts:
     rare_event_words: frozenset
     rare_event_not: frozenset
     rare_event_probes: frozenset
+    rare_event_compaction: frozenset
     debug_words: frozenset
     env_check_words: frozenset
     env_check_not: frozenset
@@ -130,6 +131,7 @@ _KEYS = {
     ("switches", "rare-event-words"): "rare_event_words",
     ("switches", "rare-event-not"): "rare_event_not",
     ("switches", "rare-event-probes"): "rare_event_probes",
+    ("switches", "rare-event-compaction"): "rare_event_compaction",
     ("switches", "env-readers"): "env_readers",
     ("switches", "env-declarations"): "env_declarations",
     ("switches", "env-check-words"): "env_check_words",

@@ -2,6 +2,8 @@
 reads them with its other cold lines; the words are `[switches] rare-event-*` of the library
 facts, read by library.py `rare_event` / `rare_event_function`):
 * a block that resets the counter it is tested on runs once per interval (`periodic_counter`);
+* a block that compacts a pool because a capacity probe failed runs only under fragmentation
+  (`compaction_fallback`);
 * the operands of `a and b(...)` after one decided false never run (`short_circuit`);
 * the `enabled` switch of a class named for a debug tool is off (`debug_tool`, `ENABLED`).
 """
@@ -47,6 +49,40 @@ def periodic_counter(stmt: ast.If) -> str | None:
                 and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
                         and t.attr == counter.attr for t in inner.targets):
             return f"runs once every `{ast.unparse(limit)}` calls: it resets the counter `self.{counter.attr}`"
+    return None
+
+
+def rare_block(stmt: ast.If, library: LibraryFacts) -> str | None:
+    """Why the body of an `if` runs only on an event, not in an ordinary call (else None)."""
+    return periodic_counter(stmt) or compaction_fallback(stmt, library)
+
+
+def compaction_fallback(stmt: ast.If, library: LibraryFacts) -> str | None:
+    """Why a block runs only when a pool is too fragmented for its fast path (else None): the
+    test says a capacity probe failed (`if not self._can_reserve_without_compaction(counts):`,
+    `if n > self.largest_free_run():`: a call under `not`, or a size compared with a call), and
+    a statement of the block itself compacts (`self._compact()`: a call named with a word of
+    `[switches] rare-event-compaction`). Compaction restores room the free total already has,
+    so the fast path serves every reservation until frees leave holes it cannot use (SGLang's
+    unified host pool waits on every transfer's event before it moves pages). Not a compaction
+    that no failed probe guards (an allocator's eager compaction on every free), nor one in a
+    nested block (what decides it is another test)."""
+    test = stmt.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        probe = isinstance(test.operand, ast.Call)
+    else:
+        probe = isinstance(test, ast.Compare) and len(test.ops) == 1 \
+            and isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) \
+            and any(isinstance(side, ast.Call) for side in (test.left, test.comparators[0]))
+    if not probe:
+        return None
+    for inner in stmt.body:
+        call = inner.value if isinstance(inner, ast.Expr) else None
+        if isinstance(call, ast.Call):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if library.has_word(name, library.rare_event_compaction):
+                return f"compacts the pool only when `{ast.unparse(test)}`: a fast path failed under fragmentation"
     return None
 
 
