@@ -120,6 +120,11 @@ def binds(facts: dict, shape: tuple) -> bool:
         required = params[1 + positional:facts.get("required", 0)]
         if any(name not in keywords for name in required):
             return False
+        # a keyword-only parameter without a default, not passed by name: the cube builder's
+        # `build(self, *, packed, ...)` is not what `builder.build(current_timestep=i, ...)` runs
+        mask = facts.get("kwrequired", 0)
+        if mask and any(mask >> index & 1 and name not in keywords for index, name in enumerate(facts["kwonly"])):
+            return False
     if not facts.get("varkw", True):
         names = set(params[bound:]) | set(facts.get("kwonly", ()))
         if any(keyword not in names for keyword in keywords):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from . import provenance as P
+from .ast_annotations import dotted, factory_class
 
 # A call's target, as far as one file can tell (resolved against the whole tree later):
 FUNC = "f"  # ("f", qualified name): a module function, an imported name, a nested function
@@ -23,16 +24,30 @@ SUPER = "__super__"
 CALLED = "()"
 
 
-def called_receiver(node, receiver, hops: list) -> tuple | None:
+def called_receiver(node, receiver, hops: list, resolve=None) -> tuple | None:
     """`obj.m().x...` with no arguments: `obj`'s receiver with a hop `m()`, the class `m` is
     annotated to return (program.py `returned_class`); None for any other expression, or when
-    `obj` is a class itself or already such a call."""
+    `obj` is a class itself or already such a call. `Cls(...).x...`: an object the expression
+    constructs holds `Cls` (as `obj = Cls(...)` types `obj`), when `resolve` (a dotted name ->
+    its qualified name) tells the called name is a class's (`Builder().build(...)`)."""
+    made = factory_class(resolve(dotted(node.func) or "")) if resolve and isinstance(node, ast.Call) else None
+    if made and made.rsplit(".", 1)[-1][:1].isupper():
+        return made, tuple(reversed(hops)), False
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)) or node.args or node.keywords:
         return None
     inner = receiver(node.func.value)
     if inner is None or inner[2] or (inner[1] and inner[1][-1].endswith(CALLED)):
         return None
     return inner[0], (*inner[1], node.func.attr + CALLED, *reversed(hops)), False
+
+def required_keywords(args: ast.arguments) -> dict:
+    """A function's keyword-only parameters without a default, as a facts entry: a bit mask over
+    its `kwonly` names (`{"kwrequired": mask}`, bit i for the i-th; a small int, no new object),
+    or nothing where it has none (most functions: no key is kept). A call that passes them
+    neither by name nor through `**kwargs` cannot bind to it (callguards.binds)."""
+    mask = sum(1 << index for index, default in enumerate(args.kw_defaults) if default is None)
+    return {"kwrequired": mask} if mask else {}
+
 
 Fact = tuple  # (where, parameter or None, call index or None, or NAMED_LIST)
 PY_FACT: Fact = (P.PY, None, None)

@@ -28,7 +28,7 @@ from .field_keys import reads_host_field
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
     UNKNOWN_FACT as _UNKNOWN
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host, \
-    operate
+    operate, required_keywords
 from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
 from .tuple_names import members, note_memo_returns, positional_args, returned, unpack
@@ -174,8 +174,7 @@ class FileFacts:
         facts = {
             "line": node.lineno,
             "params": positional,
-            # how many leading positional parameters have no default (the caller must pass them)
-            "required": len(positional) - len(args.defaults),
+            "required": len(positional) - len(args.defaults),  # leading positional ones the caller must pass
             "kwonly": keyword_only,
             "varargs": args.vararg is not None,
             "varkw": args.kwarg is not None,
@@ -190,6 +189,7 @@ class FileFacts:
             # `-> float`, `-> int | None`: a Python number; `-> Stage`: the class it returns (fact_values.CALLED)
             "scalar_return": node.returns is not None and scalar_annotation(node.returns),
             "returns_class": self.class_of_annotation(node.returns, scope.local_defs) if annotated_one(node.returns) else None,
+            **required_keywords(args),  # last: the dict is sized for the keys above
         }
         scope.facts = facts
         scope.node = node
@@ -381,7 +381,7 @@ class _Scope:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and self.classes:
             return self.file.qualify(".".join(self.classes)), (SUPER, *reversed(hops)), False
         if not isinstance(node, ast.Name):  # `self._stage().forward(x)`: by `_stage`'s return annotation
-            return called_receiver(node, self.receiver, hops)
+            return called_receiver(node, self.receiver, hops, lambda name: self.file.resolve_name(name, self.local_defs))
         owner = self.types.get(node.id)
         if owner is None and not hops:
             # `Class.method(...)` / `Class.static(...)` called through the class itself

@@ -92,6 +92,8 @@ class StepLoops:
         self._outer: dict[str, tuple] = {}
         self._stepping: dict[str, tuple] = {}  # function -> (depth searched from, found)
         self._items: dict[str, tuple] = {}
+        self._confined: dict[str, tuple] = {}  # function -> (depth searched from, confined)
+        self._confining: set[str] = set()
         self._beside: dict[str, tuple] = {}
 
     def holds_schedule(self, qualname: str, depth: int = 0) -> bool:
@@ -205,10 +207,43 @@ class StepLoops:
             inner = self.innermost(loops, line)
             if inner < 0 or not fine[inner] or target == qualname or not self.enterable(target):
                 continue
-            if self.is_step_root(target) or self.steps_in(target, 1):
+            if self.is_step_root(target) or self.steps_in(target, 1) and not self.confined(target, 1):
                 spoil(inner)
         found = tuple(fine)
         self._items[qualname] = found
+        return found
+
+    def confined(self, qualname: str, depth: int = 0) -> bool:
+        """`qualname` does its per-step work only inside its own generation loops (a `while`, a
+        `for` over tokens: loops.py), or in functions its other lines call that do the same: a
+        prompt enhancer's or AR prior's `generate`, which prepares its inputs once, then decodes
+        token by token. A loop over data around a call of it runs once per item (`items`); a
+        step is one iteration of the generation loop, whose lines stay per step. Not so when a
+        call named like per-step work, or one reaching a per-step root or per-step work that is
+        not so confined, sits outside a generation loop (`x = self.model(x)` then a token loop,
+        or a loop over layers calling each layer's `forward`: per step, as before)."""
+        if depth >= MAX_DEPTH or qualname in self._confining:
+            return False
+        known = self._confined.get(qualname)
+        if known is not None and (known[1] or known[0] <= depth):
+            return known[1]
+        loops = self.loops.get(qualname, ())
+        generating = [(start, end) for start, end, steps, _parent, _own, *items in loops
+                      if not steps and not (items and items[0])]
+
+        def inside(line: int) -> bool:
+            return any(start <= line <= end for start, end in generating)
+        found = all(inside(line) for line in (*self.step_named(qualname), *self.step_dispatched(qualname)))
+        if found:
+            self._confining.add(qualname)
+            try:
+                found = all(inside(line) or target == qualname or not self.enterable(target)
+                            or not self.is_step_root(target) and (not self.steps_in(target, depth + 1)
+                                                                  or self.confined(target, depth + 1))
+                            for line, target in self.calls_of(qualname))
+            finally:
+                self._confining.discard(qualname)
+        self._confined[qualname] = (depth, found)
         return found
 
     # -- loops beside the schedule's loop ---------------------------------------------------
