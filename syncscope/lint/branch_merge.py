@@ -117,7 +117,9 @@ def merge_parts(ctx: FunctionContext, other_env: dict[str, P.Place],
 def tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str | None, bool]:
     """`isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` (or its `not`): the name tested and
     whether the test is negated. The branch where the test fails holds a Python value or host
-    data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int)."""
+    data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int).
+    So does a call of a helper whose None says its argument is no tensor (none_returns.py), a
+    local bound to one, and `is None` / `is not None` of either."""
     negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
     call = test.expression if negated else test
     if isinstance(call, cst.Comparison) and len(call.comparisons) == 1 and isinstance(call.left, (cst.Name, cst.Call)) \
@@ -125,8 +127,10 @@ def tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str | 
             and isinstance(call.comparisons[0].comparator, cst.Name) and call.comparisons[0].comparator.value == "None":
         # `rows is None` for a local a none_returns helper bound, or for its call: `not rows`
         negated = negated != isinstance(call.comparisons[0].operator, cst.Is)
-        call = call.left if isinstance(call.left, cst.Call) and isinstance(call.left.func, cst.Name) \
-            or getattr(call.left, "value", None) in ctx.tensor_tests else None
+        if isinstance(call.left, cst.Call):  # only a none_returns helper's call: `isinstance(...) is None` is no test
+            helper = _helper_test(call.left, ctx) if isinstance(call.left.func, cst.Name) else None
+            return (helper, negated) if helper is not None else (None, False)
+        call = call.left if call.left.value in ctx.tensor_tests else None
     if isinstance(call, cst.Name) and call.value in ctx.tensor_tests:  # a local holding the test
         checked, was_negated = ctx.tensor_tests[call.value]
         return checked, negated != was_negated
