@@ -10,6 +10,7 @@ import libcst as cst
 from . import provenance as P
 from .context import FunctionContext
 from .imports import dotted
+from .none_returns import none_param
 
 
 def param_sources(ctx: FunctionContext) -> dict[str, str | None]:
@@ -116,14 +117,27 @@ def merge_parts(ctx: FunctionContext, other_env: dict[str, P.Place],
 def tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str | None, bool]:
     """`isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` (or its `not`): the name tested and
     whether the test is negated. The branch where the test fails holds a Python value or host
-    data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int)."""
+    data, never a tensor (`torch.tensor(dcp_rank, device=...)` in the `else` copies an int).
+    So does a call of a helper whose None says its argument is no tensor (none_returns.py), a
+    local bound to one, and `is None` / `is not None` of either."""
     negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
     call = test.expression if negated else test
+    if isinstance(call, cst.Comparison) and len(call.comparisons) == 1 and isinstance(call.left, (cst.Name, cst.Call)) \
+            and isinstance(call.comparisons[0].operator, (cst.Is, cst.IsNot)) \
+            and isinstance(call.comparisons[0].comparator, cst.Name) and call.comparisons[0].comparator.value == "None":
+        # `rows is None` for a local a none_returns helper bound, or for its call: `not rows`
+        negated = negated != isinstance(call.comparisons[0].operator, cst.Is)
+        if isinstance(call.left, cst.Call):  # only a none_returns helper's call: `isinstance(...) is None` is no test
+            helper = _helper_test(call.left, ctx) if isinstance(call.left.func, cst.Name) else None
+            return (helper, negated) if helper is not None else (None, False)
+        call = call.left if call.left.value in ctx.tensor_tests else None
     if isinstance(call, cst.Name) and call.value in ctx.tensor_tests:  # a local holding the test
         checked, was_negated = ctx.tensor_tests[call.value]
         return checked, negated != was_negated
     if not isinstance(call, cst.Call) or not call.args:
         return None, False
+    if isinstance(call.func, cst.Name) and (helper := _helper_test(call, ctx)) is not None:
+        return helper, negated
     function = dotted(call.func)
     if function == "isinstance" and len(call.args) == 2:
         kind = dotted(call.args[1].value) or ""
@@ -132,6 +146,20 @@ def tensor_check(test: cst.BaseExpression, ctx: FunctionContext) -> tuple[str | 
     elif ctx.resolve(call.func) != "torch.is_tensor":
         return None, False
     return dotted(call.args[0].value), negated
+
+
+def _helper_test(call: cst.Call, ctx: FunctionContext) -> str | None:
+    """The name a call of a module helper that returns None only for a non-tensor argument
+    (none_returns.py) tests: true exactly when that argument is a tensor."""
+    found = none_param(getattr(ctx.analyzer, "file_tree", None), call.func.value)
+    if found is None or any(arg.star for arg in call.args):
+        return None
+    param, position = found
+    positional = [arg for arg in call.args if arg.keyword is None]
+    arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+    if arg is None and 0 <= position < len(positional):
+        arg = positional[position].value
+    return arg.value if isinstance(arg, cst.Name) else None
 
 
 def narrow_plain(ctx: FunctionContext, name: str | None) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import libcst as cst
 
 from . import provenance as P
+from .caller_classes import caller_class
 from .imports import dotted
 from .list_origins import joined_list
 from .records import FieldRef
@@ -340,7 +341,9 @@ class FunctionContext:
         field_read = None
         if isinstance(subject, cst.Attribute) and isinstance(subject.value, cst.Name):
             owner = subject.value.value
-            owner_class = self.classes[-1] if owner == "self" and self.classes else self.types.get(owner)
+            owner_class = self.classes[-1] if owner == "self" and self.classes else self.types.get(owner) \
+                or (caller_class(getattr(self.analyzer, "file_tree", None), self.qualname, owner)
+                    if owner in self.params and owner not in self.reassigned and not self.classes else None)
             if owner_class:
                 field_read = (owner_class, subject.attr.value)
         if isinstance(device_of, cst.Attribute) and isinstance(device_of.value, cst.Name) \

@@ -497,14 +497,14 @@ def _analyze(module_node, text: str, module: str, is_package: bool, config):
         tree, spans, hints = None, None, {}
     name_hints = file_hints(tree, config, text) if tree is not None else config.name_hints
     analyzer = ModuleAnalyzer(module_node, spans or [], config, registry, module, is_package)
-    analyzer.hints = name_hints
+    analyzer.hints, analyzer.file_tree = name_hints, tree  # (caller_classes.py)
     analyzer.class_hints = hints
     analyzer.run()
     if spans is None or analyzer.counter != len(spans):
         # the ast and libcst statement walks disagree (or ast failed): use libcst's own positions
         spans = _spans_from_libcst(module_node)
         analyzer = ModuleAnalyzer(module_node, spans, config, registry, module, is_package)
-        analyzer.hints = name_hints
+        analyzer.hints, analyzer.file_tree = name_hints, tree
         analyzer.class_hints = hints
         analyzer.run()
     result = RawResult()
