@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from . import provenance as P
 from .fact_values import CALLED, FUNC, METHOD, PROP, SUPER
+from .imports import STAR
 from .records import Root
 from .switch_devices import switch_field_hints
 from .config_defaults import host_device_elements
@@ -111,15 +112,19 @@ class Program:
         for klass in self.mro(cls):
             info = self.classes.get(klass)
             if info and attr in info["fields"]:
-                return self.chase(info["fields"][attr], True)
+                given = info["fields"][attr]
+                if given.endswith(CALLED):  # `self.resampler = self.init_resampler()`: `cls`'s override
+                    return self.returned_class(cls, given[:-len(CALLED)])
+                return self.chase(given, True)
         return None
 
     def returned_class(self, cls: str, method: str) -> str | None:
-        """The class `cls`'s method `method` is annotated to return (`-> DenoisingStage`)."""
+        """The class `cls`'s method `method` is annotated to return (`-> DenoisingStage`), or
+        else the one class it builds and returns (made_values.py)."""
         for klass in self.mro(cls):
             facts = self.functions.get(f"{klass}.{method}")
             if facts is not None:
-                return self.chase(facts.get("returns_class"), True)
+                return self.chase(facts.get("returns_class"), True) or self.chase(facts.get("made_class"), True)
         return None
 
     def class_of(self, receiver: tuple) -> tuple[str | None, bool]:
@@ -161,6 +166,31 @@ class Program:
                                 if cls in self.mro(sub)):
             return None
         return found
+
+    def answering(self, ref: tuple) -> str | None:
+        """The function whose summary tells where the result of an unresolved call lives: a
+        field's given class's method (`given_method`), or a function a module re-exports whole
+        (`star_export`)."""
+        return self.star_export(ref[1]) if ref[0] == FUNC else self.given_method(ref)
+
+    def star_export(self, qualname: str, hops: int = 0) -> str | None:
+        """`sglang.srt.utils.flatten_nested_list` where `sglang/srt/utils/__init__.py` says `from
+        sglang.srt.utils.common import *`: the function of that name in the tree of one of the
+        modules it re-exports whole (imports.with_star_sources), also through a module that
+        imports the name from there; for where the call's result lives only, as `given_method`
+        (the call graph keeps no edge for it)."""
+        module, _, name = qualname.rpartition(".")
+        aliases = self.modules.get(module) if module and hops <= MAX_ALIAS_HOPS else None
+        if aliases is None:
+            return None
+        target = aliases.get(name)
+        if target is not None:
+            return None if target == qualname else self.chase(target) or self.star_export(target, hops + 1)
+        for source in aliases.get(STAR, "").split():
+            found = self.chase(f"{source}.{name}") or self.star_export(f"{source}.{name}", hops + 1)
+            if found is not None:
+                return found
+        return None
 
     def _family(self, cls: str) -> set[str]:
         """A class, its bases and its subclasses in the tree."""
