@@ -112,10 +112,24 @@ class Program:
         for klass in self.mro(cls):
             info = self.classes.get(klass)
             if info and attr in info["fields"]:
-                given = info["fields"][attr]
-                if given.endswith(CALLED):  # `self.resampler = self.init_resampler()`: `cls`'s override
-                    return self.returned_class(cls, given[:-len(CALLED)])
-                return self.chase(given, True)
+                return self.chase(info["fields"][attr], True)
+        return None
+
+    def filled_forward(self, cls: str, attr: str) -> str | None:
+        """The `forward` of the class a field filled by a method holds (`method_filled`)."""
+        filled = self.method_filled(cls, attr)
+        return self.member((filled, (), False), "forward", properties=False) if filled is not None else None
+
+    def method_filled(self, cls: str, attr: str) -> str | None:
+        """The class a field filled by a method of the object holds (`self.resampler =
+        self.init_resampler()`: made_values.py), resolved in `cls`, the class of the object the
+        field is read off (its override). For a submodule's `forward` only (`module_call`): a
+        method called on the field keeps its reading (by its name), so that the overrides of
+        a class the method is annotated to return stay reached."""
+        for klass in self.mro(cls):
+            given = (self.classes.get(klass) or {}).get("fields", {}).get(attr)
+            if given is not None:
+                return self.returned_class(cls, given[:-len(CALLED)]) if given.endswith(CALLED) else None
         return None
 
     def returned_class(self, cls: str, method: str) -> str | None:
@@ -288,6 +302,8 @@ class Program:
         if owner is not None and any(ref[2] in self.classes.get(k, {}).get("class_fields", ()) for k in self.mro(owner)):
             return None  # `self.policy(...)` with `policy: type[P]`: it makes an object
         found = self.member((cls, (*hops, ref[2]), via_class), "forward", properties=False)
+        if found is None and owner is not None:
+            found = self.filled_forward(owner, ref[2])
         if found is None and caller is not None and owner is not None and not hops and not via_class:
             found = self._mixin_tower(owner, ref[2], caller)
         return found
@@ -302,7 +318,7 @@ class Program:
             subs = self._mixin_subs[owner] = sorted(self._family(owner).difference(self.mro(owner)))
         for sub in subs:
             if next((f"{k}.{name}" for k in self.mro(sub) if f"{k}.{name}" in self.functions), None) == caller:
-                found = self.member((sub, (attr,), False), "forward", properties=False)
+                found = self.member((sub, (attr,), False), "forward", properties=False) or self.filled_forward(sub, attr)
                 if found is not None:
                     return found
         return None
