@@ -119,11 +119,13 @@ def note_return(scope, value: ast.expr) -> None:
                                for index, f in enumerate(facts["returns"])]
     elif kind == "own" and not getattr(scope, "other_return", False) and facts["returns"]:
         scope.__dict__.setdefault("own_returns", set()).add(len(facts["returns"]) - 1)
+    if not scope.classes:
+        return  # a method's only: a field a method fills (Program.method_filled)
     made = _made_class(scope, value)
     if "made_class" in facts:
         if facts["made_class"] != made:
             facts["made_class"] = None
-    elif made is not None and len(facts["returns"]) == 1:
+    elif made is not None and len(facts["returns"]) == 1 and made != facts["returns_class"]:
         facts["made_class"] = made
 
 
