@@ -18,7 +18,7 @@ import libcst as cst
 from . import provenance as P
 from .caller_classes import caller_class
 from .imports import dotted
-from .list_origins import joined_list
+from .list_origins import joined_call, joined_list
 from .records import FieldRef
 from .rules.base import Fix, Rule
 from .vocabulary import (JOINING_FUNCTIONS, PY_METHODS, SEQUENCE_INPUTS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS,
@@ -268,6 +268,9 @@ class FunctionContext:
                 node = _given_back(node, self)  # `triton.cdiv(helper(x), n)`: where helper's result is
             elif isinstance(node, cst.Call) and self.appended and joined_list(node, self) is not None:
                 node = joined_list(node, self)  # `torch.cat(parts)`: where its appended items come from
+            elif isinstance(node, cst.Call) and (inner := joined_call(node, self)) is not None:
+                found = self.origin_of(inner)  # `torch.stack(helper(x))`: the items helper returns
+                return f"{found}#-1" if found and "#" not in found else None
             elif isinstance(node, cst.Call) and _is_module_call(node, self) and _torch_input(node, self) is not None:
                 node = _torch_input(node, self)  # `torch.any(lens <= 0)`: where its input is
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \

@@ -33,7 +33,7 @@ from .fact_devices import copy_target, device_place
 from .keyed_args import expanded, string_keys
 from .tuple_names import members, note_memo_returns, positional_args, returned, unpack
 from .nodewalk import flat_statements, names_bound
-from .platform_picks import note_class_path
+from .made_values import host_items_list, joined_tensors, note_return, returned_items
 from .registry_fields import module_registries, type_field
 from .config_defaults import note as note_config_defaults
 
@@ -274,11 +274,11 @@ class _Scope:
                 if elements is not None:  # `return a, b`, `return result` (tuple_names.py)
                     self.facts["tuple_returns"].append(elements)
                     fact = _combine(list(elements)) if isinstance(stmt.value, ast.Tuple) else self.eval(stmt.value)
-                else:
-                    fact = self.eval(stmt.value)
+                else:  # `return [p]`, a flattener's comprehension: where `p` is (made_values.py)
+                    fact = returned_items(self, stmt.value, self.eval(stmt.value))
                 if len(self.facts["returns"]) < 8:
                     self.facts["returns"].append(fact)
-                note_class_path(self.facts, stmt.value)  # a platform's pick (platform_picks.py)
+                note_return(self, stmt.value)  # a platform's pick, a class it builds (made_values.py)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):  # rows of a tensor parameter (`for t, h, w in grid_thw:`):
             rows = self.eval(stmt.iter)  # what callers passed; of a host-only field: host
             row = (rows[0], rows[1], None) if rows[1] is not None and rows[0] == P.TENSOR \
@@ -447,7 +447,7 @@ class _Scope:
                     self.eval(test)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.JoinedStr, ast.ListComp,
                              ast.SetComp, ast.DictComp)):
-            return _PY
+            return host_items_list(node, self.eval)  # `[item.tgt_size for item in items]`: host
         return _UNKNOWN
 
     def attribute(self, node: ast.Attribute) -> Fact:
@@ -571,7 +571,7 @@ class _Scope:
             if items is not None:  # where the joined tensors live, not the list (carrier_fields.joined_items)
                 args = [(0, None, items)] + [a for a in args if a[0] != 0]
             joined = _combine([a[2] for a in args]) if args else _UNKNOWN
-            return _UNKNOWN if short in JOINING_FUNCTIONS and joined[0] == P.PY else joined  # tensors, not a list
+            return joined_tensors(joined) if short in JOINING_FUNCTIONS else joined  # tensors, not a list
         if qualname.startswith(HOST_MODULES):
             return _HOST
         if pass_through(qualname) is not None:

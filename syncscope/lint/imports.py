@@ -89,6 +89,20 @@ def aliases_from_ast(tree, module: str, is_package: bool) -> dict[str, str]:
     return aliases
 
 
+STAR = "*"  # the exports' key of the modules a module re-exports whole (`from .common import *`)
+
+
+def with_star_sources(aliases: dict[str, str], tree, module: str, is_package: bool) -> dict[str, str]:
+    """The module's import table for re-exports: `aliases`, and where the module says `from M
+    import *` at its top level, a copy with `"*"` -> those modules, space-separated (a name no
+    import binds): Program.star_export reads what the module re-exports from them."""
+    import ast
+
+    sources = [_absolute(module, node.level, node.module, is_package) for node in tree.body
+               if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)]
+    return {**aliases, STAR: " ".join(sources)} if sources else aliases
+
+
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?[ \t]*([\w., \t]*)|import[ \t]+([\w., \t]+))")
 
 

@@ -20,6 +20,12 @@ In the same way, a list bound to `[]` whose every `append` in the function gives
 (`grid_thw_list.append(torch.as_tensor(getattr(item, "grid_thw", None)))`, a carrier's host
 attribute) is joined on the host: torch joins tensors of one device only, so `torch.cat(
 grid_thw_list)` is host data (`joined_place`).
+
+And a joining function given a call's result (`torch.stack(flatten_nested_list([item.tgt_size
+for item in items]))`) joins the items that call returns: the value comes from that helper's
+items (`flatten_nested_list#-1`, `joined_call`), which the whole-program pass reads where the
+helper's return summary says (a list of its argument's items: made_values.py; a list of Python
+values gives tensors of unknown place).
 """
 
 from __future__ import annotations
@@ -98,3 +104,16 @@ def joined_place(info, ctx) -> P.Place | None:
             and "device" not in info.kwargs:
         return P.HOST
     return None
+
+
+def joined_call(node: cst.Call, ctx) -> cst.Call | None:
+    """`torch.stack(helper(x))` (any joining function, no `device=`): the call whose returned
+    items it joins."""
+    if not node.args or node.args[0].keyword is not None or node.args[0].star or \
+            not isinstance(node.args[0].value, cst.Call):
+        return None
+    qualified = ctx.resolve(node.func)
+    if qualified is None or not qualified.startswith("torch.") or qualified.rsplit(".", 1)[-1] not in JOINING_FUNCTIONS \
+            or any(a.keyword is not None and a.keyword.value == "device" for a in node.args):
+        return None
+    return node.args[0].value

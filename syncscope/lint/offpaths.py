@@ -44,6 +44,7 @@ from .param_items import with_items
 from .reachability import ColdLines
 from .refill_variant import refills_off, swapped
 from .subclass_towers import add_subclass_towers
+from .uncalled import uncalled_methods
 from .registry_fields import add_picked_forwards
 
 
@@ -64,15 +65,19 @@ def off_by_default(solver, results: dict, guarded: dict, library) -> tuple[dict,
     return cold, off, frozenset(m for m in off if m not in overrides and m not in overriding)
 
 
-def host_fed_by_default(solver, starred, results: dict, cold: dict, off: frozenset) -> tuple:
+def host_fed_by_default(solver, starred, results: dict, cold: dict, off: frozenset, library,
+                        per_step=None) -> tuple:
     """(fed, host, host by default, {(function, parameter): why}): `solver.host_fed(starred)` over
     every call (the items of host parameters added, param_items.py), its host part again over the
     calls that may run by default (without the out-calls of the methods `off` by default, nor the
     submodule calls on `cold` lines: `off_by_default`), and why each parameter host-fed only by
     default is: its own findings stay, cold, where they were dropped before; the calls passing it
-    on are not flagged (the findings' `fed`)."""
+    on are not flagged (the findings' `fed`). The methods nothing in the tree calls count as off
+    too (uncalled.py; `per_step`: the per-step table, whose functions are not such)."""
     fed, host = solver.host_fed(starred)
     host = with_items(host)
+    if uncalled := uncalled_methods(solver, results, library, per_step):
+        off = off_functions(solver, results, cold, library, uncalled)
     path_of = solver.program.path_of
     edges, modules = solver.edges, solver.module_edges
     kept = {caller: [e for e in out if not _cold_line(cold, path_of.get(caller), e[0].line)]
@@ -91,20 +96,23 @@ def host_fed_by_default(solver, starred, results: dict, cold: dict, off: frozens
     host_default = with_items(host_default)
     gained = (fed_default | host_default) - (fed | host)
     resummarize(solver, refilled, gained)  # a sync the default path never makes: none for its callers
-    why = {key: _why(key, solver, off) for key in gained}
+    why = {key: _why(key, solver, off, uncalled) for key in gained}
     why.update((("refill", path, code, line), reason) for path, (reason, dropped, _) in refilled.items()
                for code, line, _ in dropped)
     return fed, host, host | host_default, why
 
 
-def _why(key: tuple, solver, off: frozenset) -> str:
+def _why(key: tuple, solver, off: frozenset, uncalled: frozenset) -> str:
     target, param = key
-    givers = sorted({".".join(caller.rsplit(".", 2)[-2:]) for caller in off
-                     for table in (solver.all_edges, solver.module_edges)
-                     for _, callee, _ in table.get(caller, ()) if callee == target})
+    callers = {caller for caller in off for table in (solver.all_edges, solver.module_edges)
+               for _, callee, _ in table.get(caller, ()) if callee == target}
+    givers = sorted({".".join(caller.rsplit(".", 2)[-2:]) for caller in callers})
     via = f" (`{'`, `'.join(givers[:3])}`)" if givers else ""
+    source = "methods nothing in the tree calls" if callers and callers <= uncalled else \
+        "calls that never run by default or methods nothing in the tree calls" if callers & uncalled else \
+        "calls that never run by default"
     return f"every call that runs by default passes host data for `{param}`; other data comes only " \
-           f"from calls that never run by default{via}"
+           f"from {source}{via}"
 
 
 # why a line is cold when it does run while serving, only not in every step (an event, start-up,
@@ -138,9 +146,10 @@ def _virtual(ref: tuple) -> bool:
     return not via_class and SUPER not in hops
 
 
-def off_functions(solver, results: dict, cold: dict, library) -> frozenset:
+def off_functions(solver, results: dict, cold: dict, library, uncalled: frozenset = frozenset()) -> frozenset:
     """The methods every call of which in the tree is on a line that never runs by default or in
-    such a method (the least set: a cycle of calls proves nothing)."""
+    such a method (the least set: a cycle of calls proves nothing), with the methods nothing in
+    the tree calls (`uncalled`, uncalled.py) and what only they call."""
     program, edges, modules = solver.program, solver.all_edges, solver.module_edges
     path_of = program.path_of
     overrides = solver._overrides()
@@ -168,12 +177,13 @@ def off_functions(solver, results: dict, cold: dict, library) -> frozenset:
                     seeds.add(target)
                     if table is edges and _virtual(call.target):
                         seeds.update(overrides.get(target, ()))
+    seeds.update(callee for caller in uncalled for table in (edges, modules) for _, callee, _ in table.get(caller, ()))
     for caller, calls in dispatch.items():
         lines = cold.get(path_of.get(caller))
         if lines is not None:
             by_name.update((name, []) for line, name, op, _ in calls if not op and lines.why(line) is not None)
     if not seeds and not by_name:
-        return frozenset()
+        return uncalled
     for qualname in program.functions:
         owner, _, short = qualname.rpartition(".")
         if short in by_name and owner in program.classes:
@@ -187,7 +197,7 @@ def off_functions(solver, results: dict, cold: dict, library) -> frozenset:
     for caller, out in modules.items():
         for call, target, _ in out:
             into_modules.setdefault(target, []).append((caller, call.line))
-    off: set[str] = set()
+    off: set[str] = set(uncalled)
 
     def calls_into(target: str):
         """(caller, line) of every call the tree makes that may land in `target`."""

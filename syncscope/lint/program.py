@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from . import provenance as P
 from .fact_values import CALLED, FUNC, METHOD, PROP, SUPER
+from .imports import STAR
 from .records import Root
 from .switch_devices import switch_field_hints
 from .config_defaults import host_device_elements
@@ -114,12 +115,30 @@ class Program:
                 return self.chase(info["fields"][attr], True)
         return None
 
+    def filled_forward(self, cls: str, attr: str) -> str | None:
+        """The `forward` of the class a field filled by a method holds (`method_filled`)."""
+        filled = self.method_filled(cls, attr)
+        return self.member((filled, (), False), "forward", properties=False) if filled is not None else None
+
+    def method_filled(self, cls: str, attr: str) -> str | None:
+        """The class a field filled by a method of the object holds (`self.resampler =
+        self.init_resampler()`: made_values.py), resolved in `cls`, the class of the object the
+        field is read off (its override). For a submodule's `forward` only (`module_call`): a
+        method called on the field keeps its reading (by its name), so that the overrides of
+        a class the method is annotated to return stay reached."""
+        for klass in self.mro(cls):
+            given = (self.classes.get(klass) or {}).get("fields", {}).get(attr)
+            if given is not None:
+                return self.returned_class(cls, given[:-len(CALLED)]) if given.endswith(CALLED) else None
+        return None
+
     def returned_class(self, cls: str, method: str) -> str | None:
-        """The class `cls`'s method `method` is annotated to return (`-> DenoisingStage`)."""
+        """The class `cls`'s method `method` is annotated to return (`-> DenoisingStage`), or
+        else the one class it builds and returns (made_values.py)."""
         for klass in self.mro(cls):
             facts = self.functions.get(f"{klass}.{method}")
             if facts is not None:
-                return self.chase(facts.get("returns_class"), True)
+                return self.chase(facts.get("returns_class"), True) or self.chase(facts.get("made_class"), True)
         return None
 
     def class_of(self, receiver: tuple) -> tuple[str | None, bool]:
@@ -161,6 +180,31 @@ class Program:
                                 if cls in self.mro(sub)):
             return None
         return found
+
+    def answering(self, ref: tuple) -> str | None:
+        """The function whose summary tells where the result of an unresolved call lives: a
+        field's given class's method (`given_method`), or a function a module re-exports whole
+        (`star_export`)."""
+        return self.star_export(ref[1]) if ref[0] == FUNC else self.given_method(ref)
+
+    def star_export(self, qualname: str, hops: int = 0) -> str | None:
+        """`sglang.srt.utils.flatten_nested_list` where `sglang/srt/utils/__init__.py` says `from
+        sglang.srt.utils.common import *`: the function of that name in the tree of one of the
+        modules it re-exports whole (imports.with_star_sources), also through a module that
+        imports the name from there; for where the call's result lives only, as `given_method`
+        (the call graph keeps no edge for it)."""
+        module, _, name = qualname.rpartition(".")
+        aliases = self.modules.get(module) if module and hops <= MAX_ALIAS_HOPS else None
+        if aliases is None:
+            return None
+        target = aliases.get(name)
+        if target is not None:
+            return None if target == qualname else self.chase(target) or self.star_export(target, hops + 1)
+        for source in aliases.get(STAR, "").split():
+            found = self.chase(f"{source}.{name}") or self.star_export(f"{source}.{name}", hops + 1)
+            if found is not None:
+                return found
+        return None
 
     def _family(self, cls: str) -> set[str]:
         """A class, its bases and its subclasses in the tree."""
@@ -258,6 +302,8 @@ class Program:
         if owner is not None and any(ref[2] in self.classes.get(k, {}).get("class_fields", ()) for k in self.mro(owner)):
             return None  # `self.policy(...)` with `policy: type[P]`: it makes an object
         found = self.member((cls, (*hops, ref[2]), via_class), "forward", properties=False)
+        if found is None and owner is not None:
+            found = self.filled_forward(owner, ref[2])
         if found is None and caller is not None and owner is not None and not hops and not via_class:
             found = self._mixin_tower(owner, ref[2], caller)
         return found
@@ -272,7 +318,7 @@ class Program:
             subs = self._mixin_subs[owner] = sorted(self._family(owner).difference(self.mro(owner)))
         for sub in subs:
             if next((f"{k}.{name}" for k in self.mro(sub) if f"{k}.{name}" in self.functions), None) == caller:
-                found = self.member((sub, (attr,), False), "forward", properties=False)
+                found = self.member((sub, (attr,), False), "forward", properties=False) or self.filled_forward(sub, attr)
                 if found is not None:
                     return found
         return None

@@ -28,6 +28,7 @@ import ast
 
 from .ast_annotations import dotted, factory_class
 from .fact_values import METHOD
+from .made_values import method_field
 
 
 def module_registries(body, file) -> dict[str, tuple[str, ...]]:
@@ -60,12 +61,13 @@ def _lookup(node, registries: dict) -> tuple | None:
 
 def type_field(scope, attr: str, value: ast.Call) -> None:
     """`self.builder = Builder(device)` (no annotation): the class types the field; `self.adapter
-    = adapter_cls(config)` of a registry lookup: the field holds one of its classes (`picks`)."""
+    = adapter_cls(config)` of a registry lookup: the field holds one of its classes (`picks`);
+    `self.resampler = self.init_resampler(...)`: what that method returns (made_values.py)."""
     made = factory_class(scope.file.resolve_name(dotted(value.func) or "", scope.local_defs))
     if made and made.rsplit(".", 1)[-1][:1].isupper():
         scope.file.classes.setdefault(scope.file.qualify(".".join(scope.classes)),
                                       {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(attr, made)
-    elif (classes := picked_classes(scope, value)) is not None:
+    elif not method_field(scope, attr, value) and (classes := picked_classes(scope, value)) is not None:
         scope.file.classes.setdefault(scope.file.qualify(".".join(scope.classes)),
                                       {"bases": [], "props": {}, "fields": {}, "line": 0}) \
             .setdefault("picks", {})[attr] = classes

@@ -43,7 +43,8 @@ def add_subclass_towers(solver) -> None:
                 runs = next((f"{k}.{name}" for k in program.mro(sub) if f"{k}.{name}" in program.functions), None)
                 if runs != caller:
                     continue  # the subclass overrides the method: this call does not run for it
-                other = program.member((sub, (call.target[2],), via_class), "forward", properties=False)
+                other = program.member((sub, (call.target[2],), via_class), "forward", properties=False) \
+                    or program.filled_forward(sub, call.target[2])  # `self.resampler = self.init_resampler()`
                 if other is not None and other != target and other in program.functions \
                         and all(other != t or c is not call for c, t, _ in added):
                     added.append((call, other, program.shift(call.target, other)))

@@ -93,7 +93,7 @@ class Solver:
             for call in facts["calls"]:
                 target = program.resolve(call.target)
                 if target is None or target not in program.functions:
-                    given = program.given_method(call.target) if target is None else None  # its changes reach us
+                    given = program.answering(call.target) if target is None else None  # its changes reach us
                     if given in program.functions:
                         readers.setdefault(given, {})[qualname] = None
                     target = program.module_call(call.target, qualname) if target is None else None
@@ -276,7 +276,7 @@ class Solver:
         if call_index >= len(calls):
             return (where, None)
         call = calls[call_index]
-        target = self.program.resolve(call.target) or self.program.given_method(call.target)
+        target = self.program.resolve(call.target) or self.program.answering(call.target)
         if element is not None and element <= DEVICE_ELEMENT:  # `x.to(d)`, d element k (fact_devices)
             return (P.HOST if DEVICE_ELEMENT - element in self.program.host_devices.get(target, ()) else where, None)
         if target is None or target not in self.summaries:
@@ -583,7 +583,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
                         for qualname, line, column in _starred_calls(result))
     # a parameter fed host memory has host items (param_items.py); by default: offpaths.py
-    fed, host, host_default, scope["host_by_default"] = host_fed_by_default(solver, starred, results, never, off)
+    fed, host, host_default, scope["host_by_default"] = host_fed_by_default(solver, starred, results, never, off, library, functions)
     return solver.findings(host_default, starred), fed | host, solver.host_origins(results), scope
 
 

@@ -186,7 +186,7 @@ def facts_of_bytes(data: bytes, module: str, is_package: bool, config) -> RawRes
 def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, cold_helpers, hints=None,
                name_hints=None, text: str = "") -> None:
     from .facts import file_facts
-    from .imports import aliases_from_ast, imported_names
+    from .imports import aliases_from_ast, imported_names, with_star_sources
 
     aliases = aliases_from_ast(tree, module, is_package)
     result.imports = imported_names(text, module, is_package) if text else ()
@@ -196,7 +196,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
             return False
         return bool(config.cold_function(name) or name in cold_helpers or any(config.cold_class(c) for c in classes))
 
-    result.module, result.exports = module, aliases
+    result.module, result.exports = module, with_star_sources(aliases, tree, module, is_package)
     from .name_uses import name_uses
     result.name_uses = name_uses(tree, text) if text else None
     from .copy_methods import with_copy_facts
