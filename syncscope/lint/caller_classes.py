@@ -28,9 +28,11 @@ from __future__ import annotations
 import ast
 
 from .ast_annotations import annotation_shape
+from .nodewalk import own_nodes
 from .vocabulary import annotation_place
 
 _NOT_CLASSES = frozenset("Tensor Optional Union List Dict Tuple Set Any Callable Type Sequence Mapping".split())
+_CALL = frozenset({ast.Call})
 _TABLE = "_syncscope_caller_classes"  # the attribute the table is kept in on the file's tree
 
 
@@ -61,17 +63,6 @@ def _params(function) -> list:
     return [*args.posonlyargs, *args.args]
 
 
-def _own_nodes(function):
-    """The nodes of a function's body, not those of a function or class nested in it (whose
-    names are its own)."""
-    todo = list(function.body)
-    while todo:
-        node = todo.pop()
-        yield node
-        todo.extend(child for child in ast.iter_child_nodes(node)
-                    if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)))
-
-
 def _classes(tree: ast.Module) -> dict:
     helpers = {stmt.name: stmt for stmt in tree.body
                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name.startswith("_")}
@@ -89,8 +80,9 @@ def _classes(tree: ast.Module) -> dict:
             continue
         annotated = {a.arg: _class_of(a.annotation)
                      for a in (*_params(caller), *caller.args.kwonlyargs)}
-        for node in _own_nodes(caller):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers):
+        # its own calls, not those of a function or class nested in it (whose names are its own)
+        for node in own_nodes(caller.body, _CALL, enter_block_definitions=False):
+            if not (isinstance(node.func, ast.Name) and node.func.id in helpers):
                 continue
             name = node.func.id
             calls.add(id(node.func))

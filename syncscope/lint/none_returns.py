@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import ast
 
+from .nodewalk import own_nodes
+
+_RETURN = frozenset({ast.Return})
 _TABLE = "_syncscope_none_returns"  # the attribute the table is kept in on the file's tree
 
 
@@ -58,17 +61,6 @@ def _not_tensor(test) -> str | None:
     return call.args[0].id if name == "Tensor" else None
 
 
-def _returns(body: list):
-    """The `return` statements of a body, not those of a function or class nested in it."""
-    todo = list(body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Return):
-            yield node
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(node))
-
-
 def _tests(function) -> tuple[str, int] | None:
     body = function.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
@@ -80,7 +72,7 @@ def _tests(function) -> tuple[str, int] | None:
     if param is None or len(first.body) != 1 or not isinstance(first.body[0], ast.Return) \
             or not _is_none(first.body[0].value):
         return None
-    for found in _returns(body[1:]):
+    for found in own_nodes(body[1:], _RETURN, enter_block_definitions=False):  # not a nested def's
         if not (isinstance(found.value, ast.Tuple) and found.value.elts
                 and not any(isinstance(e, ast.Starred) for e in found.value.elts)):
             return None
