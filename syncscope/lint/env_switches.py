@@ -62,6 +62,8 @@ def _requirements(node) -> list[tuple]:
         if type(func) is ast.Name:
             return [("call", func.id)]
         return []
+    if kind is ast.Call and type(node.func) is ast.Name:
+        return [("args", node.func.id)]  # decided by `_settled`: only the file's own switch functions
     if kind is ast.Constant and (node.value is False or node.value is None):
         return [("never",)]  # `self.use_cls_token = False`: a field stored only this never holds
     if kind is ast.Attribute:
@@ -77,7 +79,7 @@ def _switch_function(function) -> tuple | None:
     if body and type(body[0]) is ast.Expr and type(body[0].value) is ast.Constant:
         body = body[1:]  # the docstring
     if len(body) == 1 and type(body[0]) is ast.Return and body[0].value is not None:
-        found = [r for r in _requirements(body[0].value) if r[0] != "self"]
+        found = [r for r in _requirements(body[0].value) if r[0] != "self" and r[0] != "args"]
         if found:
             return tuple(found)
     return None
@@ -155,13 +157,14 @@ def env_facts(tree: ast.Module, text: str) -> tuple:
     def field(cls, name: str) -> tuple:
         key = (cls.lineno, name)
         if key not in held:
-            held[key] = _held(cls, name, stores.get(name, ()), name in foreign, computed, classes, text)
+            settled = [(line, _settled(found, functions)) for line, found in stores.get(name, ())]
+            held[key] = _held(cls, name, settled, name in foreign, computed, classes, text)
         return held[key]
 
     spans = []
     for start, end, found in tests:
         needs = []
-        for r in found:
+        for r in _settled(found, functions):
             if r[0] != "self":
                 needs.append(r)
             elif (cls := _class_of(start, classes)) is not None:
@@ -169,6 +172,15 @@ def env_facts(tree: ast.Module, text: str) -> tuple:
         if needs:
             spans.append((start, end, tuple(needs)))
     return functions, tuple(spans)
+
+
+def _settled(found, functions: dict) -> tuple:
+    """The requirements `found`, a call with arguments (`_use_online(ratio)`) kept as a call of
+    the switch function only when this file defines a switch function of that name: its test is an
+    `and` that an off variable makes false whatever the arguments are (the run still asks that
+    every function of that name in the tree is such a switch, `env_switch_lines`)."""
+    return tuple(("call", r[1]) if r[0] == "args" else r for r in found
+                 if r[0] != "args" or r[1] in functions)
 
 
 def _class_of(line: int, classes: list):
