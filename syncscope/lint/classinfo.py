@@ -19,6 +19,8 @@ from .vocabulary import HOST_RESULT_METHODS, HOST_RESULT_WORDS, PLAIN_VALUE_TYPE
 
 def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
     evidence: dict[tuple[str, str], set[int]] = {}
+    appended: set[tuple[str, str]] = set()  # list fields given a device tensor by `self.f.append(...)`
+    bound: set[tuple[str, str]] = set()  # fields bound to anything but an empty list or None
     for node in _classes(tree):
         for item in node.body:
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -49,7 +51,12 @@ def class_hints(tree: ast.Module) -> dict[tuple[str, str], int]:
                             where = _from_value(value) or _from_host_local(value, local)
                         if where is not None:
                             evidence.setdefault((node.name, target.attr), set()).add(where)
-    hints = {}
+                        if not _empty_list(value):
+                            bound.add((node.name, target.attr))
+                _device_appends(node.name, item, appended, bound)
+    # a Python list of device tensors: no host data, whatever its name says (`_device_appends`)
+    hints = {key: P.UNKNOWN for key in appended - bound if evidence.get(key, set()) <= {P.DEVICE}
+             and P.CONTAINER_WORDS.intersection(key[1].lower().split("_"))}
     for key, wheres in evidence.items():
         if P.DEVICE in wheres or P.TENSOR in wheres:
             continue
@@ -188,6 +195,46 @@ def _from_host_local(node: ast.AST, local: dict[str, P.Place]) -> P.Place | None
     if isinstance(node, ast.Name):
         return local.get(node.id)
     return None
+
+
+def _empty_list(node) -> bool:
+    """`[]`, `None`, `[] if enabled else None`: a binding that puts no item in the field."""
+    if isinstance(node, ast.IfExp):
+        return _empty_list(node.body) and _empty_list(node.orelse)
+    if isinstance(node, ast.List):
+        return not node.elts
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _device_appends(klass: str, method, appended: set, other: set) -> None:
+    """A field bound only to an empty list (or None) holds what its class appends to it:
+    `self.flush_list = []` and `self.flush_list.append(torch.zeros(n, device=self.device))`
+    make `self.flush_list[i]` a device tensor, whatever its name says (`_list` names a Python
+    list, not where its items live: provenance.CONTAINER_WORDS), so `self.flush_list[i].copy_(
+    dev)` is no device->host copy. Such a field (`appended`) gets the hint UNKNOWN, not DEVICE:
+    the list itself is a Python value (`if self.flush_list:` reads no GPU value). A field given
+    any other item (another append, `extend`, `insert`, ...) goes into `other`: no hint. Only a
+    name with a container word gets it: another name (`bufs`) says nothing anyway."""
+    for stmt in function_statements(method):
+        if type(stmt) is ast.AugAssign and _is_self_attribute(stmt.target):  # `self.f += [...]`
+            other.add((klass, stmt.target.attr))
+        if type(stmt) is ast.Assign:  # `self.f[i] = x`
+            other.update((klass, t.value.attr) for t in stmt.targets
+                         if type(t) is ast.Subscript and _is_self_attribute(t.value))
+        if type(stmt) is not ast.Expr or type(stmt.value) is not ast.Call:
+            continue
+        func = stmt.value.func
+        if type(func) is not ast.Attribute or not _is_self_attribute(func.value):
+            continue
+        key = (klass, func.value.attr)
+        args = stmt.value.args
+        if func.attr == "append" and len(args) == 1 and _from_value(args[0]) == P.DEVICE:
+            appended.add(key)
+        elif func.attr in _ADDING:
+            other.add(key)
+
+
+_ADDING = frozenset("append extend insert __iadd__ __setitem__".split())
 
 
 def _from_value(node: ast.AST) -> P.Place | None:

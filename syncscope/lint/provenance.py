@@ -68,6 +68,10 @@ def device_unknown(where: Place) -> bool:
 
 
 FLAG_WORDS = frozenset("is has use uses enable enabled can should do need needs allow supports".split())
+# a first word that, with a device word last, names a method, not data: `forward_cuda` is a
+# module's CUDA variant of `forward` (a bound method read as an attribute is no tensor), while
+# `forward_mode` and `forward_batch` are data and keep what the other words say
+METHOD_WORDS = frozenset(("forward",))
 # host words that name a Python container (`seq_lens_list`): the list itself is a Python value, but
 # its name says nothing of where its items live (a list of CUDA tensors is named so too)
 CONTAINER_WORDS = frozenset(("list", "lists"))
@@ -113,6 +117,8 @@ class NameHints:
         words = name.lower().strip("_").split("_")
         if words[0] in FLAG_WORDS and len(words) > 1:
             return PY  # `is_cuda`, `use_cuda_graph`, `has_cpu_copy`: a flag, not a tensor
+        if words[0] in METHOD_WORDS and len(words) > 1 and words[-1] in self.device_words:
+            return PY  # `act_fn.forward_cuda`: a bound method, not a tensor (`forward_mode` is data)
         if any(w in self.host_words for w in words):
             return HOST
         # device only as the last word: `input_ids_gpu`, `buffer.gpu`, but not
