@@ -262,8 +262,10 @@ class FunctionContext:
         while True:
             if isinstance(node, cst.Subscript):
                 node = node.value
-            elif isinstance(node, (cst.Comparison, cst.BinaryOperation)):
-                node = node.left  # `lens <= 0`, `lens - 1`: torch does not mix devices in one op
+            elif isinstance(node, cst.Comparison):
+                node = compared(node, self)  # `lens <= 0`, `0 < lens`: the tensor compared
+            elif isinstance(node, cst.BinaryOperation):
+                node = node.left  # `lens - 1`: torch does not mix devices in one op
             elif isinstance(node, cst.Call) and _given_back(node, self) is not None:
                 node = _given_back(node, self)  # `triton.cdiv(helper(x), n)`: where helper's result is
             elif isinstance(node, cst.Call) and self.appended and joined_list(node, self) is not None:
@@ -468,11 +470,28 @@ def _root_value(node, ctx: FunctionContext | None = None):
         elif isinstance(node, cst.Subscript):
             node = node.value
         elif isinstance(node, (cst.Comparison,)):
-            node = node.left
+            node = compared(node, ctx)
         elif isinstance(node, cst.UnaryOperation):
             node = node.expression
         else:
             return node
+
+
+def compared(node: cst.Comparison, ctx: FunctionContext | None):
+    """The operand a comparison's result lives with: its left one, unless that is a Python value
+    (a number, or a name the walk holds one in) and one other operand is not (`src_size ==
+    tgt_size[0]` with `src_size = int(...)`: `tgt_size`'s data, so a sync only where a caller
+    passes a tensor on the device for it)."""
+    if ctx is None or not _python_value(node.left, ctx):
+        return node.left
+    others = [c.comparator for c in node.comparisons if not _python_value(c.comparator, ctx)]
+    return others[0] if len(others) == 1 else node.left
+
+
+def _python_value(node: cst.BaseExpression, ctx: FunctionContext) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    return isinstance(node, cst.Name) and ctx.env.get(node.value) == P.PY
 
 
 def is_cast(node) -> bool:
