@@ -38,6 +38,7 @@ from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import guarded_ifexp, ifexp_guard, nullable_required
 from .initflags import once_after
 from .keyword_dicts import keyword_dicts
+from .local_modules import module_receiver, note_import
 from .rare_events import ENABLED, debug_tool, rare_block, short_circuit
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
@@ -253,6 +254,7 @@ class _Walk:
         self.foreign: frozenset = frozenset()  # attributes stored on receivers other than `self`
         self.none_sites: NoneSites | None = None  # module-level names tested for None
         self.outer = None  # the outermost function around the block walked
+        self.local_modules: dict[str, set] = {}  # function -> names its `import m` binds (local_modules.py)
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -338,6 +340,8 @@ class _Walk:
                 self.block(stmt.body, classes, function)
                 self.block(stmt.orelse, classes, function)
                 continue
+            if function is not None and isinstance(stmt, ast.Import):
+                note_import(self, stmt, function)
             if isinstance(stmt, ast.Assert):
                 value, why = self.conditions.evaluate(stmt.test)
                 if value is False and rest:
@@ -487,7 +491,7 @@ class _Walk:
                 root = root.func if isinstance(root, ast.Call) else root.value
             chain = _dotted(sub.func) or ""
             op = ".ops." in f".{chain}"  # `torch.ops.vllm.unified_attention(...)`: a registered function
-            if isinstance(root, ast.Name) and root.id in self.aliases and not op:
+            if isinstance(root, ast.Name) and root.id in self.aliases and not op or module_receiver(self, receiver, function):
                 continue  # a module function: the whole-program pass resolves it by its import
             # the call's shape, so that a target it cannot bind to is not followed (reachability):
             # the arguments it passes at least (`*args`, `**kwargs` may add more, never fewer)
