@@ -35,9 +35,10 @@ import re
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .comparetests import compare_test
 from .errorpaths import always_raises, error_block, tail_call_line
-from .exprguards import guarded_ifexp, ifexp_guard
+from .exprguards import guarded_ifexp, ifexp_guard, nullable_required
 from .initflags import once_after
 from .keyword_dicts import keyword_dicts
+from .local_modules import module_receiver, note_import
 from .rare_events import ENABLED, debug_tool, rare_block, short_circuit
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
@@ -253,6 +254,7 @@ class _Walk:
         self.foreign: frozenset = frozenset()  # attributes stored on receivers other than `self`
         self.none_sites: NoneSites | None = None  # module-level names tested for None
         self.outer = None  # the outermost function around the block walked
+        self.local_modules: dict[str, set] = {}  # function -> names its `import m` binds (local_modules.py)
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -273,7 +275,7 @@ class _Walk:
                 local = f"{function}.{stmt.name}" if function else ".".join(classes + [stmt.name])
                 args = stmt.args
                 self.params[local] = frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
-                self.nullable[local] = _nullable_required(args)
+                self.nullable[local] = nullable_required(args)
                 self.kw_dicts[local] = stmt  # read by keyword_dicts() at its first `**name` call
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
@@ -338,6 +340,8 @@ class _Walk:
                 self.block(stmt.body, classes, function)
                 self.block(stmt.orelse, classes, function)
                 continue
+            if function is not None and isinstance(stmt, ast.Import):
+                note_import(self, stmt, function)
             if isinstance(stmt, ast.Assert):
                 value, why = self.conditions.evaluate(stmt.test)
                 if value is False and rest:
@@ -487,7 +491,7 @@ class _Walk:
                 root = root.func if isinstance(root, ast.Call) else root.value
             chain = _dotted(sub.func) or ""
             op = ".ops." in f".{chain}"  # `torch.ops.vllm.unified_attention(...)`: a registered function
-            if isinstance(root, ast.Name) and root.id in self.aliases and not op:
+            if isinstance(root, ast.Name) and root.id in self.aliases and not op or module_receiver(self, receiver, function):
                 continue  # a module function: the whole-program pass resolves it by its import
             # the call's shape, so that a target it cannot bind to is not followed (reachability):
             # the arguments it passes at least (`*args`, `**kwargs` may add more, never fewer)
@@ -579,22 +583,3 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     walk.block(tree.body, [], None)
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails), \
         (sites.bindings, sites.guards)
-
-
-def _nullable_required(args: ast.arguments) -> frozenset:
-    """Parameters without a default whose annotation admits None (`Optional[SpecInput]`,
-    `SpecInput | None`, `Union[X, None]`): SGLang's `_apply_cuda_graph_metadata(..., spec_info:
-    Optional[SpecInput], ...)` is given `spec_info=forward_batch.spec_info`, None on a plain
-    decode step, by each of its callers. A parameter that is None only by its default
-    (`chunk_indices: Optional[Tensor] = None`) keeps its guard: a caller that passes it passes
-    a value."""
-    positional = args.posonlyargs + args.args
-    required = positional[:len(positional) - len(args.defaults)]
-    required += [a for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
-    return frozenset(a.arg for a in required if a.annotation is not None and _admits_none(a.annotation))
-
-
-def _admits_none(node: ast.AST) -> bool:
-    text = ast.unparse(node).replace(" ", "")
-    return text.startswith(("Optional[", "typing.Optional[")) or "|None" in text or "None|" in text \
-        or (text.startswith(("Union[", "typing.Union[")) and ",None" in text)

@@ -53,7 +53,7 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
     if not guards:
         return {}
     given: dict[tuple, bool] = {}
-    tensors = TensorArgs(program, edges, results)
+    tensors = TensorArgs(program, edges, results, binds)
     for caller, out in edges.items():
         for call, target, shift in out:
             items = guards.get(target)
@@ -72,7 +72,7 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
     for qualname, items in guards.items():
         for start, end, param in items:
             if given.get((qualname, param)):
-                why = (f"runs only when `{param[len(NUMBER):]}` is a Python number, and every caller passes a tensor"
+                why = (f"runs only when `{param[len(NUMBER):]}` is not a tensor, and every caller passes a tensor"
                        if param.startswith(NUMBER) else f"runs only when `{param}` is None, and every caller passes it")
                 found.setdefault(program.path_of[qualname], []).append((start, end, why))
     return found

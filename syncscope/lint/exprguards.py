@@ -128,3 +128,22 @@ def ifexp_blocks(body: list, compile_test) -> list[tuple[int, int, tuple]]:
             continue
         found.append((arm.lineno, getattr(arm, "end_lineno", None) or arm.lineno, test if is_body else ("not", test)))
     return found
+
+
+def nullable_required(args: ast.arguments) -> frozenset:
+    """Parameters without a default whose annotation admits None (`Optional[SpecInput]`,
+    `SpecInput | None`, `Union[X, None]`): SGLang's `_apply_cuda_graph_metadata(..., spec_info:
+    Optional[SpecInput], ...)` is given `spec_info=forward_batch.spec_info`, None on a plain
+    decode step, by each of its callers. A parameter that is None only by its default
+    (`chunk_indices: Optional[Tensor] = None`) keeps its guard: a caller that passes it passes
+    a value."""
+    positional = args.posonlyargs + args.args
+    required = positional[:len(positional) - len(args.defaults)]
+    required += [a for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    return frozenset(a.arg for a in required if a.annotation is not None and _admits_none(a.annotation))
+
+
+def _admits_none(node: ast.AST) -> bool:
+    text = ast.unparse(node).replace(" ", "")
+    return text.startswith(("Optional[", "typing.Optional[")) or "|None" in text or "None|" in text \
+        or (text.startswith(("Union[", "typing.Union[")) and ",None" in text)

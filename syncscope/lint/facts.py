@@ -30,6 +30,7 @@ from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host, \
     operate, required_keywords
 from .fact_devices import copy_target, device_place
+from .numberguards import number_params
 from .keyed_args import expanded, string_keys
 from .tuple_names import members, note_memo_returns, positional_args, returned, unpack
 from .nodewalk import flat_statements, names_bound
@@ -189,7 +190,7 @@ class FileFacts:
             # `-> float`, `-> int | None`: a Python number; `-> Stage`: the class it returns (fact_values.CALLED)
             "scalar_return": node.returns is not None and scalar_annotation(node.returns),
             "returns_class": self.class_of_annotation(node.returns, scope.local_defs) if annotated_one(node.returns) else None,
-            **required_keywords(args),  # last: the dict is sized for the keys above
+            **required_keywords(args), **number_params(args),  # last: the dict is sized for the keys above
         }
         scope.facts = facts
         scope.node = node
