@@ -29,6 +29,7 @@ from types import MappingProxyType
 from . import provenance as P
 from .fact_devices import DEVICE_ELEMENT
 from .fact_values import METHOD, NAMED_LIST, PROP, SUPER, UNKNOWN_FACT
+from .origin_calls import joined, origin_calls
 from .param_items import container_of, is_items, items_argument
 from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
@@ -136,7 +137,7 @@ class Solver:
             param = root.param
             if param is None and root.origin is not None:
                 # the value comes from a call: its callee's return summary decides
-                where, follows = self.origin_value(qualname, root.origin, root.line)
+                where, follows = self.origin_value(qualname, root.origin, root.line, root.stmt_start)
                 if follows is None and P.known_host(where):
                     continue
                 param = follows
@@ -306,18 +307,14 @@ class Solver:
                 return self.value(caller, arg, depth + 1)
         return (P.UNKNOWN, None)
 
-    def origin_value(self, qualname: str, name: str, line: int) -> tuple:
-        """(where, parameter it follows) of the result of the last call named `name` at or
-        above `line` in the function (the call a flagged value was computed from)."""
+    def origin_value(self, qualname: str, name: str, line: int, start: int | None = None) -> tuple:
+        """(where, parameter it follows) of the result of the call named `name` a flagged value
+        was computed from: the last at or above `line`, or one later in the statement that
+        starts at `start` (origin_calls.py)."""
         calls = self.program.functions[qualname]["calls"] if qualname in self.program.functions else []
         name, _, element = name.partition("#")
-        best = None
-        for index, call in enumerate(calls):
-            if call.name == name and call.line <= line and (best is None or call.line >= calls[best].line):
-                best = index
-        if best is None:
-            return (P.UNKNOWN, None)
-        return self.value(qualname, (P.UNKNOWN, None, (best, int(element)) if element else best))
+        return joined([self.value(qualname, (P.UNKNOWN, None, (i, int(element)) if element else i))
+                       for i in origin_calls(calls, name, line, start)])
 
     def host_origins(self, results: dict) -> set[tuple[str, FileFinding]]:
         """(path, finding) of the rules' findings on a value a tree function returned on the
@@ -328,7 +325,7 @@ class Solver:
                 if finding.origin is None or (finding.param is not None and not _receiver(finding.param)):
                     continue  # a parameter's data is the callers' to tell (host_fed)
                 function = f"{result.module}.{finding.function}" if result.module else finding.function
-                where, follows = self.origin_value(function, finding.origin, finding.line)
+                where, follows = self.origin_value(function, finding.origin, finding.line, finding.stmt_start)
                 if follows is None and P.known_host(where):
                     dropped.add((path, finding))
         return dropped
