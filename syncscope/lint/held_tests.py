@@ -88,6 +88,7 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
     `evaluate` is branches.Conditions.evaluate; `foreign` the attribute names the file stores on
     receivers other than `self` (those fields may be changed from outside)."""
     values: dict[str, list] = {}
+    literals: dict[str, list] = {}  # field -> its stores of `True` / `False` (the statements)
     for method in _methods(cls):
         for node in _statements(method.body):
             for target in _targets(node):
@@ -98,6 +99,8 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
                         continue
                     plain = inner is target and isinstance(node, (ast.Assign, ast.AnnAssign)) \
                         and getattr(node, "value", None) is not None
+                    if plain and type(node.value) is ast.Constant and type(node.value.value) is bool:
+                        literals.setdefault(name, []).append(node)
                     values.setdefault(name, []).append(evaluate(node.value) if plain else (None, ""))
     fields = {}
     for name, results in values.items():
@@ -107,7 +110,54 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
         if first[0] is None or not first[1] or any(value is not first[0] for value, _ in results):
             continue
         fields[name] = (first[0], f"`self.{name}` is only ever set from a decided test: {first[1]}")
+    fields.update(_off_flags(cls, values, literals, evaluate, foreign))
     return fields
+
+
+def _off_flags(cls, values: dict, literals: dict, evaluate, foreign: frozenset) -> dict:
+    """The fields stored only `True` / `False` literals, every `True` in an arm a CUDA GPU never
+    takes (`if self.backend_name in ["CPU_ATTN"]: ... self.post_process = True`), and `False`
+    at least once: false while serving on CUDA. Read only when some field is stored that way."""
+    wanted = {}
+    for name, stores in literals.items():
+        if name in foreign or len(stores) != len(values[name]):
+            continue
+        trues = [s for s in stores if s.value.value is True]
+        if trues and len(trues) < len(stores):
+            wanted.update((id(s), name) for s in trues)
+    if not wanted:
+        return {}
+    found: dict[str, list] = {}
+    for method in _methods(cls):
+        _arms(method.body, None, wanted, found, evaluate)
+    fields = {}
+    for name in set(wanted.values()):
+        whys = found.get(name, [])
+        if len(whys) == sum(1 for n in wanted.values() if n == name) and all(whys):
+            fields[name] = (False, f"`self.{name}` is set true only where CUDA never runs: {whys[0]}")
+    return fields
+
+
+def _arms(body, why, wanted: dict, found: dict, evaluate) -> None:
+    """Records, for each wanted store under `body`, why its arm never runs on CUDA (or None)."""
+    for stmt in body:
+        name = wanted.get(id(stmt))
+        if name is not None:
+            found.setdefault(name, []).append(why)
+        if isinstance(stmt, (ast.If, ast.While)):
+            value, reason = evaluate(stmt.test)
+            reason = reason or None
+            _arms(stmt.body, why or (reason if value is False else None), wanted, found, evaluate)
+            _arms(stmt.orelse, why or (reason if value is True else None), wanted, found, evaluate)
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                _arms(inner, why, wanted, found, evaluate)
+        for handler in getattr(stmt, "handlers", ()):
+            _arms(handler.body, why, wanted, found, evaluate)
+        for case in getattr(stmt, "cases", ()):
+            _arms(case.body, why, wanted, found, evaluate)
 
 
 def foreign_stores(tree: ast.Module) -> frozenset:
