@@ -10,7 +10,7 @@ name, and a flag set true only there.
   `if self.flag:` skips its body (held_tests.py).
 INVALID twins: `"cpu"` alone (a host offload), a name that is no backend's (`device`, a tensor
 field), a second `True` store on a live line, a flag never stored `False`, a flag stored from
-another receiver.
+another receiver, a flag set true during CUDA-graph capture (which runs, once).
 """
 
 from __future__ import annotations
@@ -93,5 +93,12 @@ def test_a_flag_stored_from_another_receiver_stays(tmp_path):
 def test_a_flag_never_stored_false_stays(tmp_path):
     source = WORKER.format(test='self.backend_name in ["CPU_ATTN"]', more="pass").replace(
         "self.post_process = False", "self.post_process = remote == 'x'")
+    found = where(lint_package(tmp_path, {"worker.py": source}))
+    assert any(f[1] == LINES[0] for f in found), found
+
+
+def test_a_flag_set_true_during_graph_capture_stays(tmp_path):
+    # the capture runs (once, at start-up): the `True` it stores holds in the replays after it
+    source = WORKER.format(test='torch.cuda.is_current_stream_capturing()', more="pass")
     found = where(lint_package(tmp_path, {"worker.py": source}))
     assert any(f[1] == LINES[0] for f in found), found

@@ -114,10 +114,17 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
     return fields
 
 
+# the reasons (branches.Conditions) of an arm that does run, only not in an ordinary step: a
+# `True` stored there (`if capturing: self.folds_commit = True`) holds in the steps after it
+_RUNS_AT_TIMES = ("CUDA-graph capture", "no ordinary step", "false while serving")
+
+
 def _off_flags(cls, values: dict, literals: dict, evaluate, foreign: frozenset) -> dict:
     """The fields stored only `True` / `False` literals, every `True` in an arm a CUDA GPU never
     takes (`if self.backend_name in ["CPU_ATTN"]: ... self.post_process = True`), and `False`
-    at least once: false while serving on CUDA. Read only when some field is stored that way."""
+    at least once: false while serving on CUDA. Not an arm that runs at other times (CUDA-graph
+    capture, a rare event): the value stored there holds afterwards. Read only when some field
+    is stored that way."""
     wanted = {}
     for name, stores in literals.items():
         if name in foreign or len(stores) != len(values[name]):
@@ -133,7 +140,8 @@ def _off_flags(cls, values: dict, literals: dict, evaluate, foreign: frozenset) 
     fields = {}
     for name in set(wanted.values()):
         whys = found.get(name, [])
-        if len(whys) == sum(1 for n in wanted.values() if n == name) and all(whys):
+        if len(whys) == sum(1 for n in wanted.values() if n == name) and all(whys) \
+                and not any(mark in why for why in whys for mark in _RUNS_AT_TIMES):
             fields[name] = (False, f"`self.{name}` is set true only where CUDA never runs: {whys[0]}")
     return fields
 
