@@ -100,7 +100,7 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
                     plain = inner is target and isinstance(node, (ast.Assign, ast.AnnAssign)) \
                         and getattr(node, "value", None) is not None
                     if plain and type(node.value) is ast.Constant and type(node.value.value) is bool:
-                        literals.setdefault(name, []).append(node)
+                        literals.setdefault(name, []).append((node, method))
                     values.setdefault(name, []).append(evaluate(node.value) if plain else (None, ""))
     fields = {}
     for name, results in values.items():
@@ -126,17 +126,21 @@ def _off_flags(cls, values: dict, literals: dict, evaluate, foreign: frozenset) 
     capture, a rare event): the value stored there holds afterwards. Read only when some field
     is stored that way."""
     wanted = {}
+    methods = []  # the methods holding a `True` store of a candidate, each once
     for name, stores in literals.items():
         if name in foreign or len(stores) != len(values[name]):
             continue
-        trues = [s for s in stores if s.value.value is True]
+        trues = [(s, m) for s, m in stores if s.value.value is True]
         if trues and len(trues) < len(stores):
-            wanted.update((id(s), name) for s in trues)
+            wanted.update((id(s), name) for s, _ in trues)
+            methods.extend(m for _, m in trues if m not in methods)
     if not wanted:
         return {}
     found: dict[str, list] = {}
-    for method in _methods(cls):
-        _arms(method.body, None, wanted, found, evaluate)
+    tests: dict = {}  # id(test) -> its (value, why), evaluated only around a wanted store
+    for method in methods:
+        _arms(method.body, (), wanted, found, lambda test: tests.get(id(test)) or tests.setdefault(
+            id(test), evaluate(test)))
     fields = {}
     for name in set(wanted.values()):
         whys = found.get(name, [])
@@ -146,26 +150,33 @@ def _off_flags(cls, values: dict, literals: dict, evaluate, foreign: frozenset) 
     return fields
 
 
-def _arms(body, why, wanted: dict, found: dict, evaluate) -> None:
-    """Records, for each wanted store under `body`, why its arm never runs on CUDA (or None)."""
+def _arms(body, around: tuple, wanted: dict, found: dict, evaluate) -> None:
+    """Records, for each wanted store under `body`, why its arm never runs on CUDA (or None).
+    `around`: the (test, arm is its body) of the `if` / `while` arms the block lies in."""
     for stmt in body:
         name = wanted.get(id(stmt))
         if name is not None:
-            found.setdefault(name, []).append(why)
+            found.setdefault(name, []).append(_ruled_out(around, evaluate))
         if isinstance(stmt, (ast.If, ast.While)):
-            value, reason = evaluate(stmt.test)
-            reason = reason or None
-            _arms(stmt.body, why or (reason if value is False else None), wanted, found, evaluate)
-            _arms(stmt.orelse, why or (reason if value is True else None), wanted, found, evaluate)
+            _arms(stmt.body, around + ((stmt.test, True),), wanted, found, evaluate)
+            _arms(stmt.orelse, around + ((stmt.test, False),), wanted, found, evaluate)
             continue
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list):
-                _arms(inner, why, wanted, found, evaluate)
+                _arms(inner, around, wanted, found, evaluate)
         for handler in getattr(stmt, "handlers", ()):
-            _arms(handler.body, why, wanted, found, evaluate)
+            _arms(handler.body, around, wanted, found, evaluate)
         for case in getattr(stmt, "cases", ()):
-            _arms(case.body, why, wanted, found, evaluate)
+            _arms(case.body, around, wanted, found, evaluate)
+
+
+def _ruled_out(around: tuple, evaluate) -> str | None:
+    for test, is_body in around:
+        value, why = evaluate(test)
+        if why and value is (not is_body):
+            return why
+    return None
 
 
 def foreign_stores(tree: ast.Module) -> frozenset:
