@@ -8,6 +8,13 @@
   the test is false there (and `!=` true). Words of the string, not substrings: `"input"` has
   no `npu`. `cpu` is left out on purpose: `offload_backend == "cpu"` is a host offload that a
   CUDA server does choose.
+* The CPU's attention kernels by name: `self.backend_name in ["CPU_ATTN"]` (vLLM's NIXL worker:
+  the post-process for a CPU attention backend). A string whose words are `cpu` and `attn` /
+  `attention` names the attention backend the CPU platform selects, never the one a CUDA GPU
+  runs; counted only where the compared name is a backend's or implementation's by its words
+  (`backend_name`, `attn_impl`), so `device.type == "cpu"`, a host offload (`"cpu"` alone) and a
+  field named `..._cpu` stay as they are.
+* `in` / `not in` a literal list, tuple or set whose every string is decided as above, the same.
 """
 
 from __future__ import annotations
@@ -17,12 +24,19 @@ import ast
 from .library import LibraryFacts, words
 
 _DEVICE_ENDS = (".type", "device", "device_type")
+_ATTENTION = frozenset(("attn", "attention"))  # with `cpu`: the CPU platform's attention backend
+_CHOSEN = frozenset(("backend", "impl"))  # the compared name is a backend's or implementation's
 
 
 def compare_test(node: ast.Compare, left_name: str, library: LibraryFacts) -> tuple[bool | None, str]:
-    """(value on a CUDA GPU, why) of `left == "literal"` / `!=`; (None, "") when undecided.
-    `left_name` is the dotted name of the non-literal side ("" when it has none)."""
-    if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+    """(value on a CUDA GPU, why) of `left == "literal"` / `!=` / `in [literals]` / `not in`;
+    (None, "") when undecided. `left_name` is the dotted name of the non-literal side ("" when it
+    has none)."""
+    if len(node.ops) != 1:
+        return None, ""
+    if isinstance(node.ops[0], (ast.In, ast.NotIn)):
+        return _member_test(node, left_name, library)
+    if not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
         return None, ""
     left, right = node.left, node.comparators[0]
     if isinstance(left, ast.Constant):
@@ -40,10 +54,29 @@ def compare_test(node: ast.Compare, left_name: str, library: LibraryFacts) -> tu
             return None, ""
         why = f"device type `{right.value}`"
     else:
-        hits = [w for w in words(right.value) if w in library.other_words and w != "cpu"]
-        if not hits or not text:
+        if not text or not _other_backend(left_name, right.value, library):
             return None, ""
         value, why = False, f"`{left_name}` names another platform's backend (`{right.value}`)"
     if isinstance(node.ops[0], ast.NotEq):
         value = not value
     return value, why
+
+
+def _other_backend(left_name: str, text: str, library: LibraryFacts) -> bool:
+    """`text` names another platform's backend, where `left_name` is what it is compared with."""
+    split = words(text)
+    if any(w in library.other_words and w != "cpu" for w in split):
+        return True
+    return "cpu" in split and not _ATTENTION.isdisjoint(split) and not _CHOSEN.isdisjoint(words(left_name))
+
+
+def _member_test(node: ast.Compare, left_name: str, library: LibraryFacts) -> tuple[bool | None, str]:
+    """`backend in ["CPU_ATTN"]`: false on CUDA when every string listed is another platform's."""
+    right = node.comparators[0]
+    if not left_name or not isinstance(right, (ast.List, ast.Tuple, ast.Set)) or not right.elts:
+        return None, ""
+    texts = [e.value for e in right.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if len(texts) != len(right.elts) or not all(_other_backend(left_name, t, library) for t in texts):
+        return None, ""
+    why = f"`{left_name}` names another platform's backend ({', '.join(f'`{t}`' for t in texts)})"
+    return isinstance(node.ops[0], ast.NotIn), why

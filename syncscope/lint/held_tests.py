@@ -88,6 +88,7 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
     `evaluate` is branches.Conditions.evaluate; `foreign` the attribute names the file stores on
     receivers other than `self` (those fields may be changed from outside)."""
     values: dict[str, list] = {}
+    literals: dict[str, list] = {}  # field -> its stores of `True` / `False` (the statements)
     for method in _methods(cls):
         for node in _statements(method.body):
             for target in _targets(node):
@@ -98,6 +99,8 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
                         continue
                     plain = inner is target and isinstance(node, (ast.Assign, ast.AnnAssign)) \
                         and getattr(node, "value", None) is not None
+                    if plain and type(node.value) is ast.Constant and type(node.value.value) is bool:
+                        literals.setdefault(name, []).append((node, method))
                     values.setdefault(name, []).append(evaluate(node.value) if plain else (None, ""))
     fields = {}
     for name, results in values.items():
@@ -107,7 +110,73 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
         if first[0] is None or not first[1] or any(value is not first[0] for value, _ in results):
             continue
         fields[name] = (first[0], f"`self.{name}` is only ever set from a decided test: {first[1]}")
+    fields.update(_off_flags(cls, values, literals, evaluate, foreign))
     return fields
+
+
+# the reasons (branches.Conditions) of an arm that does run, only not in an ordinary step: a
+# `True` stored there (`if capturing: self.folds_commit = True`) holds in the steps after it
+_RUNS_AT_TIMES = ("CUDA-graph capture", "no ordinary step", "false while serving")
+
+
+def _off_flags(cls, values: dict, literals: dict, evaluate, foreign: frozenset) -> dict:
+    """The fields stored only `True` / `False` literals, every `True` in an arm a CUDA GPU never
+    takes (`if self.backend_name in ["CPU_ATTN"]: ... self.post_process = True`), and `False`
+    at least once: false while serving on CUDA. Not an arm that runs at other times (CUDA-graph
+    capture, a rare event): the value stored there holds afterwards. Read only when some field
+    is stored that way."""
+    wanted = {}
+    methods = []  # the methods holding a `True` store of a candidate, each once
+    for name, stores in literals.items():
+        if name in foreign or len(stores) != len(values[name]):
+            continue
+        trues = [(s, m) for s, m in stores if s.value.value is True]
+        if trues and len(trues) < len(stores):
+            wanted.update((id(s), name) for s, _ in trues)
+            methods.extend(m for _, m in trues if m not in methods)
+    if not wanted:
+        return {}
+    found: dict[str, list] = {}
+    tests: dict = {}  # id(test) -> its (value, why), evaluated only around a wanted store
+    for method in methods:
+        _arms(method.body, (), wanted, found, lambda test: tests.get(id(test)) or tests.setdefault(
+            id(test), evaluate(test)))
+    fields = {}
+    for name in set(wanted.values()):
+        whys = found.get(name, [])
+        if len(whys) == sum(1 for n in wanted.values() if n == name) and all(whys) \
+                and not any(mark in why for why in whys for mark in _RUNS_AT_TIMES):
+            fields[name] = (False, f"`self.{name}` is set true only where CUDA never runs: {whys[0]}")
+    return fields
+
+
+def _arms(body, around: tuple, wanted: dict, found: dict, evaluate) -> None:
+    """Records, for each wanted store under `body`, why its arm never runs on CUDA (or None).
+    `around`: the (test, arm is its body) of the `if` / `while` arms the block lies in."""
+    for stmt in body:
+        name = wanted.get(id(stmt))
+        if name is not None:
+            found.setdefault(name, []).append(_ruled_out(around, evaluate))
+        if isinstance(stmt, (ast.If, ast.While)):
+            _arms(stmt.body, around + ((stmt.test, True),), wanted, found, evaluate)
+            _arms(stmt.orelse, around + ((stmt.test, False),), wanted, found, evaluate)
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                _arms(inner, around, wanted, found, evaluate)
+        for handler in getattr(stmt, "handlers", ()):
+            _arms(handler.body, around, wanted, found, evaluate)
+        for case in getattr(stmt, "cases", ()):
+            _arms(case.body, around, wanted, found, evaluate)
+
+
+def _ruled_out(around: tuple, evaluate) -> str | None:
+    for test, is_body in around:
+        value, why = evaluate(test)
+        if why and value is (not is_body):
+            return why
+    return None
 
 
 def foreign_stores(tree: ast.Module) -> frozenset:
