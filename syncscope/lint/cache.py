@@ -274,9 +274,15 @@ def _pickled_facts(table: dict) -> dict:
 
 
 def _without_facts(result):
+    """The result as the files table keeps it: without the facts only the whole-program pass
+    reads, but with what the engine reads of them before that pass (the class names the file
+    imports: carrier_fields.imported_classes), or a rerun on this cache would decide otherwise."""
     if not result.has_facts:
         return result
-    return replace(result, **{name: {} for name in FACT_FIELDS}, has_facts=False)
+    from .carrier_fields import imported_classes
+
+    return replace(result, **{name: {} for name in FACT_FIELDS}, has_facts=False,
+                   imported_classes=imported_classes(result))
 
 
 def _load(path: str, kind):

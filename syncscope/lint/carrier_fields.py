@@ -294,6 +294,18 @@ def carrier_host_attrs(facts: dict[str, dict], imported: dict[str, frozenset]) -
     return result
 
 
+def imported_classes(result) -> tuple:
+    """The capitalized short names a file imports (`from m import Carrier`), what
+    `carrier_host_attrs` asks of every module: from its facts, or, for a result the cache held
+    without them (cache.py), what was kept of them there. A warm run that read `exports` of such a
+    result found none, walked the carrier modules again without their attributes and reported
+    otherwise than the cold run (SGLang: 24 more findings, 19 of them in the default report)."""
+    if not result.has_facts:
+        return result.imported_classes
+    names = {name.rsplit(".", 1)[-1] for name in (result.exports or {}).values()}
+    return tuple(sorted(name for name in names if name[:1].isupper()))
+
+
 def module_hints(tree, base: P.NameHints, text: str, inherited: frozenset[str]) -> P.NameHints:
     """A module's name hints (worker.file_hints): the project's conventions, plus the fields the
     module declares `keep_on_cpu` or inherits (field_configs.py), plus the carrier attributes the

@@ -292,15 +292,14 @@ def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, co
 def _add_carrier_attrs(results: dict, inherited: dict) -> None:
     """The host attributes of carrier objects (carrier_fields.py), as ".name", for the modules
     that import or use a carrier class."""
-    from .carrier_fields import carrier_host_attrs
+    from .carrier_fields import carrier_host_attrs, imported_classes
     from .copy_methods import copied_host_attrs
 
     facts = {r.module: r.carrier_facts for r in results.values()
              if r.module and getattr(r, "carrier_facts", None) is not None}
     if not facts:
         return
-    imported = {r.module: frozenset(name.rsplit(".", 1)[-1] for name in (r.exports or {}).values())
-                for r in results.values() if r.module}
+    imported = {r.module: imported_classes(r) for r in results.values() if r.module}
     for module, attrs in carrier_host_attrs(facts, imported).items():
         inherited[module] = inherited.get(module, frozenset()) | attrs
     for module, attrs in copied_host_attrs(facts).items():  # fields a copy method has copied (copy_methods.py)

@@ -88,6 +88,7 @@ class RawResult:
     field_configs: object = None
     inherited_fields: frozenset = frozenset()
     carrier_facts: object = None  # what carrier_fields.py needs from this file (None: nothing)
+    imported_classes: tuple = ()  # a cached result's, kept without its facts (carrier_fields.py)
     # what the file does with each capitalized name (name_uses.py; None: the pass reads the file)
     name_uses: tuple | None = None
     refills: tuple | None = None  # a keep_on_cpu field refilled on the device (refill_variant.py)
