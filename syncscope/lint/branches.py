@@ -45,6 +45,7 @@ from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
 from .numberguards import number_guard
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
+from .unbound_names import unbound_on_cuda, unbound_reads
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -581,5 +582,6 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     walk.conditions.globals = module_globals(tree, walk.conditions.evaluate)
     walk.none_sites = sites = NoneSites(tree, module, aliases, walk.conditions.evaluate)
     walk.block(tree.body, [], None)
+    walk.cold.extend(unbound_reads(tree, unbound_on_cuda(tree, walk.conditions.evaluate)))  # unbound_names.py
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails), \
         (sites.bindings, sites.guards)
