@@ -49,3 +49,22 @@ def test_a_warm_rerun_keeps_what_nothing_decides(tmp_path):
     cold = found(tmp_path, root, use_cache=True)
     assert sorted({f[1] for f in cold if f[0] == "pkg/model.py"}) == [8, 24]
     assert found(tmp_path, root, use_cache=True) == cold
+
+
+def test_an_edit_that_only_moves_lines_of_a_file_importing_a_class_reuses_the_pass(tmp_path, monkeypatch):
+    # VALID: the cached result keeps the class names its file imports, a fresh one reads them
+    # from its facts; a comment appended to a file that imports a class (`Bundle`) moves lines
+    # only, so the whole-program pass is not run again and the report is the whole run's
+    from syncscope.lint import engine
+
+    root = package(tmp_path, "to(device, non_blocking=True)")
+    found(tmp_path, root, use_cache=True)
+    model = tmp_path / "pkg" / "model.py"
+    model.write_text(model.read_text() + "\n# an edit that moves nothing\n")
+    solves = []
+    real = engine.solve
+    monkeypatch.setattr(engine, "solve", lambda *a, **k: solves.append(1) or real(*a, **k))
+    warm = found(tmp_path, root, use_cache=True)
+    assert solves == []
+    monkeypatch.undo()
+    assert warm == found(tmp_path, root, use_cache=False)
