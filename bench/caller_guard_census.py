@@ -24,6 +24,8 @@ import functools
 import json
 import os
 
+from syncscope.lint.ast_annotations import dotted
+
 EXITS = (ast.Raise, ast.Return, ast.Continue, ast.Break)
 
 
@@ -46,14 +48,9 @@ def function_at(tree, line: int):
 
 
 def chain_of(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return tuple(reversed(parts))
-    return None
+    """`a.b.c` as ("a", "b", "c"); None when it does not start at a name."""
+    name = dotted(node)
+    return tuple(name.split(".")) if name else None
 
 
 def atoms(test) -> list:
