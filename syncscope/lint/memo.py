@@ -44,6 +44,7 @@ from .memo_funcs import MEMOIZED, module_aliases, value_memo
 from .memo_keys import changed_field, grown_field, kept_while, looked_up
 from .memo_params import PARAM, module_params, param_memo
 from .modules import ModuleKinds
+from .root_fills import FILLED, fallback_why, mark_filled
 
 
 def _self_field(node) -> str | None:
@@ -246,6 +247,7 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 walk(stmt.body, f"{prefix}{stmt.name}.", True)
+                mark_filled(stmt, f"{module}.{prefix}{stmt.name}." if module else f"{prefix}{stmt.name}.", found)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out: list = []
                 held = param_memo(stmt, module_params(stmt, aliases or {}, module_types))
@@ -367,6 +369,12 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
         lives = f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method)" if server in serving \
             else "is an nn.Module"
         for start, end, field, method in items:
+            if isinstance(method, str) and method.startswith(FILLED):
+                why = fallback_why(method, field, roots)  # a lazy call of a per-step root (root_fills.py)
+                if why is not None:
+                    found.setdefault(program.path_of[qualname], []).append((start, end, why))
+                    continue
+                method = method[len(FILLED):]
             if method == TWIN and not has_property(owner, field):
                 continue  # `self.x` is no property that reads `self._x`: a different field
             if method == MEMOIZED:
@@ -380,7 +388,7 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
             elif method == TWIN:
                 how = f"runs once per object: fills `self._{field}`, which the property `{field}` reads, on first use"
             elif method is not None and roots.match(method):
-                continue  # `if self.forward_metadata is None: self.init_forward_metadata(b)`: per step anyway
+                continue  # a per-step root that does not store the field itself: per step anyway
             else:
                 how = f"runs once per object: fills `self.{field}` on first use"
             found.setdefault(program.path_of[qualname], []).append(
