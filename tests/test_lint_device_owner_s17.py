@@ -94,3 +94,40 @@ def test_a_field_of_the_object_keeps_its_own_reading(tmp_path):
 
 def line_of(source: str, text: str) -> int:
     return next(n for n, row in enumerate(source.splitlines(), 1) if text in row)
+
+
+BRANCHES = """
+import torch
+from typing import Optional
+
+
+class Tower(torch.nn.Module):
+    def compute_cu_seqlens(self, tgt_sizes: Optional[torch.Tensor] = None, embeds: Optional[torch.Tensor] = None):
+        if tgt_sizes is not None:
+            seqlen = tgt_sizes[:, 0] * tgt_sizes[:, 1]
+        elif embeds is not None:
+            seqlen = torch.full((embeds.shape[0],), embeds.shape[1], dtype=torch.int32, device=embeds.device)
+        else:
+            raise ValueError("no sizes")
+        return torch.tensor([0], device=seqlen.device, dtype=torch.int32)
+
+    def forward(self, x: torch.Tensor, tgt_sizes: Optional[torch.Tensor] = None):
+        return self.compute_cu_seqlens(tgt_sizes, x)
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.vpm = Tower()
+
+    def forward(self, x: torch.Tensor, sizes: list):
+        return self.vpm(x, None)
+"""
+
+
+def test_a_tensor_put_on_the_device_in_another_arm_stays(tmp_path):
+    # INVALID twin: `seqlen` is the parameter's data in one arm and a device tensor in the other
+    # (the caller passes None, so the device arm runs): the parameter does not decide its device
+    found = lines(lint_package(tmp_path, {"model.py": BRANCHES}), "pkg/model.py")
+    assert line_of(BRANCHES, "device=seqlen.device") in found
+
