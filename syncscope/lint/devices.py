@@ -88,3 +88,21 @@ def _host_device(node: cst.BaseExpression, ctx: FunctionContext) -> bool:
         none = [isinstance(a, cst.Name) and a.value == "None" for a in arms]
         return not all(none) and all(n or _host_device(a, ctx) for a, n in zip(arms, none))
     return isinstance(node, cst.Attribute) and node.attr.value == "device" and device_where(node, ctx) == P.HOST
+
+
+def device_owner(node: cst.BaseExpression | None, ctx: FunctionContext) -> cst.BaseExpression | None:
+    """The tensor whose device a `device=x.device` argument names (`x`), when it is a local or a
+    parameter the function knows to be a tensor: a copy to that device is one to the host where
+    `x` is host data (a parameter every caller passes host memory for, a helper's host result),
+    so a rule reports the copy on `x` (`report(..., subject=x)`). Not a field of the object
+    (`self.buf.device`: `device_of` names the field), nor a value that may be no tensor (a
+    module's `model.device`): the callers' Python objects are no evidence of its place. Nor a
+    tensor the function itself puts on the device on some path (`seqlen = torch.full(...,
+    device=embeds.device)` in one arm of an `if`, the parameter's data in the other: DEVICE
+    after the merge), which the parameter does not decide."""
+    if not isinstance(node, cst.Attribute) or node.attr.value != "device":
+        return None
+    owner = node.value
+    if not isinstance(owner, cst.Name) or owner.value in ("self", "cls"):
+        return None
+    return owner if ctx.analyzer.peek(owner, ctx) == P.TENSOR else None

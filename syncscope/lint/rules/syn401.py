@@ -4,7 +4,7 @@ import libcst as cst
 
 from .. import provenance as P
 from ..compiled import compiled_constant
-from ..devices import device_where
+from ..devices import device_owner, device_where
 from ._common import first_input, show
 from .base import Fix, Invalid, Rule
 
@@ -62,7 +62,7 @@ class TensorFromHostDataOnDevice(Rule):
             self, call.node,
             f"`{show(call.node.func, ctx)}(..., device={show(device, ctx)})` copies host data with a "
             "blocking copy (build it in pinned memory and copy with non_blocking=True)",
-            anchor=show(call.node.func, ctx) + "(", device_of=device,
+            anchor=show(call.node.func, ctx) + "(", device_of=device, subject=device_owner(device, ctx),
             fix=Fix("unsafe", "build in pinned memory, copy with non_blocking=True", lambda: (call.node, _pinned(call.node))),
         )
 
