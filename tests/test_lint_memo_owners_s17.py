@@ -205,3 +205,16 @@ class Stage:
         return x
 """
     assert _synced(_run(tmp_path, files={"stage.py": stage})) == SYNC_LINES
+
+
+def test_cache_of_a_class_imported_inside_a_per_step_helper_stays(tmp_path):
+    # the import inside the function leaves the name unresolved: counted by the class's name
+    helper = """
+import torch
+
+
+def fresh_cache(x):
+    from pkg.cache import KVCache
+    return {make}
+""".format(make=MAKE.format(d="x.device"))
+    assert _synced(_run(tmp_path, files={"helper.py": helper})) == SYNC_LINES

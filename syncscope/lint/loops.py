@@ -105,6 +105,13 @@ class _Walk:
                 self.makes.add((maker, SELF_MADE + maker, function))
                 continue
             made = self.base(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+            if made is None and isinstance(func, (ast.Name, ast.Attribute)):
+                # a name this module does not bind (imported inside the function): kept under
+                # `SELF_MADE` + `?` + its name, which no reader resolves but memo_owners.py counts
+                name = dotted(func)
+                if name and name.rsplit(".", 1)[-1][:1].isupper():
+                    self.makes.add((maker, f"{SELF_MADE}?{name}", function))
+                continue
             if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
                 self.makes.add((maker, made, function))
 

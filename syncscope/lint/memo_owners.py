@@ -35,11 +35,20 @@ class BuiltOnce:
         self.subclasses = subclasses
         self.cold_name = cold_name
         self.sites: dict[str, set] = {}  # class -> {(maker class or None, function or None)}
+        # constructions of a name the tree does not resolve (a class imported inside the function
+        # that builds it): by the class's short name, so they count for any class so named
+        self.unresolved: dict[str, set] = {}
         for result in results.values():
             for maker, made, function in getattr(result, "makes", ()) or ():
+                if made.startswith(SELF_MADE + "?"):
+                    name = made[len(SELF_MADE) + 1:].rsplit(".", 1)[-1]
+                    self.unresolved.setdefault(name, set()).add((maker, function, False))
+                    continue
                 inner = maker if made.startswith(SELF_MADE) else program.chase(made, True)
                 if inner is not None:
                     self.sites.setdefault(inner, set()).add((maker, function, made.startswith(SELF_MADE)))
+                else:
+                    self.unresolved.setdefault(made.rsplit(".", 1)[-1], set()).add((maker, function, False))
         self._why: dict[str, str | None] = {}
 
     def _family(self, cls: str) -> tuple[set, set]:
@@ -69,6 +78,7 @@ class BuiltOnce:
         self._why[cls] = None  # a cycle of constructors proves nothing
         below, above = self._family(cls)
         sites = [site for member in below for site in self.sites.get(member, ())]
+        sites += [site for member in below for site in self.unresolved.get(member.rsplit(".", 1)[-1], ())]
         sites += [site for member in above for site in self.sites.get(member, ()) if site[2]]
         if not sites:
             return None
