@@ -38,6 +38,7 @@ from .steploops import names_generation, names_steps
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _CALL = frozenset({ast.Call})
+SELF_MADE = "<self>"  # `cls(...)`, `type(self)(...)`: the maker's own class (constructions)
 
 
 def _end(node) -> int:
@@ -69,7 +70,8 @@ class _Walk:
                 if loops:
                     self.loops[self.qualify(local)] = loops
                 self.spans[self.qualify(local)] = (stmt.lineno, _end(stmt))
-                self.constructions(_own_calls(stmt), self.qualify(".".join(classes)) if classes else None)
+                self.constructions(_own_calls(stmt), self.qualify(".".join(classes)) if classes else None,
+                                   self.qualify(local))
                 self.definitions(_nested(stmt.body), classes, local)
             elif isinstance(stmt, ast.ClassDef):
                 names = classes + [stmt.name]
@@ -87,15 +89,31 @@ class _Walk:
                 for handler in getattr(stmt, "handlers", ()) or ():
                     self.definitions(handler.body, classes, None)
 
-    def constructions(self, calls: list, maker: str | None) -> None:
+    def constructions(self, calls: list, maker: str | None, function: str | None = None) -> None:
         """The classes these calls of some code construct (`Mistral3Model(config)`,
-        `nn.ModuleList([Layer(c) for _ in range(n)])`), as (maker, class): the class whose code
-        it is, or None for a module-level function or statement. A function nested in a method
-        builds for that method's class (definitions() walks it with the same maker)."""
+        `nn.ModuleList([Layer(c) for _ in range(n)])`), as (maker, class, function): the class
+        whose code it is, or None for a module-level function or statement; and the function
+        the call is in, or None for a module- or class-level statement. A function nested in a
+        method builds for that method's class (definitions() walks it with the same maker).
+        `cls(...)` and `type(self)(...)` in a class's code build that class or a subclass: made
+        is `SELF_MADE` + the class then, which no other reader resolves (memo.py asks where a
+        class is built)."""
         for node in calls:
-            made = self.base(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
+            func = node.func
+            if maker is not None and ((isinstance(func, ast.Name) and func.id == "cls") or (
+                    isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type")):
+                self.makes.add((maker, SELF_MADE + maker, function))
+                continue
+            made = self.base(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+            if made is None and isinstance(func, (ast.Name, ast.Attribute)):
+                # a name this module does not bind (imported inside the function): kept under
+                # `SELF_MADE` + `?` + its name, which no reader resolves but memo_owners.py counts
+                name = dotted(func)
+                if name and name.rsplit(".", 1)[-1][:1].isupper():
+                    self.makes.add((maker, f"{SELF_MADE}?{name}", function))
+                continue
             if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
-                self.makes.add((maker, made))
+                self.makes.add((maker, made, function))
 
     def once(self, body, first: int) -> tuple[tuple, tuple]:
         """The line ranges of `body` (a function's, starting at its `def` line) that run once
@@ -234,5 +252,5 @@ def file_loop_facts(tree: ast.Module, module: str, aliases: dict):
     defined = {n.name for n in tree.body if isinstance(n, _DEFS)}
     walk = _Walk(module, aliases, defined)
     walk.definitions(tree.body, [], None)
-    return (walk.straight, walk.bases, walk.spans, tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1]))),
+    return (walk.straight, walk.bases, walk.spans, tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1], m[2] or ""))),
             walk.loops)

@@ -42,6 +42,7 @@ import re
 from .ast_annotations import dotted
 from .memo_funcs import MEMOIZED, module_aliases, value_memo
 from .memo_keys import changed_field, grown_field, kept_while, looked_up
+from .memo_owners import BuiltOnce
 from .memo_params import PARAM, module_params, param_memo
 from .modules import ModuleKinds
 from .root_fills import FILLED, fallback_why, mark_filled
@@ -276,8 +277,10 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
     return found
 
 
-def memo_lines(program, results: dict, library) -> dict[str, list]:
-    """{path: [(start, end, why)]}: the memo fills of classes that serve steps (see above)."""
+def memo_lines(program, results: dict, library, cold_name=None) -> dict[str, list]:
+    """{path: [(start, end, why)]}: the memo fills of classes that serve steps (see above), or
+    whose objects the tree builds only in code that runs once (memo_owners.py; `cold_name`:
+    the names of such code, config.cold_function)."""
     memos: dict[str, list] = {}
     for result in results.values():
         memos.update(getattr(result, "memos", None) or {})
@@ -344,6 +347,7 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
                 found = below[0]
         return found
 
+    built = BuiltOnce(program, results, bases, subclasses, cold_name)
     found: dict[str, list] = {}
     for qualname, items in memos.items():
         owner = qualname.rpartition(".")[0]
@@ -363,11 +367,14 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
         if not items or owner not in program.classes:
             continue
         server = serves(owner)
-        if server is None:
+        once = built.why(owner, serves) if server is None else None
+        if server is None and once is None:
             continue  # an object of unknown lifetime (may be built every step): its fill stays
         short = owner.rsplit(".", 1)[-1]
-        lives = f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method)" if server in serving \
+        lives = once if once is not None else \
+            f"serves steps (`{server.rsplit('.', 1)[-1]}` has a per-step method)" if server in serving \
             else "is an nn.Module"
+        across = ", so its objects live across steps" if once is not None else ", so it lives across them"
         for start, end, field, method in items:
             if isinstance(method, str) and method.startswith(FILLED):
                 why = fallback_why(method, field, roots)  # a lazy call of a per-step root (root_fills.py)
@@ -379,7 +386,7 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
                 continue  # `self.x` is no property that reads `self._x`: a different field
             if method == MEMOIZED:
                 found.setdefault(program.path_of[qualname], []).append(
-                    (start, end, f"{_MEMOIZED_WHY.format(field)}, and `{short}` {lives}, so it lives across them"))
+                    (start, end, f"{_MEMOIZED_WHY.format(field)}, and `{short}` {lives}{across}"))
                 continue
             if method == GROWN:
                 how = f"runs once per new largest size: grows `self.{field}` past its cached size"
@@ -392,5 +399,5 @@ def memo_lines(program, results: dict, library) -> dict[str, list]:
             else:
                 how = f"runs once per object: fills `self.{field}` on first use"
             found.setdefault(program.path_of[qualname], []).append(
-                (start, end, f"{how}, and `{short}` {lives}, so it lives across them"))
+                (start, end, f"{how}, and `{short}` {lives}{across}"))
     return found

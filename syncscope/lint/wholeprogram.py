@@ -563,7 +563,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     solver = Solver(program, ConstArgs(results))
     solver.const.none_config = NoneConfig(program, results, solver.all_edges)
     # lines that no caller, flag or import lets run while serving (callguards.decided_lines)
-    guarded = decided_lines(program, solver.edges, results, library, sources)
+    guarded = decided_lines(program, solver.edges, results, library, sources, cold_name)
     walked = cold_calls_removed(program, solver.edges, results, guarded, library)
     solver.foreign = platform_files(results, library)
     # a call into request intake does not sync for its caller (the walk still follows it)
