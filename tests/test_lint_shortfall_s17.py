@@ -125,3 +125,22 @@ def test_an_early_return_with_an_else_keeps_the_sync(tmp_path):
 def test_an_early_return_on_no_probe_keeps_the_sync(tmp_path):
     body = EARLY.replace("if need <= self.available_size():", "if need <= 0:")
     assert flagged(tmp_path, early(body)) == [5, 6, 23]
+
+
+def test_an_early_raise_keeps_the_sync(tmp_path):
+    """vLLM's `if torch.cuda.is_current_stream_capturing(): raise ...` before per-step planning
+    that calls `compact_page_metadata`: an error check, not a shortfall."""
+    body = EARLY.replace("""                self.free -= need
+                return self.pages[:need]""", """                raise RuntimeError("no room")""")
+    assert flagged(tmp_path, early(body)) == [5, 6, 22]
+
+
+def test_an_early_return_on_a_bare_call_keeps_the_sync(tmp_path):
+    body = EARLY.replace("if need <= self.available_size():", "if self.ready():")
+    assert flagged(tmp_path, early(body)) == [5, 6, 23]
+
+
+def test_a_compaction_whose_value_is_assigned_keeps_the_sync(tmp_path):
+    body = EARLY.replace("            return _relieve_for_alloc(self, need)", """            ok = _relieve_for_alloc(self, need)
+            return ok""")
+    assert flagged(tmp_path, early(body)) == [5, 6, 23]

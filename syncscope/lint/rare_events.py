@@ -62,8 +62,8 @@ def compaction_fallback(stmt: ast.If, library: LibraryFacts) -> str | None:
     test says a capacity probe failed (`if not self._can_reserve_without_compaction(counts):`,
     `if n > self.largest_free_run():`: a call under `not`, or a size compared with a call), and
     a statement of the block itself compacts (`self._compact()`, `if not _relieve_for_alloc(self,
-    n): return None`, `ok = self._defrag()`: a call named with a word of `[switches]
-    rare-event-compaction`, as the statement, its value or the test of an `if` of the block).
+    n): return None`: a call named with a word of `[switches] rare-event-compaction`, as the
+    statement, the value it returns or the test of an `if` of the block).
     Compaction restores room the free total already has, so the fast path serves every
     reservation until frees leave holes it cannot use (SGLang's unified host pool waits on every
     transfer's event before it moves pages). Not a compaction that no failed probe guards (an
@@ -83,17 +83,17 @@ def compaction_fallback(stmt: ast.If, library: LibraryFacts) -> str | None:
 
 def compaction_after(stmt: ast.If, following: list, library: LibraryFacts) -> str | None:
     """Why the statements after `stmt` run only when a capacity probe failed (else None): the
-    early-return twin of `compaction_fallback`. `stmt` returns (or raises) when the probe
-    succeeds (`if need <= self.available_size(): return True`, `if self._fits(n): return`: a
-    call, or a size compared with a call; no `else`), and a statement after it, at its own
-    level, compacts (SGLang's unified pool: `return _relieve_for_alloc(self, need_tokens)`,
-    the shortfall ladder that flushes a neighbour's holes and moves a floating band). What
-    follows the early return runs only on the shortfall, so it is the same event as the block
-    of `if not probe(): compact()`. Not a probe whose body falls through (the code after it
-    runs either way), nor a compaction only in a nested block's body."""
-    if stmt.orelse or not stmt.body or not isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
-        return None
-    if not (isinstance(stmt.test, ast.Call) or _size_probe(stmt.test)):
+    early-return twin of `compaction_fallback`. `stmt` returns when a size probe says the
+    allocation fits (`if need_tokens <= self.available_size(): return True`: a size compared
+    with a call; no `else`), and a statement after it, at its own level, compacts (SGLang's
+    unified pool: `return _relieve_for_alloc(self, need_tokens)`, the shortfall ladder that
+    flushes a neighbour's holes and moves a floating band). What follows the early return runs
+    only on the shortfall, so it is the same event as the block of `if n > free(): compact()`.
+    Not a probe whose body falls through (the code after it runs either way), nor one that
+    raises (an error check: vLLM's `if torch.cuda.is_current_stream_capturing(): raise ...`
+    before per-step planning), nor a bare call (`if self.is_empty(): return` says nothing of
+    a shortfall), nor a compaction only in a nested block's body."""
+    if stmt.orelse or not stmt.body or not isinstance(stmt.body[-1], ast.Return) or not _size_probe(stmt.test):
         return None
     if any(_compacts(inner, library) for inner in following):
         return f"compacts the pool only when `{ast.unparse(stmt.test)}` is false: a fast path failed under fragmentation"
@@ -108,11 +108,12 @@ def _size_probe(test) -> bool:
 
 
 def _compacts(stmt, library: LibraryFacts) -> bool:
-    """A statement that calls a compaction by itself: the call is the statement, its value
-    (`return`, an assignment) or the test of an `if` (under `not` or not)."""
+    """A statement that calls a compaction for its effect: the call is the statement, the
+    value it returns, or the test of an `if` (under `not` or not): a success flag. Not a value
+    assigned (`indptr, last = compact_page_metadata(positions, n)` computes data)."""
     if isinstance(stmt, ast.If):
         call = stmt.test
-    elif isinstance(stmt, (ast.Expr, ast.Return, ast.Assign, ast.AnnAssign)):
+    elif isinstance(stmt, (ast.Expr, ast.Return)):
         call = stmt.value
     else:
         return False
