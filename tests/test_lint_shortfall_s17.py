@@ -144,3 +144,18 @@ def test_a_compaction_whose_value_is_assigned_keeps_the_sync(tmp_path):
     body = EARLY.replace("            return _relieve_for_alloc(self, need)", """            ok = _relieve_for_alloc(self, need)
             return ok""")
     assert flagged(tmp_path, early(body)) == [5, 6, 23]
+
+
+def test_a_ladder_when_the_size_fits_keeps_the_sync(tmp_path):
+    pool = POOL.replace("if need > self.available_size():", "if need < self.available_size():")
+    assert flagged(tmp_path, pool) == [5, 6, 21]
+
+
+def test_an_early_return_when_the_size_does_not_fit_keeps_the_sync(tmp_path):
+    body = EARLY.replace("if need <= self.available_size():", "if need > self.available_size():")
+    assert flagged(tmp_path, early(body)) == [5, 6, 23]
+
+
+def test_an_early_return_on_a_lack_compared_with_a_literal_keeps_the_sync(tmp_path):
+    body = EARLY.replace("if need <= self.available_size():", "if self.available_size() >= 0:")
+    assert flagged(tmp_path, early(body)) == [5, 6, 23]

@@ -73,7 +73,7 @@ def compaction_fallback(stmt: ast.If, library: LibraryFacts) -> str | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         probe = isinstance(test.operand, ast.Call)
     else:
-        probe = _size_probe(test)
+        probe = _size_probe(test, fits=False)
     if not probe:
         return None
     if any(_compacts(inner, library) for inner in stmt.body):
@@ -93,18 +93,29 @@ def compaction_after(stmt: ast.If, following: list, library: LibraryFacts) -> st
     raises (an error check: vLLM's `if torch.cuda.is_current_stream_capturing(): raise ...`
     before per-step planning), nor a bare call (`if self.is_empty(): return` says nothing of
     a shortfall), nor a compaction only in a nested block's body."""
-    if stmt.orelse or not stmt.body or not isinstance(stmt.body[-1], ast.Return) or not _size_probe(stmt.test):
+    if stmt.orelse or not stmt.body or not isinstance(stmt.body[-1], ast.Return) or not _size_probe(stmt.test, fits=True):
         return None
     if any(_compacts(inner, library) for inner in following):
         return f"compacts the pool only when `{ast.unparse(stmt.test)}` is false: a fast path failed under fragmentation"
     return None
 
 
-def _size_probe(test) -> bool:
-    """`n > self.free_run()`, `need <= self.available_size()`: a size compared with a call."""
-    return isinstance(test, ast.Compare) and len(test.ops) == 1 \
-        and isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) \
-        and any(isinstance(side, ast.Call) for side in (test.left, test.comparators[0]))
+def _size_probe(test, fits: bool) -> bool:
+    """A size compared with a call that says the size does not fit (`n > self.free_run()`,
+    `self.available_size() < need`) or, with `fits`, that it fits (`need <= self.available_size()`,
+    `self.free_run() >= n`). Not `if self._shortfall(n) > 0: return False`, a lack compared
+    with a literal."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)):
+        left, right = right, left  # now `left > right` (or >=)
+    elif not isinstance(op, (ast.Gt, ast.GtE)):
+        return False
+    # `size > call()` does not fit; `call() > size` (or >=) fits. The size is a name or an
+    # expression, not a literal (`self._shortfall(n) > 0` measures a lack, not a room).
+    room, size = (left, right) if fits else (right, left)
+    return isinstance(room, ast.Call) and not isinstance(size, (ast.Call, ast.Constant))
 
 
 def _compacts(stmt, library: LibraryFacts) -> bool:
