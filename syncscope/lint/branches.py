@@ -39,7 +39,7 @@ from .exprguards import guarded_ifexp, ifexp_guard, nullable_required
 from .initflags import once_after
 from .keyword_dicts import keyword_dicts
 from .local_modules import module_receiver, note_import
-from .rare_events import ENABLED, debug_tool, rare_block, short_circuit
+from .rare_events import ENABLED, compaction_after, debug_tool, rare_block, short_circuit
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
@@ -334,6 +334,8 @@ class _Walk:
                     self.error_paths(stmt, function)
                     if function is not None and (period := rare_block(stmt, self.lib)):
                         self.mark(stmt.body[0], stmt.body[-1], period)
+                    if function is not None and rest and (later := compaction_after(stmt, body[index + 1:], self.lib)):
+                        self.mark(rest[0], rest[1], later)
                     cache = self.cache_fill(stmt, body[:index]) if function is not None else None
                     if cache is not None:
                         how = "once per new largest size" if isinstance(stmt.test.ops[0], GROWTH) else "once per key"

@@ -61,29 +61,80 @@ def compaction_fallback(stmt: ast.If, library: LibraryFacts) -> str | None:
     """Why a block runs only when a pool is too fragmented for its fast path (else None): the
     test says a capacity probe failed (`if not self._can_reserve_without_compaction(counts):`,
     `if n > self.largest_free_run():`: a call under `not`, or a size compared with a call), and
-    a statement of the block itself compacts (`self._compact()`: a call named with a word of
-    `[switches] rare-event-compaction`). Compaction restores room the free total already has,
-    so the fast path serves every reservation until frees leave holes it cannot use (SGLang's
-    unified host pool waits on every transfer's event before it moves pages). Not a compaction
-    that no failed probe guards (an allocator's eager compaction on every free), nor one in a
-    nested block (what decides it is another test)."""
+    a statement of the block itself compacts (`self._compact()`, `if not _relieve_for_alloc(self,
+    n): return None`: a call named with a word of `[switches] rare-event-compaction`, as the
+    statement, the value it returns or the test of an `if` of the block).
+    Compaction restores room the free total already has, so the fast path serves every
+    reservation until frees leave holes it cannot use (SGLang's unified host pool waits on every
+    transfer's event before it moves pages). Not a compaction that no failed probe guards (an
+    allocator's eager compaction on every free), nor one in a nested block's body (what decides
+    it is another test)."""
     test = stmt.test
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         probe = isinstance(test.operand, ast.Call)
     else:
-        probe = isinstance(test, ast.Compare) and len(test.ops) == 1 \
-            and isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE)) \
-            and any(isinstance(side, ast.Call) for side in (test.left, test.comparators[0]))
+        probe = _size_probe(test, fits=False)
     if not probe:
         return None
-    for inner in stmt.body:
-        call = inner.value if isinstance(inner, ast.Expr) else None
-        if isinstance(call, ast.Call):
-            func = call.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if library.has_word(name, library.rare_event_compaction):
-                return f"compacts the pool only when `{ast.unparse(test)}`: a fast path failed under fragmentation"
+    if any(_compacts(inner, library) for inner in stmt.body):
+        return f"compacts the pool only when `{ast.unparse(test)}`: a fast path failed under fragmentation"
     return None
+
+
+def compaction_after(stmt: ast.If, following: list, library: LibraryFacts) -> str | None:
+    """Why the statements after `stmt` run only when a capacity probe failed (else None): the
+    early-return twin of `compaction_fallback`. `stmt` returns when a size probe says the
+    allocation fits (`if need_tokens <= self.available_size(): return True`: a size compared
+    with a call; no `else`), and a statement after it, at its own level, compacts (SGLang's
+    unified pool: `return _relieve_for_alloc(self, need_tokens)`, the shortfall ladder that
+    flushes a neighbour's holes and moves a floating band). What follows the early return runs
+    only on the shortfall, so it is the same event as the block of `if n > free(): compact()`.
+    Not a probe whose body falls through (the code after it runs either way), nor one that
+    raises (an error check: vLLM's `if torch.cuda.is_current_stream_capturing(): raise ...`
+    before per-step planning), nor a bare call (`if self.is_empty(): return` says nothing of
+    a shortfall), nor a compaction only in a nested block's body."""
+    if stmt.orelse or not stmt.body or not isinstance(stmt.body[-1], ast.Return) or not _size_probe(stmt.test, fits=True):
+        return None
+    if any(_compacts(inner, library) for inner in following):
+        return f"compacts the pool only when `{ast.unparse(stmt.test)}` is false: a fast path failed under fragmentation"
+    return None
+
+
+def _size_probe(test, fits: bool) -> bool:
+    """A size compared with a call that says the size does not fit (`n > self.free_run()`,
+    `self.available_size() < need`) or, with `fits`, that it fits (`need <= self.available_size()`,
+    `self.free_run() >= n`). Not `if self._shortfall(n) > 0: return False`, a lack compared
+    with a literal."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)):
+        left, right = right, left  # now `left > right` (or >=)
+    elif not isinstance(op, (ast.Gt, ast.GtE)):
+        return False
+    # `size > call()` does not fit; `call() > size` (or >=) fits. The size is a name or an
+    # expression, not a literal (`self._shortfall(n) > 0` measures a lack, not a room).
+    room, size = (left, right) if fits else (right, left)
+    return isinstance(room, ast.Call) and not isinstance(size, (ast.Call, ast.Constant))
+
+
+def _compacts(stmt, library: LibraryFacts) -> bool:
+    """A statement that calls a compaction for its effect: the call is the statement, the
+    value it returns, or the test of an `if` (under `not` or not): a success flag. Not a value
+    assigned (`indptr, last = compact_page_metadata(positions, n)` computes data)."""
+    if isinstance(stmt, ast.If):
+        call = stmt.test
+    elif isinstance(stmt, (ast.Expr, ast.Return)):
+        call = stmt.value
+    else:
+        return False
+    if isinstance(call, ast.UnaryOp) and isinstance(call.op, ast.Not):
+        call = call.operand
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return library.has_word(name, library.rare_event_compaction)
 
 
 def short_circuit(test, evaluate) -> list[tuple[int, int, str]]:
