@@ -100,7 +100,9 @@ class Model(nn.Module):
         self.scale = torch.ones(1, device=device)
 
     def forward(self, x: torch.Tensor):
-        return Quant.dequantize(x, self.scale)
+        # a slice of a tensor parameter: the whole-tree guard decides it (a field the tree fills
+        # only on the device would decide this call alone, session 17's typeargs.py)
+        return Quant.dequantize(x, x[:1])
 """
 
 LOADER = """

@@ -67,7 +67,10 @@ def test_a_number_branch_every_caller_passes_a_tensor_to_is_cold(tmp_path):
     assert where(_quant(tmp_path)) == []
     run = _quant(tmp_path, include_cold=True)
     assert [(f.site.path, f.site.line, f.code) for f in run.findings] == [("pkg/quant.py", 9, "SYN401")]
-    assert "is not a tensor, and every caller passes a tensor" in run.findings[0].cold
+    # decided for the whole tree (numberguards.py), or since session 17 for each per-step call
+    # (typeargs.py: the device fields the pool passes), whichever the run asks first
+    assert "is not a tensor, and every caller passes a tensor" in run.findings[0].cold \
+        or "no per-step call passes arguments that take it" in run.findings[0].cold
 
 
 def test_invalid_a_caller_passing_a_number_keeps_the_copy(tmp_path):

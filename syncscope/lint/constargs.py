@@ -41,6 +41,7 @@ from .device_params import device_param_guards
 from .exprguards import ifexp_blocks
 from .guardblocks import early_exits, statement_blocks, stored_before
 from .nodewalk import DEFINITIONS, function_code, own_nodes
+from .typeargs import TENSOR, argument_kind, compile_type_test, device_names, evaluate_type, resolve, torch_names
 
 UNKNOWN = object()  # a value the call does not fix (never pickled: only used while evaluating)
 NO_DEFAULT = ("nodefault",)
@@ -66,16 +67,19 @@ def _literal(node):
     return UNKNOWN
 
 
-def compile_test(node, params) -> tuple | None:
-    """The test as a tuple tree over `params`, or None when no part of it reads one."""
+def compile_test(node, params, torch: dict | None = None) -> tuple | None:
+    """The test as a tuple tree over `params`, or None when no part of it reads one. With
+    `torch` (typeargs.torch_names of the file), a type test on a parameter too."""
     if isinstance(node, ast.BoolOp):
-        parts = [compile_test(v, params) or ("?",) for v in node.values]
+        parts = [compile_test(v, params, torch) or ("?",) for v in node.values]
         if all(p == ("?",) for p in parts):
             return None
         return ("and" if isinstance(node.op, ast.And) else "or", tuple(parts))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = compile_test(node.operand, params)
+        inner = compile_test(node.operand, params, torch)
         return None if inner is None else ("not", inner)
+    if isinstance(node, ast.Call):
+        return compile_type_test(node, params, torch)
     if isinstance(node, ast.Name) and node.id in params:
         return ("truth", node.id)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -125,6 +129,10 @@ def evaluate(test: tuple, env: dict):
     value = env.get(test[1], UNKNOWN)
     if value is UNKNOWN or isinstance(value, PassedOn):
         return None
+    if kind == "type":
+        return evaluate_type(test[2], value)
+    if isinstance(value, tuple):  # a type marker (typeargs.py): only a tensor is known not None
+        return (not test[2]) if kind == "none" and value == TENSOR else None
     if kind == "truth":
         return bool(value)
     if kind == "none":
@@ -190,6 +198,9 @@ def render(test: tuple) -> str:
     name = test[1] if isinstance(test[1], str) else test[1][1]  # a key of `**kwargs`: its name
     if kind == "truth":
         return name
+    if kind == "type":
+        return {"tensor": f"torch.is_tensor({name})", "scalar": f"isinstance({name}, <number>)",
+                "builtin": f"isinstance({name}, <built-in type>)"}[test[2]]
     if kind == "none":
         return f"{name} is {'' if test[2] else 'not '}None"
     symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[test[2]]
@@ -224,14 +235,17 @@ def _stores(function) -> list:
     return stores
 
 
-def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tuple[dict, dict, dict]:
+def file_const_guards(tree: ast.Module, module: str | None, library=None, places=None) -> tuple[dict, dict, dict]:
     """({function: (parameters, [(start, end, test)])} of the `if` blocks tested on parameters
     (and of the functions that pass a parameter on, with no blocks),
     {(line, column): {position or keyword: literal}} of the calls passing literals,
     {(line, column): {position or keyword: parameter}} of the calls passing on a parameter of
     their function unchanged). With the library facts, a local bound once to a decided test
     (held_tests.function_locals: `check = ps > 1 and self.alloc.debug_mode`) passes its value
-    like a literal: `get_and_clear_swa_pages(..., check_page_mappings=check)`."""
+    like a literal: `get_and_clear_swa_pages(..., check_page_mappings=check)`. With `places`
+    (the file's classinfo.attribute_places), an argument of a type the caller's source shows
+    is recorded too (typeargs.py): a tensor, or a read of an attribute this file gives only
+    device tensors (the whole program decides it over every file's stores)."""
     decided = None
     if library is not None:
         from .branches import Conditions
@@ -241,6 +255,9 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
     guards: dict[str, tuple] = {}
     literals: dict[tuple, dict] = {}
     passes: dict[tuple, dict] = {}
+    torch = torch_names(tree)
+    torch = torch if torch["module"] or torch["is_tensor"] or torch["Tensor"] else None
+    local_device = device_names({None: _Places(places)}) if places and torch is not None else frozenset()
 
     def function(node, local: str, enclosing: frozenset = frozenset()) -> None:
         params = _params(node)
@@ -262,7 +279,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
         for sub in [sub for sub in function_code(node) if type(sub) in _IF_OR_CALL]:
             if isinstance(sub, ast.If) and names:
                 # a parameter stored into before the test may no longer be what was passed
-                test = compile_test(sub.test, frozenset(n for n in names if not stale(n, sub.lineno)))
+                test = compile_test(sub.test, frozenset(n for n in names if not stale(n, sub.lineno)), torch)
                 if test is None:
                     continue
                 for body, compiled in ((sub.body, test), (sub.orelse, ("not", test))):
@@ -290,6 +307,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
                         passed[at] = held[arg.id][0]
                     elif isinstance(arg, ast.Name) and arg.id in kept:
                         handed[at] = arg.id
+                    elif (kind := argument_kind(arg, torch, local_device)) is not None:
+                        passed[at] = kind  # a tensor, or a field read (typeargs.py)
                 if passed:
                     literals[(sub.lineno, sub.col_offset + 1)] = passed
                 if handed:
@@ -297,7 +316,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
                     forwards = True
         if names:
             # a parameter rebound anywhere may not hold what the caller passed when tested
-            found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names))
+            found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names, torch))
                          if test_params(item[2]) <= kept)
             # `torch.from_numpy(a).to(device)`, `torch.tensor([n], device=device)`: a copy to the
             # GPU only for a GPU `device`
@@ -310,7 +329,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None) -> tup
             if names:
                 # `vals.append(row if no_copy_to_cpu else row.tolist())`: an arm is a block too
                 found.extend(ifexp_blocks(block, lambda test: compile_test(
-                    test, frozenset(n for n in names if not stale(n, test.lineno)))))
+                    test, frozenset(n for n in names if not stale(n, test.lineno)), torch)))
             for stmt in block:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     closures = function(stmt, f"{local}.{stmt.name}", kept) or closures
@@ -347,6 +366,7 @@ class ConstArgs:
         self.passes: dict[str, dict] = {}  # path -> {(line, column): {position/keyword: parameter}}
         self.derived: dict[str, list] = {}  # function -> [(line, line, test)] (`derive`)
         self.none_config = None  # confignone.NoneConfig, set by the whole-program pass
+        self._results, self._names = results, None  # attribute names only given device tensors (typeargs.py)
         for path, result in results.items():
             self.guards.update(getattr(result, "const_guards", None) or {})
             if getattr(result, "const_literals", None):
@@ -402,6 +422,8 @@ class ConstArgs:
             start, end, test = self.item(target, index)
             if evaluate(test, env) is False:
                 short = target.rsplit(".", 1)[-1]
+                if _reads_type(test) or any(isinstance(env.get(name), tuple) for name in test_params(test)):
+                    return f"the arguments' types rule out the branch of `{short}` that syncs (line {start})"
                 return f"constant arguments rule out the branch of `{short}` that syncs (line {start})"
             # `p is None and C` with an argument None only where C is false (confignone.py)
             why = self.none_config and self.none_config.ruled_out(path, call, target, shift, start, end, entry[0],
@@ -441,6 +463,10 @@ class ConstArgs:
                     named = True
                     at = keyword if keyword == name else arg_position
                     value = literals.get(at, UNKNOWN)
+                    if isinstance(value, tuple):  # a type marker: a field read is the tree's to tell
+                        if self._names is None:
+                            self._names = device_names(self._results)
+                        value = resolve(value, self._names, UNKNOWN)
                     if value is UNKNOWN and at in handed:
                         value = PassedOn(handed[at])
                     break
@@ -465,3 +491,20 @@ class ConstArgs:
                 value = default[1]
             env[name] = value
         return env
+
+
+def _reads_type(test: tuple) -> bool:
+    """Does a compiled test have a type part (typeargs.py)?"""
+    if test[0] == "type":
+        return True
+    if test[0] == "not":
+        return _reads_type(test[1])
+    return test[0] in ("and", "or") and any(_reads_type(t) for t in test[1])
+
+
+class _Places:
+    """A file's attribute places, as typeargs.device_names reads a result's."""
+    __slots__ = ("attr_places",)
+
+    def __init__(self, places: dict) -> None:
+        self.attr_places = places

@@ -227,7 +227,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .flagguards import file_flags
     result.flag_guards, result.flag_passes = file_flags(tree, module)
     from .constargs import file_const_guards
-    result.const_guards, result.const_literals, result.const_passes = file_const_guards(tree, module, config.library())
+    result.const_guards, result.const_literals, result.const_passes = file_const_guards(tree, module, config.library(), result.attr_places)
     from .confignone import file_none_config
     result.none_config = file_none_config(tree, module)
     from .loops import file_loop_facts
