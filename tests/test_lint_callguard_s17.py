@@ -63,27 +63,34 @@ def _pool(tmp_path, arg="self.global_scale", test="isinstance(global_scale, (int
     return lint_package(tmp_path, sources, **overrides)
 
 
+def _reaches(found, line):
+    # a call site that reaches the copy: SYN602, or SYN601 since the copy to `device=x.device`
+    # is reported on `x` (session 17, s-host17's `devices.device_owner`)
+    return any(f[:2] == ("pkg/pool.py", line) and f[2] in ("SYN601", "SYN602") for f in found)
+
+
 def _call(run):
     return [f for f in run.findings if f.site.path == "pkg/pool.py" and f.site.line == 15]
 
 
 def test_a_device_field_rules_out_a_number_test_for_this_call(tmp_path):
     found = where(_pool(tmp_path))
-    assert ("pkg/pool.py", 15, "SYN602") not in found
-    # the copy itself stays: another caller hands on a parameter nobody decides
+    assert not [f for f in found if f[:2] == ("pkg/pool.py", 15)], found
+    # the copy itself stays: another caller hands on a parameter nobody decides (a call site
+    # is SYN601 since the copy to `device=x.device` is reported on `x`, s-host17, else SYN602)
     assert ("pkg/quant.py", 9, "SYN401") in found
-    assert ("pkg/pool.py", 20, "SYN602") in found
+    assert [f for f in found if f[:2] == ("pkg/pool.py", 20) and f[2] in ("SYN601", "SYN602")], found
     cold = _call(_pool(tmp_path, include_cold=True))
     assert cold and "types rule out the branch of `quantize`" in cold[0].cold
 
 
 def test_a_subscript_of_a_device_field_rules_it_out_too(tmp_path):
-    assert ("pkg/pool.py", 15, "SYN602") not in where(_pool(tmp_path, arg="self.scales[layer : layer + 1]"))
+    assert not _reaches(where(_pool(tmp_path, arg="self.scales[layer : layer + 1]")), 15)
 
 
 def test_a_torch_factory_result_rules_out_a_tensor_test(tmp_path):
     found = where(_pool(tmp_path, arg="torch.ones(1, device=x.device)", test="not torch.is_tensor(global_scale)"))
-    assert ("pkg/pool.py", 15, "SYN602") not in found
+    assert not _reaches(found, 15)
     assert ("pkg/quant.py", 9, "SYN401") in found
 
 
@@ -103,30 +110,30 @@ def test_invalid_a_parameter_passed_on_under_a_none_test_keeps_the_sync(tmp_path
 
 
 def test_invalid_a_literal_number_keeps_the_copy(tmp_path):
-    assert ("pkg/pool.py", 15, "SYN602") in where(_pool(tmp_path, arg="0.5"))
+    assert _reaches(where(_pool(tmp_path, arg="0.5")), 15)
 
 
 def test_invalid_a_name_bound_on_two_paths_keeps_the_copy(tmp_path):
     found = where(_pool(tmp_path, arg="scale", body="scale = self.global_scale if flag else 1.0"))
-    assert ("pkg/pool.py", 15, "SYN602") in found
+    assert _reaches(found, 15)
     found = where(_pool(tmp_path, arg="self.global_scale if flag else 1.0"))
-    assert ("pkg/pool.py", 15, "SYN602") in found
+    assert _reaches(found, 15)
 
 
 def test_invalid_a_device_field_may_be_none_under_a_tensor_test(tmp_path):
     found = where(_pool(tmp_path, test="not torch.is_tensor(global_scale)"))
-    assert ("pkg/pool.py", 15, "SYN602") in found
+    assert _reaches(found, 15)
 
 
 def test_invalid_a_field_given_a_number_elsewhere_keeps_the_copy(tmp_path):
     other = "class Config:\n    def __init__(self):\n        self.global_scale = 1.0\n"
     found = where(_pool(tmp_path, files={"config.py": other}))
-    assert ("pkg/pool.py", 15, "SYN602") in found
+    assert _reaches(found, 15)
 
 
 def test_invalid_a_field_given_a_number_by_this_file_keeps_the_copy(tmp_path):
     found = where(_pool(tmp_path, body="self.global_scale = 2.0"))
-    assert ("pkg/pool.py", 15, "SYN602") in found
+    assert _reaches(found, 15)
 
 
 def test_invalid_an_is_tensor_of_the_package_is_no_type_test(tmp_path):
@@ -135,4 +142,4 @@ def test_invalid_an_is_tensor_of_the_package_is_no_type_test(tmp_path):
     run = lint_package(tmp_path, {"quant.py": quant,
                                   "util.py": "def is_tensor(x):\n    return hasattr(x, 'shape')\n",
                                   "pool.py": POOL.format(arg="torch.ones(1, device=x.device)", body="pass", other="scale")})
-    assert ("pkg/pool.py", 15, "SYN602") in where(run)
+    assert _reaches(where(run), 15)
