@@ -25,9 +25,10 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
-import functools
 import json
 import os
+
+from caller_guard_census import function_at, parse  # bench/ is on sys.path when run as a script
 
 TENSOR_OPS = frozenset("tensor as_tensor zeros ones empty full arange cat concat stack zeros_like ones_like "
                        "empty_like full_like from_numpy".split())
@@ -35,22 +36,6 @@ NON_TENSOR_TYPES = frozenset("int float complex bool list tuple dict set frozens
 TENSOR_METHODS = frozenset({"contiguous", "clone", "to", "cuda", "detach"})
 
 
-@functools.lru_cache(None)
-def parse(path: str):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError):
-        return None
-
-
-def function_at(tree, line: int):
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= node.end_lineno:
-            if best is None or node.lineno > best.lineno:
-                best = node
-    return best
 
 
 def _dotted(node) -> str:
