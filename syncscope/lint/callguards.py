@@ -54,20 +54,24 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
         return {}
     given: dict[tuple, bool] = {}
     tensors = TensorArgs(program, edges, results, binds)
+    literals = _literals(results)
     for caller, out in edges.items():
         for call, target, shift in out:
             items = guards.get(target)
             if not items:
                 continue
             positional = program.functions[target]["params"]
+            nones = _nones(literals, program.path_of.get(caller), call.line, call.column)
             for _, _, guard in items:
                 param, tensor = (guard[len(NUMBER):], True) if guard.startswith(NUMBER) else (guard, False)
+                # a literal `None` passed for it is no argument: the guard's branch runs
                 passed = any((keyword == param or (position is not None and position >= 0 and position + shift < len(positional)
                                                    and positional[position + shift] == param))
+                             and (keyword if keyword is not None else position) not in nones
                              and (not tensor or tensors.passes(caller, fact))
                              for position, keyword, fact in call.args)
                 given[(target, guard)] = given.get((target, guard), True) and passed
-    _dispatched_given(program, edges, results, guards, given, tensors)
+    _dispatched_given(program, edges, results, guards, given, tensors, literals)
     found: dict[str, list] = {}
     for qualname, items in guards.items():
         for start, end, param in items:
@@ -78,7 +82,28 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
     return found
 
 
-def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: dict, tensors) -> None:
+def _literals(results: dict) -> dict:
+    """{path: {(line, column): {position or keyword: literal}}}: the literal arguments each
+    call passes (constargs.file_const_guards records them for every call in the file)."""
+    return {path: table for path, result in results.items() if (table := getattr(result, "const_literals", None))}
+
+
+def _nones(literals: dict, path: str | None, line: int, column: int | None = None) -> frozenset:
+    """The positions and keywords a call (at `line`, `column`) passes a literal `None` for;
+    with no column, every call on the line (a call by name is recorded by its line only: a
+    None any call there passes counts, which leaves a guard undecided rather than decided)."""
+    table = literals.get(path) if path is not None else None
+    if not table:
+        return frozenset()
+    if column is not None:
+        passed = table.get((line, column))
+        return frozenset(at for at, value in passed.items() if value is None) if passed else frozenset()
+    return frozenset(at for (at_line, _), passed in table.items() if at_line == line
+                     for at, value in passed.items() if value is None)
+
+
+def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: dict, tensors,
+                      literals: dict) -> None:
     """Count the calls by name (a method called on a receiver of unknown class, which the
     per-step walk follows to every method of that name it can bind to) among a guarded method's
     callers, as `guarded_lines` counts the resolved ones. SGLang's `ScheduleBatch.filter_batch`
@@ -95,8 +120,10 @@ def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: 
                 given[(target, guard)] = given.get((target, guard), True) and tensors.by_name(caller, line, target, guard)
                 continue
             index = params.index(guard) if guard in params else -1
-            # with `*args` the places are not known: only a keyword counts
-            passed = guard in keywords or (not opened and bound <= index < bound + positional)
+            nones = _nones(literals, program.path_of.get(caller), line)
+            # with `*args` the places are not known: only a keyword counts; a literal `None` is none
+            passed = (guard in keywords and guard not in nones) or \
+                (not opened and bound <= index < bound + positional and index - bound not in nones)
             given[(target, guard)] = given.get((target, guard), True) and passed
 
 
