@@ -47,3 +47,45 @@ def test_a_call_by_name_passing_a_literal_none_takes_the_none_branch(tmp_path):
         assert lines(run, "pkg/relay.py") == [6], call
     run = lint_package(tmp_path, {"relay.py": RELAY, "batch.py": BATCH})
     assert lines(run, "pkg/relay.py") == []
+
+
+# -- a name one arm takes from a parameter and the other from elsewhere (branch_merge.merge_names)
+EITHER = """
+    import torch
+
+    def longest(x: torch.Tensor, lens=None):
+        if lens is not None:
+            m = lens
+        else:
+            m = torch.arange(8, device=x.device)
+        return int(m.max().item())
+"""
+
+
+def test_a_name_either_arm_binds_is_not_the_parameters_data(tmp_path):
+    # the caller's None takes the `else`: `m` is a device tensor there, and `.item()` waits
+    for call in ("longest(x)", "longest(x, None)"):
+        run = lint_package(tmp_path, {"ops.py": EITHER, "model.py": f"""
+            import torch
+            from pkg.ops import longest
+
+            class Layer(torch.nn.Module):
+                def forward(self, x: torch.Tensor):
+                    return {call}
+        """})
+        assert any(path == "pkg/ops.py" and line == 9 for path, line, _ in where(run)) \
+            or ("pkg/model.py", 7, "SYN601") in where(run), (call, where(run))
+
+
+def test_a_name_both_arms_take_from_the_parameter_stays_its_data(tmp_path):
+    # both arms keep the parameter's (host) data: what the caller passes decides, and it is a list
+    ops = EITHER.replace('m = torch.arange(8, device=x.device)', 'm = lens[1:]')
+    run = lint_package(tmp_path, {"ops.py": ops, "model.py": """
+        import torch
+        from pkg.ops import longest
+
+        class Layer(torch.nn.Module):
+            def forward(self, x: torch.Tensor, lens_cpu: torch.Tensor):
+                return longest(x, lens_cpu.tolist())
+    """})
+    assert where(run) == []

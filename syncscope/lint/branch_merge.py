@@ -22,20 +22,29 @@ def param_sources(ctx: FunctionContext) -> dict[str, str | None]:
 
 
 def merge_names(ctx: FunctionContext, before: tuple[set[str], dict[str, str]],
-                 taken: tuple[set[str], dict[str, str]]) -> None:
-    """After `if`/`else`: a name assigned on either path is reassigned; where the other branch
-    changed what a name is derived from, its change is the later one (as the walk in order
-    would have it)."""
-    before_derived = before[1]
+                 taken: tuple[set[str], dict[str, str]], bound_before) -> None:
+    """After `if`/`else`: a name assigned on either path is reassigned. A name holds a
+    parameter's data after the `if` only where both paths leave it so, or where one path never
+    binds it at all (then only the other path's value can be read). One arm deriving it from a
+    parameter and the other binding something else (`m = lens` / `m = torch.arange(...)`) leaves
+    a value of either source: derived from neither alone, so what the callers pass for that
+    parameter no longer decides its syncs. `bound_before`: the names bound before the `if`."""
+    taken_reassigned, taken_derived = taken
     else_reassigned, else_derived = ctx.reassigned, ctx.derived
-    merged = dict(taken[1])
-    for name in set(before_derived) | set(else_derived):
-        if else_derived.get(name) != before_derived.get(name):
-            if name in else_derived:
-                merged[name] = else_derived[name]
-            else:
-                merged.pop(name, None)
-    ctx.reassigned = taken[0] | else_reassigned
+
+    def binds(name: str, reassigned: set[str]) -> bool:  # a dotted name (`self.x`) may be bound anywhere
+        return "." in name or name in bound_before or name in reassigned
+
+    merged = {}
+    for name in set(taken_derived) | set(else_derived):
+        mine, theirs = taken_derived.get(name), else_derived.get(name)
+        if mine == theirs:
+            merged[name] = mine
+        elif theirs is None and not binds(name, else_reassigned):
+            merged[name] = mine
+        elif mine is None and not binds(name, taken_reassigned):
+            merged[name] = theirs
+    ctx.reassigned = taken_reassigned | else_reassigned
     ctx.derived = merged
 
 
