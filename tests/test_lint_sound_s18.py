@@ -89,3 +89,26 @@ def test_a_name_both_arms_take_from_the_parameter_stays_its_data(tmp_path):
                 return longest(x, lens_cpu.tolist())
     """})
     assert where(run) == []
+
+
+# -- a value of two paths passed where a callee tests for a tensor (numberguards.TensorArgs) -----
+def test_a_value_of_two_paths_is_no_known_tensor(tmp_path):
+    from test_lint_argguard_s16 import _stash
+
+    for arg in ("x[:1] if rows.numel() else [0, 1]", "x[:1] or [0, 1]"):
+        assert ("pkg/coord.py", 11, "SYN401") in where(_stash(tmp_path, arg=arg)), arg
+
+
+def test_a_local_bound_to_a_list_and_to_a_tensor_is_no_known_tensor(tmp_path):
+    from test_lint_argguard_s16 import RUNNER, STASH
+
+    runner = RUNNER.replace("        return self.coord._stash(rows, {arg})", """\
+        picked = [0, 1]
+        if rows.numel():
+            picked = x[:1]
+        return self.coord._stash(rows, picked)""")
+    run = lint_package(tmp_path, {"coord.py": STASH, "runner.py": runner})
+    assert ("pkg/coord.py", 11, "SYN401") in where(run)
+    # a local every binding of which is a tensor stays one
+    runner = runner.replace("picked = [0, 1]", "picked = x[1:]")
+    assert where(lint_package(tmp_path, {"coord.py": STASH, "runner.py": runner})) == []

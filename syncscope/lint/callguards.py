@@ -68,7 +68,7 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
                 passed = any((keyword == param or (position is not None and position >= 0 and position + shift < len(positional)
                                                    and positional[position + shift] == param))
                              and (keyword if keyword is not None else position) not in nones
-                             and (not tensor or tensors.passes(caller, fact))
+                             and (not tensor or tensors.passes_argument(caller, call, position, keyword, fact))
                              for position, keyword, fact in call.args)
                 given[(target, guard)] = given.get((target, guard), True) and passed
     _dispatched_given(program, edges, results, guards, given, tensors, literals)

@@ -41,7 +41,8 @@ from .device_params import device_param_guards
 from .exprguards import ifexp_blocks
 from .guardblocks import early_exits, statement_blocks, stored_before
 from .nodewalk import DEFINITIONS, function_code, own_nodes
-from .typeargs import TENSOR, argument_kind, compile_type_test, device_names, evaluate_type, resolve, torch_names
+from .typeargs import (MIXED, TENSOR, argument_kind, compile_type_test, device_names, evaluate_type, mixed_argument,
+                       plain_bound, resolve, torch_names)
 
 UNKNOWN = object()  # a value the call does not fix (never pickled: only used while evaluating)
 NO_DEFAULT = ("nodefault",)
@@ -49,6 +50,7 @@ NO_DEFAULT = ("nodefault",)
 # enclosing function's call into it hands it on unchanged, any other call leaves it unknown
 CLOSURE = ("closure",)
 _IF_OR_CALL = frozenset({ast.If, ast.Call})
+_BINDINGS = frozenset({ast.Assign, ast.AnnAssign})
 _NAME = frozenset({ast.Name})
 _STORE = (ast.Store, ast.Del)
 _OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
@@ -263,6 +265,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None, places
         params = _params(node)
         stores = _stores(node)
         rebound = frozenset(sub.id for sub in stores)
+        seen = set()  # names stored more than once: they may hold another value on another path
+        twice = frozenset(sub.id for sub in stores if sub.id in seen or seen.add(sub.id))
         for name in sorted(enclosing - set(params) - rebound):
             params[name] = (None, CLOSURE)
         names = frozenset(params) - {"self", "cls"}
@@ -276,7 +280,11 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None, places
         # nested definitions are walked on their own below (their code is theirs, not this
         # function's); the parameters this one never rebinds are theirs to read as closures
         stale = stored_before(node.body, names & rebound, stores)
-        for sub in [sub for sub in function_code(node) if type(sub) in _IF_OR_CALL]:
+        code = [sub for sub in function_code(node) if type(sub) in _IF_OR_CALL or type(sub) in _BINDINGS]
+        plain = plain_bound(sub for sub in code if type(sub) in _BINDINGS) & twice
+        for sub in code:
+            if type(sub) in _BINDINGS:
+                continue
             if isinstance(sub, ast.If) and names:
                 # a parameter stored into before the test may no longer be what was passed
                 test = compile_test(sub.test, frozenset(n for n in names if not stale(n, sub.lineno)), torch)
@@ -309,6 +317,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None, places
                         handed[at] = arg.id
                     elif (kind := argument_kind(arg, torch, local_device)) is not None:
                         passed[at] = kind  # a tensor, or a field read (typeargs.py)
+                    elif mixed_argument(arg, twice, plain):
+                        passed[at] = MIXED  # a tensor on one path only: numberguards.TensorArgs
                 if passed:
                     literals[(sub.lineno, sub.col_offset + 1)] = passed
                 if handed:

@@ -26,6 +26,7 @@ import ast
 from . import provenance as P
 from .dispatched import dispatched_calls
 from .fact_values import PROP
+from .typeargs import MIXED
 
 NUMBER = "#number:"  # a guard's parameter so marked: the block runs only when it is not a tensor
 _NUMBER_TYPES = frozenset({"int", "float", "complex", "bool", "Number", "Real", "Integral",
@@ -150,6 +151,22 @@ class TensorArgs:
     def __init__(self, program, edges: dict, results: dict, binds=None) -> None:
         self.program, self.edges, self.results, self.binds = program, edges, results, binds
         self._device = self._callers = None
+        self._literals = {path: table for path, result in results.items()
+                          if (table := getattr(result, "const_literals", None))}
+
+    def passed(self, caller: str, call, at) -> object:
+        """What the caller's source shows the call passes at `at` (a position or a keyword): a
+        literal, a marker (typeargs.py), or None where it shows nothing."""
+        table = self._literals.get(self.program.path_of.get(caller))
+        found = table.get((call.line, call.column)) if table else None
+        return found.get(at) if found else None
+
+    def passes_argument(self, caller: str, call, position, keyword, fact) -> bool:
+        """The call's argument at (`position`, `keyword`) is known to be a tensor: its fact says
+        so and the caller's source does not show a value of two paths (MIXED), which the facts
+        join to the more device-like."""
+        return self.passed(caller, call, keyword if keyword is not None else position) != MIXED \
+            and self.passes(caller, fact)
 
     def passes(self, caller: str, fact, depth: int = 0) -> bool:
         if P.is_tensor_like(fact[0]) and not (fact[1] is not None and self._may_be_other(caller, fact[1])):
@@ -175,9 +192,13 @@ class TensorArgs:
         return bool(records) and all(self._passes_for(caller, call, shift, params, param, depth) for call in records)
 
     def _passes_for(self, caller: str, call, shift: int, params: list, param: str, depth: int) -> bool:
-        fact = next((fact for position, keyword, fact in call.args if keyword == param or (
+        found = next(((position, keyword, fact) for position, keyword, fact in call.args if keyword == param or (
             position is not None and position >= 0 and position + shift < len(params) and params[position + shift] == param)), None)
-        return fact is not None and self.passes(caller, fact, depth)
+        if found is None:
+            return False
+        position, keyword, fact = found
+        return self.passed(caller, call, keyword if keyword is not None else position) != MIXED \
+            and self.passes(caller, fact, depth)
 
     def _may_be_other(self, function: str, param: str) -> bool:
         """`function`'s annotation of `param` admits something other than a tensor (`number_params`)."""

@@ -43,6 +43,10 @@ from . import provenance as P
 TENSOR = ("#tensor",)  # a marker among a call's literals: the argument is a tensor
 ATTR = "#attr"  # (ATTR, name): the argument reads attribute `name` (resolved by the whole program)
 DEVICE_ATTR = ("#device-attr",)  # resolved: a device tensor, a list of them, or None
+# a value of two paths, one of them no tensor (`x[:1] if c else [0, 1]`, `p or None`, a local
+# bound to `None` or a literal and elsewhere to something else): never a known tensor, whatever
+# the whole-program facts (which join the paths to the more device-like) say
+MIXED = ("#mixed",)
 
 _SCALARS = frozenset({"int", "float", "complex", "bool", "str", "bytes", "Number", "Real", "Integral",
                       "numbers.Number", "numbers.Real", "numbers.Integral"})
@@ -128,6 +132,29 @@ def argument_kind(node, torch: dict | None, fields=frozenset(), depth: int = 0):
             inner = argument_kind(func.value, torch, fields, depth + 1)
             return inner if inner == TENSOR else None
     return None
+
+
+_PLAIN_VALUES = (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+
+
+def plain_bound(nodes) -> frozenset:
+    """Names a function binds to a plain Python value somewhere (`x = None`, `idx = [0, 1]`):
+    where such a name is also bound otherwise, it may hold either (`mixed_argument`)."""
+    found = set()
+    for node in nodes:
+        if type(node) is ast.Assign and isinstance(node.value, _PLAIN_VALUES):
+            found.update(t.id for t in node.targets if type(t) is ast.Name)
+        elif type(node) is ast.AnnAssign and isinstance(node.value, _PLAIN_VALUES) and type(node.target) is ast.Name:
+            found.add(node.target.id)
+    return frozenset(found)
+
+
+def mixed_argument(node, rebound: frozenset, plain: frozenset) -> bool:
+    """An argument that may be a tensor on one path and not on another (MIXED): a conditional
+    expression or `and`/`or`, or a local bound more than once, once to a plain value."""
+    if isinstance(node, (ast.IfExp, ast.BoolOp)):
+        return True
+    return type(node) is ast.Name and node.id in plain and node.id in rebound
 
 
 def device_names(results) -> set:
