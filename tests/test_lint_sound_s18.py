@@ -112,3 +112,43 @@ def test_a_local_bound_to_a_list_and_to_a_tensor_is_no_known_tensor(tmp_path):
     # a local every binding of which is a tensor stays one
     runner = runner.replace("picked = [0, 1]", "picked = x[1:]")
     assert where(lint_package(tmp_path, {"coord.py": STASH, "runner.py": runner})) == []
+
+
+# -- a test of where a value lives is no platform test (comparetests.compare_test) --------------
+PLACED = """
+    import torch
+
+    def total(lens: torch.Tensor, x: torch.Tensor):
+        if lens.device.type != "cpu":
+            raise ValueError("lens must be on the host")
+        rows = lens.tolist()
+        return rows, int(x.sum().item())
+"""
+
+
+def _placed(tmp_path, ops=PLACED, **overrides):
+    return lint_package(tmp_path, {"ops.py": ops, "model.py": """
+        import torch
+        from pkg.ops import total
+
+        class Layer(torch.nn.Module):
+            def forward(self, x: torch.Tensor, lens: torch.Tensor):
+                return total(lens, x)
+    """}, **overrides)
+
+
+def test_a_tensors_device_test_narrows_the_tensor_not_the_platform(tmp_path):
+    # the code after the test runs on a CUDA GPU (with host `lens`): the `.item()` on the
+    # caller's device tensor is reported; `lens.tolist()` reads host memory there
+    found = where(_placed(tmp_path))
+    assert ("pkg/model.py", 7, "SYN601") in found or ("pkg/ops.py", 8, "SYN401") in found, found
+    assert not any(path == "pkg/ops.py" and line == 7 for path, line, _ in found), found
+
+
+def test_the_process_device_test_still_decides_the_platform(tmp_path):
+    ops = PLACED.replace("def total(lens: torch.Tensor, x: torch.Tensor):", "def total(lens, x, cfg=None):") \
+        .replace("if lens.device.type", "if cfg.device_config.device.type")
+    assert "cfg.device_config.device.type" in ops
+    assert where(_placed(tmp_path, ops)) == []
+    cold = _placed(tmp_path, ops, include_cold=True)
+    assert any("device type `cpu`" in (f.cold or "") for f in cold.findings)

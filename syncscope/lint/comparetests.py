@@ -1,6 +1,11 @@
 """Comparisons with a string that decide a branch on a CUDA GPU (branches.Conditions).
 
-* A device-type test: `x.device.type == "cpu"`, `device != "cuda"`.
+* A device-type test: `device.type == "cpu"`, `device != "cuda"`, `self.device.type == "cpu"`,
+  `self.model_config.device == "cpu"`: the device a process, an object that serves or a
+  configuration was given. Not the device of a value (`tensor.device.type != "cpu"`,
+  `seq_lens.device == "cpu"`): a CUDA process holds host tensors too, so that test says where
+  the value lives, not which platform runs. It is left undecided here; the analyzer's walk
+  reads it as a fact about the value in each arm (place_tests.py).
 * A backend or implementation chosen by name, where the name is another platform's:
   `self.io_backend == "kernel_ascend"` (SGLang's cache controller: the NPU transfer kernels),
   `dsa_impl == "intel_xpu"`, `backend == "aiter_sparse"`. Whatever picks the value (a server
@@ -26,6 +31,8 @@ from .library import LibraryFacts, words
 _DEVICE_ENDS = (".type", "device", "device_type")
 _ATTENTION = frozenset(("attn", "attention"))  # with `cpu`: the CPU platform's attention backend
 _CHOSEN = frozenset(("backend", "impl"))  # the compared name is a backend's or implementation's
+# words of the object whose `.device` a platform test reads: it is given the process's device
+_DEVICE_HOLDERS = frozenset(("config", "cfg", "args", "runner", "platform", "model", "worker", "engine", "self"))
 
 
 def compare_test(node: ast.Compare, left_name: str, library: LibraryFacts) -> tuple[bool | None, str]:
@@ -44,6 +51,8 @@ def compare_test(node: ast.Compare, left_name: str, library: LibraryFacts) -> tu
     if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
         return None, ""
     text = left_name.lower()
+    if text.endswith(_DEVICE_ENDS) and _value_device(text):
+        return None, ""
     if text.endswith(_DEVICE_ENDS):
         kind = right.value.split(":")[0]
         if kind == "cuda":
@@ -60,6 +69,16 @@ def compare_test(node: ast.Compare, left_name: str, library: LibraryFacts) -> tu
     if isinstance(node.ops[0], ast.NotEq):
         value = not value
     return value, why
+
+
+def _value_device(text: str) -> bool:
+    """`tensor.device.type`, `x.device`: the device of a value the code holds (its last word
+    before `.device` is no configuration's, runner's or the object's own `self`)."""
+    holder = text.removesuffix(".type")
+    if not holder.endswith(".device"):
+        return False
+    last = holder[:-len(".device")].rsplit(".", 1)[-1]
+    return _DEVICE_HOLDERS.isdisjoint(words(last))
 
 
 def _other_backend(left_name: str, text: str, library: LibraryFacts) -> bool:
