@@ -256,7 +256,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 pass
             elif active:
                 else_sources = param_sources(ctx)
-                merge_names(ctx, before_names, taken_names, before_env)
+                merge_names(ctx, before_names, taken_names, taken_env, before_env)
                 keep_param_sources(ctx, before_sources, (taken_sources, taken_env), (else_sources, ctx.env))
                 merge_parts(ctx, taken_env, taken_parts)
                 merge_branches(ctx, taken_env, taken_bools)

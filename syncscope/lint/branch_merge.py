@@ -22,27 +22,32 @@ def param_sources(ctx: FunctionContext) -> dict[str, str | None]:
 
 
 def merge_names(ctx: FunctionContext, before: tuple[set[str], dict[str, str]],
-                 taken: tuple[set[str], dict[str, str]], bound_before) -> None:
+                 taken: tuple[set[str], dict[str, str]], taken_env: dict, bound_before) -> None:
     """After `if`/`else`: a name assigned on either path is reassigned. A name holds a
-    parameter's data after the `if` only where both paths leave it so, or where one path never
-    binds it at all (then only the other path's value can be read). One arm deriving it from a
-    parameter and the other binding something else (`m = lens` / `m = torch.arange(...)`) leaves
+    parameter's data after the `if` where both paths leave it so, or where the other path
+    never binds it (then only this path's value can be read) or binds it to a value that cannot
+    sync (`accepted = True` / `accepted = mask[i] != 0`). One arm deriving it from a parameter
+    and the other binding it to some other tensor (`m = lens` / `m = torch.arange(...)`) leaves
     a value of either source: derived from neither alone, so what the callers pass for that
-    parameter no longer decides its syncs. `bound_before`: the names bound before the `if`."""
+    parameter no longer decides its syncs. `taken_env`: the names' places after the taken arm
+    (`ctx.env`: after the other); `bound_before`: the names bound before the `if`."""
     taken_reassigned, taken_derived = taken
     else_reassigned, else_derived = ctx.reassigned, ctx.derived
 
-    def binds(name: str, reassigned: set[str]) -> bool:  # a dotted name (`self.x`) may be bound anywhere
-        return "." in name or name in bound_before or name in reassigned
+    def harmless(name: str, reassigned: set[str], env: dict) -> bool:
+        """This path leaves `name` unbound, or bound to a Python value or host data."""
+        if "." not in name and name not in bound_before and name not in reassigned:
+            return True
+        return name in env and P.known_host(env[name])
 
     merged = {}
     for name in set(taken_derived) | set(else_derived):
         mine, theirs = taken_derived.get(name), else_derived.get(name)
         if mine == theirs:
             merged[name] = mine
-        elif theirs is None and not binds(name, else_reassigned):
+        elif theirs is None and harmless(name, else_reassigned, ctx.env):
             merged[name] = mine
-        elif mine is None and not binds(name, taken_reassigned):
+        elif mine is None and harmless(name, taken_reassigned, taken_env):
             merged[name] = theirs
     ctx.reassigned = taken_reassigned | else_reassigned
     ctx.derived = merged
