@@ -152,3 +152,24 @@ def test_the_process_device_test_still_decides_the_platform(tmp_path):
     assert where(_placed(tmp_path, ops)) == []
     cold = _placed(tmp_path, ops, include_cold=True)
     assert any("device type `cpu`" in (f.cold or "") for f in cold.findings)
+
+
+def test_a_warm_up_caller_passing_none_leaves_the_per_step_callers_guard(tmp_path):
+    # vLLM's `_warm_causal_conv1d_fwd_kernel` calls the kernel with `metadata=None` once at
+    # start-up; the layers pass their metadata every step
+    run = lint_package(tmp_path, {
+        "ops.py": GUARDED,
+        "model.py": """
+            import torch
+            from pkg.ops import chunk_fwd
+
+            class Layer(torch.nn.Module):
+                def forward(self, x: torch.Tensor, meta):
+                    return chunk_fwd(x, meta.cu_seqlens, chunk_indices=meta.chunk_indices)
+
+            def _warm_chunk_kernel(device):
+                x = torch.zeros(4, device=device)
+                return chunk_fwd(x, torch.tensor([0, 4], device=device), chunk_indices=None)
+        """,
+    })
+    assert where(run) == []

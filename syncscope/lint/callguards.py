@@ -27,7 +27,7 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
     from .optin import off_switches, optin_lines
     from .env_switches import env_switch_lines, switch_fields
 
-    guarded = guarded_lines(program, edges, results)
+    guarded = guarded_lines(program, edges, results, cold_name)
     stores: dict = {}
     switches = off_switches(results, sources, stores, switch_fields(results))  # read by both: a switch off by default
     found = [flag_lines(program, edges, results, binds, sources, switches), error_lines(program, edges, results),
@@ -41,11 +41,14 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
     return guarded
 
 
-def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
+def guarded_lines(program, edges: dict, results: dict, cold_name=None) -> dict[str, list]:
     """Lines that run only when a parameter is None (`if chunk_indices is None:`) in functions
     every caller in the tree passes that parameter to: {path: [(start, end, why)]}. A call
-    with `*args`/`**kwargs` may pass it unseen: it counts as leaving it out. A required
-    parameter typed `Optional[X]` has no such guards (branches.py): its callers pass None."""
+    with `*args`/`**kwargs` may pass it unseen: it counts as leaving it out, and so does a
+    literal `None` (`f(x, None)`, `metadata=None`). A required parameter typed `Optional[X]` has
+    no such guards (branches.py): its callers pass None. Callers that run once (`skip-functions`:
+    vLLM's `_warm_causal_conv1d_fwd_kernel` calls the kernel with `metadata=None` at start-up)
+    are not counted: the per-step walk never enters them either (reachability.enterable)."""
     guards: dict[str, list] = {}
     for result in results.values():
         for qualname, items in (getattr(result, "guards", None) or {}).items():
@@ -56,6 +59,8 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
     tensors = TensorArgs(program, edges, results, binds)
     literals = _literals(results)
     for caller, out in edges.items():
+        if once_only(program, caller, cold_name):
+            continue
         for call, target, shift in out:
             items = guards.get(target)
             if not items:
@@ -71,7 +76,7 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
                              and (not tensor or tensors.passes_argument(caller, call, position, keyword, fact))
                              for position, keyword, fact in call.args)
                 given[(target, guard)] = given.get((target, guard), True) and passed
-    _dispatched_given(program, edges, results, guards, given, tensors, literals)
+    _dispatched_given(program, edges, results, guards, given, tensors, literals, cold_name)
     found: dict[str, list] = {}
     for qualname, items in guards.items():
         for start, end, param in items:
@@ -80,6 +85,13 @@ def guarded_lines(program, edges: dict, results: dict) -> dict[str, list]:
                        if param.startswith(NUMBER) else f"runs only when `{param}` is None, and every caller passes it")
                 found.setdefault(program.path_of[qualname], []).append((start, end, why))
     return found
+
+
+def once_only(program, qualname: str, cold_name) -> bool:
+    """Named like code that runs once (`skip-functions`), as the per-step walk reads it."""
+    facts = program.functions.get(qualname)
+    return facts is not None and not facts.get("hot", True) and \
+        (cold_name is None or cold_name(qualname.rsplit(".", 1)[-1]))
 
 
 def _literals(results: dict) -> dict:
@@ -103,7 +115,7 @@ def _nones(literals: dict, path: str | None, line: int, column: int | None = Non
 
 
 def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: dict, tensors,
-                      literals: dict) -> None:
+                      literals: dict, cold_name=None) -> None:
     """Count the calls by name (a method called on a receiver of unknown class, which the
     per-step walk follows to every method of that name it can bind to) among a guarded method's
     callers, as `guarded_lines` counts the resolved ones. SGLang's `ScheduleBatch.filter_batch`
@@ -112,6 +124,8 @@ def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: 
     None: with no resolved caller at all its guard was never decided, and a method whose
     resolved callers all pass the parameter was guarded even where a call by name leaves it out."""
     for caller, line, shape, target in dispatched_calls(program, edges, results, guards, binds):
+        if once_only(program, caller, cold_name):
+            continue
         positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
         params = program.functions[target]["params"]
         bound = 1 if params and params[0] in ("self", "cls") else 0

@@ -35,7 +35,7 @@ from .provenance import NameHints
 
 DEFAULT_SKIP_FUNCTIONS = [
     "__init__", "__post_init__", "__new__", "__del__", "__repr__", "__str__", "extra_repr",
-    "load_weights", "load_model", "*warmup*", "*warm_up*", "*warming_up*", "*capture*", "profile_run", "_dummy_run",
+    "load_weights", "load_model", "*warmup*", "*warm_up*", "*warming_up*", "warm_*", "_warm_*", "*capture*", "profile_run", "_dummy_run",
     "_dummy_sampler_run", "init_*", "_init_*", "initialize_*", "_initialize_*", "setup_*", "_setup_*",
     "determine_available_memory", "reset_*", "shutdown", "test_*", "load_*", "save_*", "sleep",
     "wake_up", "*checkpoint*", "*ensure_*cache*", "*profil*", "*compile*", "allocate*", "*_allocate*", "*teardown*",

@@ -140,13 +140,8 @@ _PLAIN_VALUES = (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListC
 def plain_bound(nodes) -> frozenset:
     """Names a function binds to a plain Python value somewhere (`x = None`, `idx = [0, 1]`):
     where such a name is also bound otherwise, it may hold either (`mixed_argument`)."""
-    found = set()
-    for node in nodes:
-        if type(node) is ast.Assign and isinstance(node.value, _PLAIN_VALUES):
-            found.update(t.id for t in node.targets if type(t) is ast.Name)
-        elif type(node) is ast.AnnAssign and isinstance(node.value, _PLAIN_VALUES) and type(node.target) is ast.Name:
-            found.add(node.target.id)
-    return frozenset(found)
+    return frozenset(t.id for node in nodes if type(node) is ast.Assign and isinstance(node.value, _PLAIN_VALUES)
+                     for t in node.targets if type(t) is ast.Name)
 
 
 def mixed_argument(node, rebound: frozenset, plain: frozenset) -> bool:
