@@ -173,3 +173,22 @@ def test_a_warm_up_caller_passing_none_leaves_the_per_step_callers_guard(tmp_pat
         """,
     })
     assert where(run) == []
+
+
+def test_a_values_device_test_that_dispatches_stays_a_platform_test(tmp_path):
+    # vLLM's watermark sampler: `if all_token_ids.device.type == "cpu":` picks the reference
+    # implementation the CPU platform runs; a CUDA GPU takes the other arm
+    ops = PLACED.replace('''        if lens.device.type != "cpu":
+            raise ValueError("lens must be on the host")
+        rows = lens.tolist()''', '''        if x.device.type == "cpu":
+            return lens, int(x.sum().item())''').replace("return rows, int(x.sum().item())", "return lens, x.sum()")
+    assert 'if x.device.type == "cpu":' in ops
+    assert where(_placed(tmp_path, ops)) == []
+
+
+def test_an_assert_on_a_values_device_narrows_it(tmp_path):
+    ops = PLACED.replace('''        if lens.device.type != "cpu":
+            raise ValueError("lens must be on the host")''', '''        assert lens.device.type == "cpu"''')
+    found = where(_placed(tmp_path, ops))
+    assert ("pkg/model.py", 7, "SYN601") in found or ("pkg/ops.py", 7, "SYN401") in found, found
+    assert not any(path == "pkg/ops.py" and line == 6 for path, line, _ in found), found

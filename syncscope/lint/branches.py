@@ -33,7 +33,7 @@ import functools
 import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
-from .comparetests import compare_test
+from .comparetests import compare_test, precondition
 from .errorpaths import always_raises, error_block, tail_call_line
 from .exprguards import guarded_ifexp, ifexp_guard, nullable_required
 from .initflags import once_after
@@ -312,6 +312,7 @@ class _Walk:
                 continue
             if isinstance(stmt, (ast.If, ast.While)):
                 value, why = self.conditions.evaluate(stmt.test)
+                value = None if precondition(stmt, value) else value  # `if t.device.type != "cpu": raise`
                 self.calls(stmt.test, function)
                 self.cold.extend(short_circuit(stmt.test, self.conditions.evaluate))
                 if function is not None and isinstance(stmt, ast.If):
@@ -347,7 +348,7 @@ class _Walk:
                 note_import(self, stmt, function)
             if isinstance(stmt, ast.Assert):
                 value, why = self.conditions.evaluate(stmt.test)
-                if value is False and rest:
+                if value is False and rest and not precondition(stmt, value):
                     self.mark(rest[0], rest[1], why)
             if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
                 self.in_try += 1

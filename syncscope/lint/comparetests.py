@@ -1,11 +1,9 @@
 """Comparisons with a string that decide a branch on a CUDA GPU (branches.Conditions).
 
-* A device-type test: `device.type == "cpu"`, `device != "cuda"`, `self.device.type == "cpu"`,
-  `self.model_config.device == "cpu"`: the device a process, an object that serves or a
-  configuration was given. Not the device of a value (`tensor.device.type != "cpu"`,
-  `seq_lens.device == "cpu"`): a CUDA process holds host tensors too, so that test says where
-  the value lives, not which platform runs. It is left undecided here; the analyzer's walk
-  reads it as a fact about the value in each arm (place_tests.py).
+* A device-type test: `x.device.type == "cpu"`, `device != "cuda"`. On a value's device too
+  (`if all_token_ids.device.type == "cpu": return _reference_cpu(...)`: the CPU platform's
+  path), except as a precondition (`precondition`): `if qo_lens.device.type != "cpu": raise`,
+  `assert t.device.type == "cpu"` state that a CUDA process passes that value on the host.
 * A backend or implementation chosen by name, where the name is another platform's:
   `self.io_backend == "kernel_ascend"` (SGLang's cache controller: the NPU transfer kernels),
   `dsa_impl == "intel_xpu"`, `backend == "aiter_sparse"`. Whatever picks the value (a server
@@ -51,8 +49,6 @@ def compare_test(node: ast.Compare, left_name: str, library: LibraryFacts) -> tu
     if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
         return None, ""
     text = left_name.lower()
-    if text.endswith(_DEVICE_ENDS) and _value_device(text):
-        return None, ""
     if text.endswith(_DEVICE_ENDS):
         kind = right.value.split(":")[0]
         if kind == "cuda":
@@ -69,6 +65,31 @@ def compare_test(node: ast.Compare, left_name: str, library: LibraryFacts) -> tu
     if isinstance(node.ops[0], ast.NotEq):
         value = not value
     return value, why
+
+
+def precondition(stmt, value) -> bool:
+    """A test of where a value lives (`t.device.type != "cpu"`) whose arm a CUDA GPU would take,
+    read as a platform test (`value`), raises: `if qo_segment_lens.device.type != "cpu": raise`,
+    `assert lens.device.type == "cpu"`. Code that CUDA processes call with host metadata says
+    so; read as a platform test, all that follows would be cold. The branch is left undecided
+    (branches.py), and the walk narrows the value to the host after it (place_tests.py)."""
+    if value is None or not any(isinstance(node, ast.Compare) and len(node.ops) == 1
+                                and any(_value_device((_name(side) or "").lower()) for side in (node.left, *node.comparators))
+                                for node in ast.walk(stmt.test)):
+        return False
+    if isinstance(stmt, ast.Assert):
+        return value is False
+    taken = stmt.body if value else stmt.orelse
+    return bool(taken) and isinstance(taken[-1], ast.Raise)
+
+
+def _name(node) -> str | None:
+    """`a.b.c` of a chain of attributes on a name; None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
 
 
 def _value_device(text: str) -> bool:
