@@ -45,10 +45,11 @@ def guarded_lines(program, edges: dict, results: dict, cold_name=None) -> dict[s
     """Lines that run only when a parameter is None (`if chunk_indices is None:`) in functions
     every caller in the tree passes that parameter to: {path: [(start, end, why)]}. A call
     with `*args`/`**kwargs` may pass it unseen: it counts as leaving it out, and so does a
-    literal `None` (`f(x, None)`, `metadata=None`). A required parameter typed `Optional[X]` has
-    no such guards (branches.py): its callers pass None. Callers that run once (`skip-functions`:
-    vLLM's `_warm_causal_conv1d_fwd_kernel` calls the kernel with `metadata=None` at start-up)
-    are not counted: the per-step walk never enters them either (reachability.enterable)."""
+    literal `None` (`f(x, None)`, `metadata=None`), except from a caller that runs once
+    (`skip-functions`: vLLM's `_warm_causal_conv1d_fwd_kernel` calls the kernel with
+    `metadata=None` at start-up; the per-step walk never enters it, reachability.enterable).
+    A required parameter typed `Optional[X]` has no such guards (branches.py): its callers pass
+    None."""
     guards: dict[str, list] = {}
     for result in results.values():
         for qualname, items in (getattr(result, "guards", None) or {}).items():
@@ -59,14 +60,13 @@ def guarded_lines(program, edges: dict, results: dict, cold_name=None) -> dict[s
     tensors = TensorArgs(program, edges, results, binds)
     literals = _literals(results)
     for caller, out in edges.items():
-        if once_only(program, caller, cold_name):
-            continue
+        once = once_only(program, caller, cold_name)
         for call, target, shift in out:
             items = guards.get(target)
             if not items:
                 continue
             positional = program.functions[target]["params"]
-            nones = _nones(literals, program.path_of.get(caller), call.line, call.column)
+            nones = frozenset() if once else _nones(literals, program.path_of.get(caller), call.line, call.column)
             for _, _, guard in items:
                 param, tensor = (guard[len(NUMBER):], True) if guard.startswith(NUMBER) else (guard, False)
                 # a literal `None` passed for it is no argument: the guard's branch runs
@@ -124,8 +124,7 @@ def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: 
     None: with no resolved caller at all its guard was never decided, and a method whose
     resolved callers all pass the parameter was guarded even where a call by name leaves it out."""
     for caller, line, shape, target in dispatched_calls(program, edges, results, guards, binds):
-        if once_only(program, caller, cold_name):
-            continue
+        once = once_only(program, caller, cold_name)
         positional, keywords, opened = shape if len(shape) == 3 else (*shape, True)
         params = program.functions[target]["params"]
         bound = 1 if params and params[0] in ("self", "cls") else 0
@@ -134,7 +133,7 @@ def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: 
                 given[(target, guard)] = given.get((target, guard), True) and tensors.by_name(caller, line, target, guard)
                 continue
             index = params.index(guard) if guard in params else -1
-            nones = _nones(literals, program.path_of.get(caller), line)
+            nones = frozenset() if once else _nones(literals, program.path_of.get(caller), line)
             # with `*args` the places are not known: only a keyword counts; a literal `None` is none
             passed = (guard in keywords and guard not in nones) or \
                 (not opened and bound <= index < bound + positional and index - bound not in nones)
