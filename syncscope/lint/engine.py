@@ -151,17 +151,14 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
     todo = _inheriting_ahead(todo, ahead, results, digests)
 
     # one object per equal name across the workers' results (interning.py): on whole vLLM the
-    # parent holds them beside the workers, the run's peak. Only the tables held past the
-    # whole-program pass: the pass-only ones are emptied right after it (`_drop_pass_facts`),
-    # before the peak, and interning them cost ~9 s of CPU on whole vLLM for no lower peak
+    # parent holds them beside the workers, the run's peak
     interner = Interner()
-    kept = _kept_fields()
     # what the cache held for each edited file, before it is replaced: when an edit only moved
     # lines, the whole-program pass's output for the tree before is moved instead of rerun
     previous: dict[str, tuple] | None = {} if cache is not None and config.cross_file and len(todo) <= MAX_MOVED \
         else None
     for (absolute, rel, module, is_package, digest, stamp, _, _), result in _analyze_all(todo, config, jobs, progress):
-        result = results[rel] = interner.result(result, kept)
+        result = results[rel] = interner.result(result)
         if previous is not None and rel not in previous:
             old = cache.previous(rel)
             previous[rel] = (cache.digest_of(rel), old) if old is not None else None
@@ -425,13 +422,6 @@ def _moved_solution(results: dict, digests: dict, cache: Cache, previous: dict):
 _PASS_ONLY = ("name_uses", "flag_passes", "const_guards", "const_literals", "const_passes", "none_config",
               "straight", "loops", "memos", "dispatch", "guards", "name_guards", "flag_guards", "error_paths",
               "name_bindings", "spans", "makes", "roots")
-
-
-def _kept_fields() -> list[str]:
-    """The fields of a file's result that the run holds past the whole-program pass."""
-    from dataclasses import fields
-
-    return [item.name for item in fields(RawResult) if item.name not in _PASS_ONLY]
 
 
 def _drop_pass_facts(results: dict) -> None:
