@@ -232,6 +232,7 @@ def env_switch_lines(program, results: dict, stores: dict, sources=None) -> dict
             functions.setdefault(name, []).append(found)
     off -= changed
     all_names = _function_names(results) if functions else {}
+    families = _Families(program)
     tail = ": an environment switch the tree declares off by default and never sets"
 
     def needs_off(r, depth: int = 0) -> str | None:
@@ -254,7 +255,7 @@ def env_switch_lines(program, results: dict, stores: dict, sources=None) -> dict
             return None  # given by key
         if store_counts.get(r[1], 0) != r[3] and not (
                 store_counts.get(r[1], 0) == own.get(r[1], 0)
-                and _family_stores_none(program, results, path, r[4], r[1], sources)):
+                and _family_stores_none(families, results, path, r[4], r[1], sources)):
             return None  # stored in another file by another receiver, or by the class's family
         if r[2] == (("never",),):
             return f"runs only when `self.{r[1]}` is true, and every store of it in the tree is a literal False or None"
@@ -271,26 +272,49 @@ def env_switch_lines(program, results: dict, stores: dict, sources=None) -> dict
     return found
 
 
-def _family_stores_none(program, results: dict, path: str, name: str, field: str, sources) -> bool:
+class _Families:
+    """The tree's class families (each class with its bases and subclasses, transitively),
+    indexed once per run: a class's subclasses are not searched for over every class per field."""
+
+    def __init__(self, program) -> None:
+        self.program = program
+        self.bases = {q: tuple(info.get("bases", ())) for q, info in program.classes.items()}
+        self.subclasses: dict[str, list[str]] = {}
+        for qualname, bases in self.bases.items():
+            for base in bases:
+                self.subclasses.setdefault(base, []).append(qualname)
+        self.answers: dict[tuple, bool] = {}
+
+    def family(self, start: str) -> set[str]:
+        found = {start}
+        pending = [start]
+        while pending:  # bases, then subclasses, of every member
+            current = pending.pop()
+            for other in (*self.bases.get(current, ()), *self.subclasses.get(current, ())):
+                if other in self.bases and other not in found:
+                    found.add(other)
+                    pending.append(other)
+        return found
+
+
+def _family_stores_none(families: _Families, results: dict, path: str, name: str, field: str, sources) -> bool:
     """Whether no class of `name`'s family (its bases and subclasses in the tree, `name` defined
     at the top of the file at `path`) stores `self.<field>` outside that file: the other stores
     on `self` are then in other classes' objects."""
+    key = (path, name, field)
+    if key not in families.answers:
+        families.answers[key] = _family_stores_none_now(families, results, path, name, field, sources)
+    return families.answers[key]
+
+
+def _family_stores_none_now(families: _Families, results: dict, path: str, name: str, field: str, sources) -> bool:
     from .source_texts import source_text
 
     module = getattr(results[path], "module", None)
     start = f"{module}.{name}"
-    if module is None or start not in program.classes:
+    if module is None or start not in families.program.classes:
         return False
-    bases = {q: info.get("bases", ()) for q, info in program.classes.items()}
-    family = {start}
-    pending = [start]
-    while pending:  # bases, then subclasses, of every member
-        current = pending.pop()
-        linked = list(bases.get(current, ())) + [q for q, b in bases.items() if current in b]
-        for other in linked:
-            if other in bases and other not in family:
-                family.add(other)
-                pending.append(other)
+    family = families.family(start)
     written = re.compile(r"\bself\." + field + r"\s*(?:=(?!=)|[-+*/|&]=)")
     others = {p for p, result in results.items() if p != path
               and not family.isdisjoint(getattr(result, "classes", None) or ())}

@@ -43,9 +43,6 @@ _KEYWORD = re.compile(r"[(,]\s*(\w+)\s*=(?!=)(?!\s*False\b)")
 _STRING = re.compile(r"[\"'](\w+)[\"']\s*(?::(?!\s*(?:False|false|true)\b)|\]\s*=(?!=))|setattr\([^,]+,\s*[\"'](\w+)[\"']")
 
 
-_READ = re.compile(r"\.(\w+)")
-
-
 def off_switches(results: dict, sources=None, stores: dict | None = None, wanted=frozenset()) -> tuple[frozenset, dict]:
     """(the switches off by default, {path: text} of the files that read one as `.F`). Fills
     `stores` with "counts" (name -> `.F =` stores in the tree), "own" (those on `self`) and
@@ -81,10 +78,13 @@ def off_switches(results: dict, sources=None, stores: dict | None = None, wanted
     if not off:
         return off, {}
     reading = {}
+    # a read `.F` of one of them, as the whole word: one search, not a list of every attribute
+    # the file reads
+    read = re.compile(r"\.(?:" + "|".join(map(re.escape, sorted(off))) + r")\b")
     for path, text in source_texts(results, sources):
         if text is None:  # a file not read may set any switch
             return frozenset(), {}
-        if not off.isdisjoint(_READ.findall(text)):
+        if read.search(text):
             reading[path] = text
     return off, reading
 
