@@ -32,7 +32,7 @@ import tempfile
 import zlib
 from dataclasses import replace
 
-CACHE_FORMAT = 66  # bump when RawResult or a record it holds (records.py) changes shape
+CACHE_FORMAT = 67  # bump when RawResult or a record it holds (records.py) changes shape
 # what only the whole-program pass reads
 FACT_FIELDS = ("exports", "imports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes",
                "straight", "loops", "bases", "error_paths", "name_bindings", "name_guards",
