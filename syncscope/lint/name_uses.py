@@ -93,7 +93,8 @@ def _ids(node) -> list[int]:
 
 def _named(short: str, shorts: set | None) -> bool:
     if shorts is None:  # a capitalized word (`CAPITALIZED`): what a construction is called
-        return CAPITALIZED.fullmatch(short) is not None
+        # (the first letter tested first: most names are lower case, and a match costs more)
+        return "A" <= short[:1] <= "Z" and CAPITALIZED.fullmatch(short) is not None
     return short in shorts
 
 
