@@ -21,6 +21,7 @@ PROP = "p"  # ("p", receiver or None, attr): an attribute read that may be a pro
 # (`self.stage().forward(x)` is ("mod.A", ("stage()",), False)), resolved through the class its
 # definition's return annotation names (`def stage(self) -> DenoisingStage`).
 SUPER = "__super__"
+STAR = "*"  # the exports' key of the modules a module re-exports whole (`from .common import *`)
 CALLED = "()"
 
 

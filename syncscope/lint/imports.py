@@ -7,6 +7,8 @@ import re
 
 import libcst as cst
 
+from .fact_values import STAR  # (re-exported: the exports' key of a module's `import *` sources)
+
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a chain of names, None for anything else (calls, subscripts...)."""
@@ -89,7 +91,6 @@ def aliases_from_ast(tree, module: str, is_package: bool) -> dict[str, str]:
     return aliases
 
 
-STAR = "*"  # the exports' key of the modules a module re-exports whole (`from .common import *`)
 
 
 def with_star_sources(aliases: dict[str, str], tree, module: str, is_package: bool) -> dict[str, str]:

@@ -5,8 +5,7 @@ re-exports, class fields and inheritance (wholeprogram.py runs the summaries ove
 from __future__ import annotations
 
 from . import provenance as P
-from .fact_values import CALLED, FUNC, METHOD, PROP, SUPER
-from .imports import STAR
+from .fact_values import CALLED, FUNC, METHOD, PROP, STAR, SUPER
 from .records import Root
 from .switch_devices import switch_field_hints
 from .config_defaults import host_device_elements
