@@ -58,7 +58,7 @@ def guarded_lines(program, edges: dict, results: dict, cold_name=None) -> dict[s
         return {}
     given: dict[tuple, bool] = {}
     tensors = TensorArgs(program, edges, results, binds)
-    literals = _literals(results)
+    literals = tensors.literals
     for caller, out in edges.items():
         once = once_only(program, caller, cold_name)
         for call, target, shift in out:
@@ -92,12 +92,6 @@ def once_only(program, qualname: str, cold_name) -> bool:
     facts = program.functions.get(qualname)
     return facts is not None and not facts.get("hot", True) and \
         (cold_name is None or cold_name(qualname.rsplit(".", 1)[-1]))
-
-
-def _literals(results: dict) -> dict:
-    """{path: {(line, column): {position or keyword: literal}}}: the literal arguments each
-    call passes (constargs.file_const_guards records them for every call in the file)."""
-    return {path: table for path, result in results.items() if (table := getattr(result, "const_literals", None))}
 
 
 def _nones(literals: dict, path: str | None, line: int, column: int | None = None) -> frozenset:

@@ -151,13 +151,15 @@ class TensorArgs:
     def __init__(self, program, edges: dict, results: dict, binds=None) -> None:
         self.program, self.edges, self.results, self.binds = program, edges, results, binds
         self._device = self._callers = None
-        self._literals = {path: table for path, result in results.items()
-                          if (table := getattr(result, "const_literals", None))}
+        # {path: {(line, column): {position or keyword: literal}}}: the literal arguments each
+        # call passes (constargs.file_const_guards records them for every call in the file)
+        self.literals = {path: table for path, result in results.items()
+                         if (table := getattr(result, "const_literals", None))}
 
     def passed(self, caller: str, call, at) -> object:
         """What the caller's source shows the call passes at `at` (a position or a keyword): a
         literal, a marker (typeargs.py), or None where it shows nothing."""
-        table = self._literals.get(self.program.path_of.get(caller))
+        table = self.literals.get(self.program.path_of.get(caller))
         found = table.get((call.line, call.column)) if table else None
         return found.get(at) if found else None
 
