@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections import Counter
 
 from .device_choice import chosen_device_guards
 from .device_params import device_param_guards
@@ -265,8 +266,8 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None, places
         params = _params(node)
         stores = _stores(node)
         rebound = frozenset(sub.id for sub in stores)
-        seen = set()  # names stored more than once: they may hold another value on another path
-        twice = frozenset(sub.id for sub in stores if sub.id in seen or seen.add(sub.id))
+        # names stored more than once: they may hold another value on another path
+        twice = frozenset(name for name, count in Counter(sub.id for sub in stores).items() if count > 1)
         for name in sorted(enclosing - set(params) - rebound):
             params[name] = (None, CLOSURE)
         names = frozenset(params) - {"self", "cls"}

@@ -163,12 +163,12 @@ class TensorArgs:
         found = table.get((call.line, call.column)) if table else None
         return found.get(at) if found else None
 
-    def passes_argument(self, caller: str, call, position, keyword, fact) -> bool:
+    def passes_argument(self, caller: str, call, position, keyword, fact, depth: int = 0) -> bool:
         """The call's argument at (`position`, `keyword`) is known to be a tensor: its fact says
         so and the caller's source does not show a value of two paths (MIXED), which the facts
         join to the more device-like."""
         return self.passed(caller, call, keyword if keyword is not None else position) != MIXED \
-            and self.passes(caller, fact)
+            and self.passes(caller, fact, depth)
 
     def passes(self, caller: str, fact, depth: int = 0) -> bool:
         if P.is_tensor_like(fact[0]) and not (fact[1] is not None and self._may_be_other(caller, fact[1])):
@@ -198,9 +198,7 @@ class TensorArgs:
             position is not None and position >= 0 and position + shift < len(params) and params[position + shift] == param)), None)
         if found is None:
             return False
-        position, keyword, fact = found
-        return self.passed(caller, call, keyword if keyword is not None else position) != MIXED \
-            and self.passes(caller, fact, depth)
+        return self.passes_argument(caller, call, *found, depth)
 
     def _may_be_other(self, function: str, param: str) -> bool:
         """`function`'s annotation of `param` admits something other than a tensor (`number_params`)."""
