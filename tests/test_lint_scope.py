@@ -268,18 +268,19 @@ GUARDED = """
 """
 
 
-def test_a_sync_under_a_none_guard_every_caller_rules_out_is_not_per_step(tmp_path):
-    run = lint_package(tmp_path, {
-        "ops.py": GUARDED,
-        "model.py": """
+# a layer that passes `chunk_indices` every step
+GUARDED_CALLER = """
             import torch
             from pkg.ops import chunk_fwd
 
             class Layer(torch.nn.Module):
                 def forward(self, x: torch.Tensor, meta):
                     return chunk_fwd(x, meta.cu_seqlens, chunk_indices=meta.chunk_indices)
-        """,
-    })
+"""
+
+
+def test_a_sync_under_a_none_guard_every_caller_rules_out_is_not_per_step(tmp_path):
+    run = lint_package(tmp_path, {"ops.py": GUARDED, "model.py": GUARDED_CALLER})
     assert where(run) == []
     cold = lint_package(tmp_path, {}, include_cold=True)
     assert any("runs only when `chunk_indices` is None" in (f.cold or "") for f in cold.findings)
@@ -288,14 +289,7 @@ def test_a_sync_under_a_none_guard_every_caller_rules_out_is_not_per_step(tmp_pa
 def test_a_caller_that_leaves_the_guarded_parameter_out_is_flagged(tmp_path):
     run = lint_package(tmp_path, {
         "ops.py": GUARDED,
-        "model.py": """
-            import torch
-            from pkg.ops import chunk_fwd
-
-            class Layer(torch.nn.Module):
-                def forward(self, x: torch.Tensor, meta):
-                    return chunk_fwd(x, meta.cu_seqlens, chunk_indices=meta.chunk_indices)
-
+        "model.py": GUARDED_CALLER + """
             class Other(torch.nn.Module):
                 def forward(self, x: torch.Tensor, cu_seqlens: torch.Tensor):
                     return chunk_fwd(x, cu_seqlens)

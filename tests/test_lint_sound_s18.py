@@ -4,7 +4,7 @@ sync and was not reported (INVALID: reported now) beside one the rule still rule
 from __future__ import annotations
 
 from test_lint_kernel_names_s8 import BATCH, RELAY, lines
-from test_lint_scope import GUARDED, lint_package, where
+from test_lint_scope import GUARDED, GUARDED_CALLER, lint_package, where
 
 
 def test_a_caller_passing_a_literal_none_takes_the_none_branch(tmp_path):
@@ -159,14 +159,7 @@ def test_a_warm_up_caller_passing_none_leaves_the_per_step_callers_guard(tmp_pat
     # start-up; the layers pass their metadata every step
     run = lint_package(tmp_path, {
         "ops.py": GUARDED,
-        "model.py": """
-            import torch
-            from pkg.ops import chunk_fwd
-
-            class Layer(torch.nn.Module):
-                def forward(self, x: torch.Tensor, meta):
-                    return chunk_fwd(x, meta.cu_seqlens, chunk_indices=meta.chunk_indices)
-
+        "model.py": GUARDED_CALLER + """
             def _warm_chunk_kernel(device):
                 x = torch.zeros(4, device=device)
                 return chunk_fwd(x, torch.tensor([0, 4], device=device), chunk_indices=None)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 
+from .ast_annotations import dotted
 from .library import LibraryFacts, words
 
 _DEVICE_ENDS = (".type", "device", "device_type")
@@ -74,22 +75,13 @@ def precondition(stmt, value) -> bool:
     so; read as a platform test, all that follows would be cold. The branch is left undecided
     (branches.py), and the walk narrows the value to the host after it (place_tests.py)."""
     if value is None or not any(isinstance(node, ast.Compare) and len(node.ops) == 1
-                                and any(_value_device((_name(side) or "").lower()) for side in (node.left, *node.comparators))
+                                and any(_value_device((dotted(side) or "").lower()) for side in (node.left, *node.comparators))
                                 for node in ast.walk(stmt.test)):
         return False
     if isinstance(stmt, ast.Assert):
         return value is False
     taken = stmt.body if value else stmt.orelse
     return bool(taken) and isinstance(taken[-1], ast.Raise)
-
-
-def _name(node) -> str | None:
-    """`a.b.c` of a chain of attributes on a name; None for anything else."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
 
 
 def _value_device(text: str) -> bool:
