@@ -108,8 +108,8 @@ def _why(key: tuple, solver, off: frozenset, uncalled: frozenset) -> str:
                for _, callee, _ in table.get(caller, ()) if callee == target}
     givers = sorted({".".join(caller.rsplit(".", 2)[-2:]) for caller in callers})
     via = f" (`{'`, `'.join(givers[:3])}`)" if givers else ""
-    source = "methods nothing in the tree calls" if callers and callers <= uncalled else \
-        "calls that never run by default or methods nothing in the tree calls" if callers & uncalled else \
+    source = "functions nothing in the tree calls" if callers and callers <= uncalled else \
+        "calls that never run by default or functions nothing in the tree calls" if callers & uncalled else \
         "calls that never run by default"
     return f"every call that runs by default passes host data for `{param}`; other data comes only " \
            f"from {source}{via}"

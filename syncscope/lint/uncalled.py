@@ -21,6 +21,10 @@ by default (offpaths.py): a parameter that every other call passes host data for
 default, and its findings are kept, cold, saying where the other data comes from. A method that
 passes data it makes itself on the device (`grid_thw.cuda()`) shows that data reaching the
 callee: it does not count (vLLM's `encoder_eager_forward`, which another class calls by name).
+
+A function the tree hands to another runtime (foreign_exports.py: `tvm_ffi.register_global_func`)
+and that nothing in the tree calls is such code too, whatever it passes: its data comes from the
+runtime that calls it, and what it makes of that is not what a serving step passes.
 """
 
 from __future__ import annotations
@@ -35,6 +39,18 @@ def uncalled_methods(solver, results: dict, library, per_step) -> frozenset:
     a parameter); empty without a per-step table (nothing is a root then)."""
     if not per_step or library is None:
         return frozenset()
+    return _uncalled_methods(solver, results, library, per_step) | _foreign_only(solver, results, per_step)
+
+
+def _foreign_only(solver, results: dict, per_step) -> frozenset:
+    """The functions handed to another runtime (foreign_exports.py) that make a call into the
+    tree, that nothing in the tree calls and that no per-step root reaches."""
+    exported = {name for result in results.values() for name in getattr(result, "foreign_exports", None) or ()}
+    return frozenset(name for name in exported if name in solver.program.functions and name not in solver.callers
+                     and name not in per_step and (solver.all_edges.get(name) or solver.module_edges.get(name)))
+
+
+def _uncalled_methods(solver, results: dict, library, per_step) -> frozenset:
     program = solver.program
     roots = tuple(getattr(library, "hot_roots", ()) or ())
     targets = {target for out in solver.module_edges.values() for _, target, _ in out}

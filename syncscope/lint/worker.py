@@ -92,6 +92,7 @@ class RawResult:
     # what the file does with each capitalized name (name_uses.py; None: the pass reads the file)
     name_uses: tuple | None = None
     refills: tuple | None = None  # a keep_on_cpu field refilled on the device (refill_variant.py)
+    foreign_exports: tuple = ()  # functions handed to another runtime (foreign_exports.py)
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
 
@@ -202,8 +203,9 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.name_uses = name_uses(tree, text) if text else None
     from .copy_methods import with_copy_facts
     from .field_configs import file_field_configs
-
+    from .foreign_exports import foreign_exports
     result.field_configs = file_field_configs(tree, module, aliases, text)
+    result.foreign_exports = foreign_exports(tree, text, module, aliases, config.library().foreign_exports)
     result.carrier_facts = with_copy_facts(tree, text, module)
     if hints is None:
         from .classinfo import class_hints
@@ -220,7 +222,6 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.literal_calls = literal_calls(tree, module, is_cold)
     result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
-
     result.branch_cold, result.dispatch, result.guards, result.error_paths, names = \
         file_branches(tree, module, aliases, config.library())
     result.name_bindings, result.name_guards = names
@@ -231,10 +232,8 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     from .confignone import file_none_config
     result.none_config = file_none_config(tree, module)
     from .loops import file_loop_facts
-
     result.straight, result.bases, result.spans, result.makes, result.loops = file_loop_facts(tree, module, aliases)
     from .memo import file_memos
-
     result.memos = file_memos(tree, module, config.library().field_setters, aliases, config.library().module_types)
 
 
