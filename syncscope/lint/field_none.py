@@ -89,6 +89,9 @@ def file_field_nones(tree: ast.Module, startup) -> tuple:
                 short = name.rpartition(".")[2]
                 if hot and short[:1].isupper() and any(_value(arg, function, 0) is None for arg in node.args):
                     positional.add(short)
+            elif kind is ast.AnnAssign:  # `self.linker: Optional[Linker] = None`
+                if isinstance(node.target, ast.Attribute) and node.value is not None:
+                    give(node.target.attr, node.value, function, hot)
             elif kind is ast.Assign:
                 for target in node.targets:
                     if isinstance(target, ast.Attribute):
@@ -257,7 +260,9 @@ def _name(name: str, function, depth: int) -> frozenset | None:
         written = ast.unparse(arg.annotation)
         return None if any(word in written for word in ("Optional", "None", "Any", "object")) else frozenset()
     values = [node.value for node in function_code(function)
-              if type(node) is ast.Assign and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
+              if (type(node) is ast.Assign and any(isinstance(t, ast.Name) and t.id == name for t in node.targets))
+              or (type(node) is ast.AnnAssign and node.value is not None and isinstance(node.target, ast.Name)
+                  and node.target.id == name)]
     if not values or any(type(node) is ast.Name and node.id == name and isinstance(node.ctx, ast.Store)
                          and not _assigned(node, function) for node in function_code(function)):
         return None
@@ -272,4 +277,6 @@ def _name(name: str, function, depth: int) -> frozenset | None:
 
 def _assigned(name_node, function) -> bool:
     """The stored name is the whole target of a plain assignment (not a loop's, a `with`'s, ...)."""
-    return any(type(node) is ast.Assign and name_node in node.targets for node in function_code(function))
+    return any((type(node) is ast.Assign and name_node in node.targets)
+               or (type(node) is ast.AnnAssign and node.target is name_node and node.value is not None)
+               for node in function_code(function))

@@ -52,6 +52,7 @@ class LibraryFacts:
     request_modules: tuple
     input_processors: tuple
     request_intake: tuple
+    request_release: tuple
     foreign_exports: tuple
     no_dispatch: frozenset
     host_functions: tuple
@@ -148,6 +149,7 @@ _KEYS = {
     ("roots", "request-modules"): "request_modules",
     ("roots", "input-processors"): "input_processors",
     ("roots", "request-intake"): "request_intake",
+    ("roots", "request-release"): "request_release",
     ("roots", "foreign-exports"): "foreign_exports",
     ("roots", "no-dispatch"): "no_dispatch",
     ("host", "functions"): "host_functions",
@@ -177,7 +179,8 @@ def load(extra_file: str | None = None, extra_roots: tuple = ()) -> LibraryFacts
             raise LibraryFactsError(f"{path}: unknown keys: {', '.join(sorted(unknown))}")
     merged["hot_roots"].extend(extra_roots)
     ordered = ("hot_roots", "module_methods", "not_module_bases", "module_types", "step_stages", "request_modules",
-               "input_processors", "request_intake", "foreign_exports", "host_functions")
+               "input_processors", "request_intake", "request_release", "foreign_exports",
+               "host_functions")
     facts = LibraryFacts(**{k: (tuple(v) if k in ordered else frozenset(v)) for k, v in merged.items()})
     _LOADED[key] = facts
     return facts

@@ -26,7 +26,9 @@ line reaches. A per-request function reached from a per-step one is per-step who
 Request intake (`[roots] request-intake`: `add_request`, an event loop's
 `process_input_requests`, an adapter's `activate_adapter`) is called every step but takes in
 what arrived since the last one, each once: the walk does not enter it from per-step code, and
-what only it reaches runs once per request, loops included.
+what only it reaches runs once per request, loops included. So does request release (`[roots]
+request-release`: SGLang's `release_kv_cache`, a connector's `request_finished`), which the step
+loop calls for each request that finished.
 A finding is per-step when its function is reached and its line is not cold (nor a per-request
 function's line outside its loops); it then carries the path from its root ("why"). Everything
 else is cold: reported only on request.
@@ -77,6 +79,11 @@ class ColdLines:
         return None
 
 
+def _lifecycle(library) -> tuple:
+    """The names of request intake and release: each runs once per request."""
+    return (*getattr(library, "request_intake", ()), *getattr(library, "request_release", ()))
+
+
 def _root_pattern(patterns) -> re.Pattern | None:
     return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
 
@@ -111,8 +118,10 @@ class PerStep:
             table.setdefault(short, []).append(qualname)
         self.edges = edges
         self.roots = _root_pattern(library.hot_roots)
-        self.intake = _root_pattern(getattr(library, "request_intake", ()))
-        # request intake (`[roots] request-intake`) that per-step code calls: qualname -> (caller, line)
+        self.intake = _root_pattern(_lifecycle(library))
+        self.release = _root_pattern(getattr(library, "request_release", ()))
+        # request intake and release (`[roots] request-intake`, `request-release`) that per-step
+        # code calls: qualname -> (caller, line)
         self.intakes: dict[str, tuple] = {}
         # qualname -> (parent qualname or None, call line in the parent)
         self.reached: dict[str, tuple] = {}
@@ -445,6 +454,8 @@ class PerStep:
                 # a helper that runs no schedule, called outside a scheduled stage's step loop
                 why = (f"runs once per request, not per step: `{'.'.join(helper.rsplit('.', 2)[-2:])}` runs no "
                        f"denoising loop and is called outside the step loop of `{short}`, a per-request entry")
+            elif entry in self.intakes and self.release is not None and _matches(self.release, entry, self.program.classes):
+                why = f"runs once per request, not per step: `{short}` releases a finished request (request release)"
             elif entry in self.intakes:
                 why = (f"runs once per request, not per step: `{short}` takes in new requests or the adapters "
                        f"they name (request intake)")
@@ -576,10 +587,10 @@ def platform_files(results: dict, library=None) -> frozenset:
 
 
 def intake_calls_removed(program, edges: dict, library) -> dict:
-    """The call graph without the calls into request intake (`[roots] request-intake`): what it
-    syncs, it syncs once per request, not in its caller's step. The per-step walk keeps them
-    (PerStep.per_request_intake), to say why the intake's own lines are cold."""
-    intake = _root_pattern(getattr(library, "request_intake", ())) if library is not None else None
+    """The call graph without the calls into request intake and release (`[roots] request-intake`,
+    `request-release`): what they sync, they sync once per request, not in the caller's step. The
+    per-step walk keeps them (PerStep.per_request_intake), to say why their own lines are cold."""
+    intake = _root_pattern(_lifecycle(library)) if library is not None else None
     if intake is None:
         return edges
     kept_edges = {}
