@@ -19,15 +19,13 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
     when the kernel's name is never None on CUDA (modulenames.py); a memo a long-lived object
     fills once (memo.py); the methods of a class built only behind a switch that is off by
     default (optin.py); lines under an environment switch the tree declares off and never sets
-    (env_switches.py); the fallback for a declared field nothing leaves None while serving
-    (field_none.py)."""
+    (env_switches.py)."""
     from .errorpaths import error_lines
     from .flagguards import flag_lines
     from .memo import memo_lines
     from .modulenames import name_lines
     from .optin import off_switches, optin_lines
     from .env_switches import env_switch_lines, switch_fields
-    from .field_none import field_none_lines
 
     guarded = guarded_lines(program, edges, results, cold_name)
     stores: dict = {}
@@ -35,7 +33,6 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
     found = [flag_lines(program, edges, results, binds, sources, switches), error_lines(program, edges, results),
              name_lines(program, results), optin_lines(program, edges, results, sources, switches)]
     found.append(env_switch_lines(program, results, stores, sources))
-    found.append(field_none_lines(results))
     if library is not None:
         found.append(memo_lines(program, results, library, cold_name))
     for table in found:

@@ -51,7 +51,7 @@ NO_DEFAULT = ("nodefault",)
 # enclosing function's call into it hands it on unchanged, any other call leaves it unknown
 CLOSURE = ("closure",)
 _IF_OR_CALL = frozenset({ast.If, ast.Call})
-_BINDINGS = frozenset({ast.Assign})  # plain assignments only: an annotated one is not read here
+_BINDINGS = frozenset({ast.Assign})  # (nodewalk.CODE_KINDS holds no AnnAssign)
 _NAME = frozenset({ast.Name})
 _STORE = (ast.Store, ast.Del)
 _OPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}

@@ -74,10 +74,10 @@ def own_nodes(body: list, wanted, skip=SCOPES, enter_block_definitions: bool = T
 
 
 # The node types that constargs.py (tests, calls, stores), confignone.py (tests, returns,
-# assignments, calls), held_tests.py (stores, definitions, tests, calls) and field_none.py (calls,
-# stores, tests) read in a function's own code: one walk serves them all (`function_code`). Nested definitions are found, not entered.
-CODE_KINDS = frozenset({ast.If, ast.While, ast.Assert, ast.IfExp, ast.Call, ast.Return, ast.Assign, ast.AnnAssign,
-                        ast.Name, ast.Global, ast.Nonlocal}) | SCOPES
+# assignments, calls) and held_tests.py (stores, definitions, tests, calls) read in a function's
+# own code: one walk serves the three (`function_code`). Nested definitions are found, not entered.
+CODE_KINDS = frozenset({ast.If, ast.While, ast.Assert, ast.IfExp, ast.Call, ast.Return, ast.Assign, ast.Name,
+                        ast.Global, ast.Nonlocal}) | SCOPES
 # function node -> its own nodes of CODE_KINDS (the tree is never changed after parsing)
 _function_code: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 

@@ -93,7 +93,6 @@ class RawResult:
     name_uses: tuple | None = None
     refills: tuple | None = None  # a keep_on_cpu field refilled on the device (refill_variant.py)
     foreign_exports: tuple = ()  # functions handed to another runtime (foreign_exports.py)
-    field_nones: tuple = ()  # declared fields, what is given them, their None tests (field_none.py)
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
 
@@ -210,10 +209,12 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.carrier_facts = with_copy_facts(tree, text, module)
     if hints is None:
         from .classinfo import class_hints
+
         hints = class_hints(tree)
     result.field_hints = {f"{c}.{a}": where for (c, a), where in hints.items()}
     result.switch_facts = switch_facts(tree, text or "", config.library())
     from .classinfo import attribute_places
+
     result.attr_places = attribute_places(tree)
     from .owner_fields import owner_facts
     result.owner_fields = owner_facts(tree)
@@ -234,8 +235,6 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.straight, result.bases, result.spans, result.makes, result.loops = file_loop_facts(tree, module, aliases)
     from .memo import file_memos
     result.memos = file_memos(tree, module, config.library().field_setters, aliases, config.library().module_types)
-    from .field_none import file_field_nones
-    result.field_nones = file_field_nones(tree, config.cold_function)
 
 
 def file_hints(tree, config, text: str):
