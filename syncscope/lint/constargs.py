@@ -40,6 +40,7 @@ from collections import Counter
 from .device_choice import chosen_device_guards
 from .device_params import device_param_guards
 from .exprguards import ifexp_blocks
+from .flag_locals import flag_tests
 from .guardblocks import early_exits, statement_blocks, stored_before
 from .nodewalk import DEFINITIONS, function_code, own_nodes
 from .typeargs import (MIXED, TENSOR, argument_kind, compile_type_test, device_names, evaluate_type, mixed_argument,
@@ -70,19 +71,22 @@ def _literal(node):
     return UNKNOWN
 
 
-def compile_test(node, params, torch: dict | None = None) -> tuple | None:
+def compile_test(node, params, torch: dict | None = None, flags: dict | None = None) -> tuple | None:
     """The test as a tuple tree over `params`, or None when no part of it reads one. With
-    `torch` (typeargs.torch_names of the file), a type test on a parameter too."""
+    `torch` (typeargs.torch_names of the file), a type test on a parameter too; with `flags`
+    (flag_locals.py), a local flag set only under parameter tests, as what it needs."""
     if isinstance(node, ast.BoolOp):
-        parts = [compile_test(v, params, torch) or ("?",) for v in node.values]
+        parts = [compile_test(v, params, torch, flags) or ("?",) for v in node.values]
         if all(p == ("?",) for p in parts):
             return None
         return ("and" if isinstance(node.op, ast.And) else "or", tuple(parts))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = compile_test(node.operand, params, torch)
+        inner = compile_test(node.operand, params, torch, flags)
         return None if inner is None else ("not", inner)
     if isinstance(node, ast.Call):
         return compile_type_test(node, params, torch)
+    if isinstance(node, ast.Name) and flags and node.id in flags:
+        return flags[node.id]
     if isinstance(node, ast.Name) and node.id in params:
         return ("truth", node.id)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -281,6 +285,9 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None, places
         # nested definitions are walked on their own below (their code is theirs, not this
         # function's); the parameters this one never rebinds are theirs to read as closures
         stale = stored_before(node.body, names & rebound, stores)
+        # `has_mixed_prefill = False`, set only under `if split_prefill_decode and ...:`
+        flags = flag_tests(node, lambda test: compile_test(
+            test, frozenset(n for n in names if not stale(n, test.lineno)), torch)) if names else {}
         code = [sub for sub in function_code(node) if type(sub) in _IF_OR_CALL or type(sub) in _BINDINGS]
         plain = plain_bound(sub for sub in code if type(sub) in _BINDINGS) & twice
         for sub in code:
@@ -288,7 +295,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None, places
                 continue
             if isinstance(sub, ast.If) and names:
                 # a parameter stored into before the test may no longer be what was passed
-                test = compile_test(sub.test, frozenset(n for n in names if not stale(n, sub.lineno)), torch)
+                test = compile_test(sub.test, frozenset(n for n in names if not stale(n, sub.lineno)), torch, flags)
                 if test is None:
                     continue
                 for body, compiled in ((sub.body, test), (sub.orelse, ("not", test))):
@@ -327,7 +334,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None, places
                     forwards = True
         if names:
             # a parameter rebound anywhere may not hold what the caller passed when tested
-            found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names, torch))
+            found.extend(item for item in early_exits(node.body, lambda test: compile_test(test, names, torch, flags))
                          if test_params(item[2]) <= kept)
             # `torch.from_numpy(a).to(device)`, `torch.tensor([n], device=device)`: a copy to the
             # GPU only for a GPU `device`
@@ -340,7 +347,7 @@ def file_const_guards(tree: ast.Module, module: str | None, library=None, places
             if names:
                 # `vals.append(row if no_copy_to_cpu else row.tolist())`: an arm is a block too
                 found.extend(ifexp_blocks(block, lambda test: compile_test(
-                    test, frozenset(n for n in names if not stale(n, test.lineno)), torch)))
+                    test, frozenset(n for n in names if not stale(n, test.lineno)), torch, flags)))
             for stmt in block:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     closures = function(stmt, f"{local}.{stmt.name}", kept) or closures
