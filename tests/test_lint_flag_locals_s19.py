@@ -71,5 +71,7 @@ def test_a_caller_that_may_split_or_a_flag_set_elsewhere_keeps_the_syncs(tmp_pat
                     "if qmax > threshold:\n            has_mixed_prefill = True",
                     "for has_mixed_prefill in (qmax > threshold,):\n            pass",
                     "has_mixed_prefill |= qmax > threshold",
-                    SPLIT + "\n        has_mixed_prefill = bool(qmax)"):
+                    SPLIT + "\n        has_mixed_prefill = bool(qmax)",
+                    SPLIT + "\n        def mark():\n            nonlocal has_mixed_prefill\n"
+                            "            has_mixed_prefill = True\n        mark()"):
         assert _calls(setting) <= set(where(_run(tmp_path, setting=setting))), setting

@@ -51,6 +51,9 @@ def flag_tests(function, compile_at) -> dict[str, tuple]:
             candidates.discard(node.id)  # a loop target, `+=`, `with ... as`, `del`...
         elif type(node) in (ast.Global, ast.Nonlocal):
             candidates.difference_update(node.names)
+        elif type(node) in (ast.FunctionDef, ast.AsyncFunctionDef):  # a closure may set it: `nonlocal`
+            candidates.difference_update(name for inner in ast.walk(node) if type(inner) is ast.Nonlocal
+                                         for name in inner.names)
     if not candidates:
         return {}
     sets: dict[str, list] = {name: [] for name in candidates}  # flag -> the tests of each setting
