@@ -14,8 +14,8 @@ SGLang's `run_batch` / `forward_batch_generation`, ...). From them the call grap
   (`skip-functions`: `__init__`, `load_*`, warm-up and capture, memoized functions), nor into a
   function or file for another platform;
 * a root-named method the program uses only on lines under a CUDA-graph capture test is no root
-  (capture_roots.py: `if get_is_capture_mode(): self.forward_dual_stream(x)`), nor one it calls
-  only once per request (request_roots.py: a builder's `build` in a stage's set-up).
+  (capture_roots.py: `if get_is_capture_mode(): self.forward_dual_stream(x)`), nor one it calls only
+  once per request (request_roots.py: a stage's set-up) or at start-up (startup_roots.py).
 A `forward` is a root by its name only in a class that is, or may be, an `nn.Module`
 (modules.py). In a class that is not one (a diffusion pipeline stage) it is a per-request entry:
 what it calls outside its loops runs once per request as well (walked on, the same way), the
@@ -23,12 +23,11 @@ lines inside the loops of all of these run every step (loops.py; a loop around t
 loop, over a request's chunks, runs once per chunk; in a stage that runs no schedule, a loop over
 the request's data runs once per request: steploops.py), and so does everything a call on such a
 line reaches. A per-request function reached from a per-step one is per-step whole.
-Request intake (`[roots] request-intake`: `add_request`, an event loop's
-`process_input_requests`, an adapter's `activate_adapter`) is called every step but takes in
-what arrived since the last one, each once: the walk does not enter it from per-step code, and
-what only it reaches runs once per request, loops included. So does request release (`[roots]
-request-release`: SGLang's `release_kv_cache`, a connector's `request_finished`), which the step
-loop calls for each request that finished.
+Request intake (`[roots] request-intake`: `add_request`, an event loop's `process_input_requests`,
+an adapter's `activate_adapter`) is called every step but takes in what arrived since the last
+one, each once: the walk does not enter it from per-step code, and what only it reaches runs once
+per request, loops included. So does request release (`[roots] request-release`: SGLang's
+`release_kv_cache`, a connector's `request_finished`), called for each request that finished.
 A finding is per-step when its function is reached and its line is not cold (nor a per-request
 function's line outside its loops); it then carries the path from its root ("why"). Everything
 else is cold: reported only on request.
@@ -52,6 +51,7 @@ from .modules import ModuleKinds
 from .platform_built import built_elsewhere
 from .platform_picks import overridden_on_cuda
 from .request_roots import request_only_roots
+from .startup_roots import startup_only_roots
 from .steploops import StepLoops
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
@@ -94,8 +94,8 @@ class PerStep:
     def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
                  cold_name=None, sources=None, built=None, demoted=frozenset()) -> None:
         self.program = program
-        # root-named methods that are no root: called once per request (request_roots.py), or
-        # only from code that never runs by default (offpaths.py)
+        # root-named methods that are no root: called once per request (request_roots.py), at
+        # start-up (startup_roots.py), or only from code that never runs by default (offpaths.py)
         self.demoted = demoted
         self.cold_name = cold_name  # config.cold_function: names of code that runs once
         self.library = library
@@ -518,7 +518,7 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
     if not walk.reached and not walk.request:
         return None, {}  # no per-step root in the linted code (a script, a kernel library): no scope
     untaken: dict[str, list] = {}
-    demoted = request_only_roots(walk)
+    demoted = request_only_roots(walk) | startup_only_roots(walk, cold_name)
     if const is not None or demoted:
         from .stepargs import StepArgs
 
