@@ -19,12 +19,14 @@ from .files import discover, module_name, trigger_pattern
 from .field_configs import configs_ahead
 from .interning import Interner
 from .lineshift import line_map, shift_solution
+from .optin import switch_words
 from .classinfo import VECTOR
 from .program import host_fields as program_host_fields
 from .provenance import DEVICE
 from .owner_fields import OwnerFields
 from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
+from .source_texts import text_of_bytes
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
 from .pool_worker import COLLECT_EVERY, analyze_in_worker, init_worker
@@ -133,7 +135,7 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
             cache.put(rel, digest, cached, stamp)  # touched but unchanged: remember the new stamp
             run.cached += 1
         elif config.host_only(rel):
-            results[rel] = RawResult()
+            results[rel] = RawResult(switch_words=switch_words(text_of_bytes(data)))
             if may_have_suppressions(data):  # for the unused-suppression warning
                 results[rel].suppressions = parse_suppressions(_text(data))
             if cache is not None:

@@ -15,7 +15,8 @@ are where the models' opt-in helpers run.) The facts, about code:
   level, and no file gives it anything else: no other declaration of F with another default, no
   attribute store `.F = ...`, no keyword `F=` other than `False`, no string key `"F"` given a
   value in code (a dict of overrides, `d["F"] = x`, `setattr`; a JSON `{"F": true}` in a
-  docstring is the user's opt-in, not code). Read as text, over every linted file.
+  docstring is the user's opt-in, not code). Read as text, from each linted file's words
+  (`switch_words`, a per-file fact).
 * A line is off by default when it lies in the body of an `if` (or the chosen arm of `a if t
   else b`) whose test holds only if a read of such a switch does (`<path>.F`, the switch itself
   or a conjunct of an `and`, directly or through a local bound once in the function to such a
@@ -43,35 +44,56 @@ _KEYWORD = re.compile(r"[(,]\s*(\w+)\s*=(?!=)(?!\s*False\b)")
 _STRING = re.compile(r"[\"'](\w+)[\"']\s*(?::(?!\s*(?:False|false|true)\b)|\]\s*=(?!=))|setattr\([^,]+,\s*[\"'](\w+)[\"']")
 
 
+def switch_words(text: str | None) -> tuple | None:
+    """What `off_switches` reads of one file's text, a per-file fact (the pass then reads no
+    file for it): (the names declared `F: bool = False`, the names given anything else, those
+    given a value as a string key or by `setattr`, and per name stored as `.F = ...`: the name,
+    its stores, those on `self`, flat). None for a file that cannot be read: it may set any
+    switch."""
+    if text is None:
+        return None
+    declared, other, keyed = set(), set(), set()
+    stored: dict[str, tuple[int, int]] = {}
+    for name, default in _DECLARED.findall(text):
+        (declared if default == "False" else other).add(name)
+    for pattern in (_OTHER_DECL, _STORED, _KEYWORD, _STRING):
+        for match in pattern.finditer(text):
+            other.update(n for n in match.groups() if n)
+            if pattern is _STORED:
+                count, own = stored.get(name := match.group(1), (0, 0))
+                stored[name] = (count + 1, own + (text[match.start() - 4:match.start()] == "self"))
+            elif pattern is _STRING:
+                keyed.update(n for n in match.groups() if n)
+    flat = tuple(item for name in sorted(stored) for item in (name, *stored[name]))
+    return tuple(sorted(declared)), tuple(sorted(other)), tuple(sorted(keyed)), flat
+
+
 def off_switches(results: dict, sources=None, stores: dict | None = None, wanted=frozenset()) -> tuple[frozenset, dict]:
-    """(the switches off by default, {path: text} of the files that read one as `.F`). Fills
-    `stores` with "counts" (name -> `.F =` stores in the tree), "own" (those on `self`) and
-    "keyed" (names given a value as a string key or by `setattr`) when every file was read
-    (env_switches.py), for the names in `wanted` only (every stored name of a tree is a table
-    of tens of thousands of strings held through the pass)."""
+    """(the switches off by default, {path: text} of the files that read one as `.F`), from the
+    files' `switch_words`. Fills `stores` with "counts" (name -> `.F =` stores in the tree),
+    "own" (those on `self`) and "keyed" (names given a value as a string key or by `setattr`)
+    when every file was read (env_switches.py), for the names in `wanted` only (every stored
+    name of a tree is a table of tens of thousands of strings held through the pass)."""
     declared, other = set(), set()
     counts: dict[str, int] = {}
     own: dict[str, int] = {}  # the stores among them on `self`
     keyed: set[str] = set()
     if stores is None:
         wanted = frozenset()
-    for path, text in source_texts(results, sources):
-        if text is None:  # a file not read may set any switch
+    for result in results.values():
+        words = getattr(result, "switch_words", None)
+        if not words:  # a file not read may set any switch
             return frozenset(), {}
-        for name, default in _DECLARED.findall(text):
-            (declared if default == "False" else other).add(name)
-        for pattern in (_OTHER_DECL, _STORED, _KEYWORD, _STRING):
-            for match in pattern.finditer(text):
-                other.update(n for n in match.groups() if n)
-                if not wanted:
-                    continue
-                if pattern is _STORED:
-                    if (name := match.group(1)) in wanted:
-                        counts[name] = counts.get(name, 0) + 1
-                        if text[match.start() - 4:match.start()] == "self":
-                            own[name] = own.get(name, 0) + 1
-                elif pattern is _STRING:
-                    keyed.update(n for n in match.groups() if n and n in wanted)
+        declared_here, other_here, keyed_here, stored = words
+        declared.update(declared_here)
+        other.update(other_here)
+        if wanted:
+            keyed.update(name for name in keyed_here if name in wanted)
+            for index in range(0, len(stored), 3):
+                if (name := stored[index]) in wanted:
+                    counts[name] = counts.get(name, 0) + stored[index + 1]
+                    if stored[index + 2]:
+                        own[name] = own.get(name, 0) + stored[index + 2]
     if stores is not None:
         stores.update(counts=counts, own=own, keyed=frozenset(keyed))
     off = frozenset(declared - other)

@@ -1,5 +1,6 @@
 """The linted files' text, read again in the whole-program pass by the facts that scan it
-(platform_built.py, optin.py, flagguards.py): one file at a time, the tree's text never kept."""
+(platform_built.py, optin.py, flagguards.py): one file at a time, the tree's text never kept;
+and the same text of bytes already read, for a per-file fact taken from it."""
 
 from __future__ import annotations
 
@@ -18,3 +19,13 @@ def source_texts(results: dict, sources: dict | None):
     """(path, text or None) of each linted file, in `results`' order."""
     for path in results:
         yield path, source_text(path, sources)
+
+
+def text_of_bytes(data: bytes) -> str | None:
+    """`data` as `source_text` reads a file that holds it (UTF-8, universal newlines), or None
+    when it is not UTF-8."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text

@@ -11,14 +11,16 @@ import ast
 import io
 import re
 import sys
-import threading
 import tokenize
 import traceback
 from dataclasses import dataclass, field
 
+from .deep_stack import TooDeep, on_a_deep_stack
 from .lines import locate, spans_of
+from .optin import switch_words
 from .records import FileFinding, Root, diagnostic
 from .refill_variant import with_refills
+from .source_texts import text_of_bytes
 from .suppress import may_have_suppressions, parse_suppressions
 from .switch_devices import switch_facts
 
@@ -93,6 +95,7 @@ class RawResult:
     name_uses: tuple | None = None
     refills: tuple | None = None  # a keep_on_cpu field refilled on the device (refill_variant.py)
     foreign_exports: tuple = ()  # functions handed to another runtime (foreign_exports.py)
+    switch_words: tuple | None = None  # what optin.off_switches reads of the text (None: not read)
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
 
@@ -152,14 +155,16 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
     except OSError as error:
         return RawResult(findings=[diagnostic("SYN001", f"cannot read file: {error.strerror}")])
     if facts_only:
-        return facts_of_bytes(data, module, is_package, config)
-    global _inherited
-    _inherited = inherited
-    try:
-        result = with_refills(lambda: analyze_bytes(data, module, is_package, config))
-    finally:
-        _inherited = frozenset()
-    result.inherited_fields = inherited
+        result = facts_of_bytes(data, module, is_package, config)
+    else:
+        global _inherited
+        _inherited = inherited
+        try:
+            result = with_refills(lambda: analyze_bytes(data, module, is_package, config))
+        finally:
+            _inherited = frozenset()
+        result.inherited_fields = inherited
+    result.switch_words = switch_words(text_of_bytes(data))
     return result
 
 
@@ -248,9 +253,11 @@ def analyze_bytes(data: bytes, module: str, is_package: bool, config, keep_tree:
     """The whole per-file pipeline. With keep_tree, also returns the analyzer (for --fix)."""
     try:
         outcome = _analyze_bytes(data, module, is_package, config, keep_tree)
-    except _TooDeep:
-        outcome = _on_a_deep_stack(_analyze_bytes, data, module, is_package, config,
-                                   keep_tree)
+    except TooDeep:
+        outcome = on_a_deep_stack(_analyze_bytes, data, module, is_package, config, keep_tree)
+        if outcome is None:  # like a file `ast.parse` itself cannot nest, never a crash
+            result = RawResult(findings=[diagnostic("SYN002", "cannot parse file: nested too deeply to analyze")])
+            outcome = (result, None) if keep_tree else result
     result = outcome[0] if keep_tree else outcome
     if may_have_suppressions(data):
         try:
@@ -291,45 +298,9 @@ class _FallBack(Exception):
     """A function could not be handled on its own; lint the file as one module instead."""
 
 
-class _TooDeep(Exception):
-    """The analysis recursed past Python's limit (an expression nested hundreds deep)."""
-
-
-_DEEP_STACK = 512 << 20
-_DEEP_RECURSION = 60_000
-
-
-def _on_a_deep_stack(analyze, data: bytes, module: str, is_package: bool, config, keep_tree: bool):
-    """Analyze once more in a thread with a 512 MiB stack and a high recursion limit (the
-    recursive walks then reach tens of thousands of levels); past that, the file is reported as
-    too deeply nested, like a file `ast.parse` itself cannot nest, never as a crash."""
-    outcome: list = []
-
-    def run() -> None:
-        try:
-            outcome.append(analyze(data, module, is_package, config, keep_tree))
-        except _TooDeep:
-            pass
-
-    previous_limit, previous_stack = sys.getrecursionlimit(), threading.stack_size()
-    try:
-        threading.stack_size(_DEEP_STACK)
-        sys.setrecursionlimit(_DEEP_RECURSION)
-        worker = threading.Thread(target=run, name="syncscope-deep-file")
-        worker.start()
-        worker.join()
-    finally:
-        threading.stack_size(previous_stack)
-        sys.setrecursionlimit(previous_limit)
-    if outcome:
-        return outcome[0]
-    result = RawResult(findings=[diagnostic("SYN002", "cannot parse file: nested too deeply to analyze")])
-    return (result, None) if keep_tree else result
-
-
 def _internal_error() -> RawResult:
     if isinstance(sys.exc_info()[1], RecursionError):
-        raise _TooDeep()  # not a bug: analyze_bytes retries on a deeper stack
+        raise TooDeep()  # not a bug: analyze_bytes retries on a deeper stack
     trace = traceback.format_exc(limit=-3).strip().splitlines()
     return RawResult(findings=[diagnostic("SYN003", "internal error: " + " | ".join(trace[-3:]))],
                      internal_error="\n".join(trace))
