@@ -149,6 +149,7 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
     """`inherited`: host-only multimodal fields another module's processor declares for this
     one (field_configs.py); the engine passes them on a second walk of the few files that have
     any."""
+    global _inherited
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -157,7 +158,6 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
     if facts_only:
         result = facts_of_bytes(data, module, is_package, config)
     else:
-        global _inherited
         _inherited = inherited
         try:
             result = with_refills(lambda: analyze_bytes(data, module, is_package, config))
