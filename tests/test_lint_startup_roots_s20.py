@@ -76,5 +76,9 @@ def test_a_build_that_may_run_every_step_stays_a_root(tmp_path):
     assert SYNC in where(_run(tmp_path, cache=stepping))
     # a method not named like start-up code, that nothing in the tree calls: who calls it is unknown
     assert SYNC in where(_run(tmp_path, cache=CACHE.replace("def init_hicache", "def refresh")))
+    # a read of the method kept for later (`self.rebuild = strategy.build`): maybe called every step
+    keeping = CACHE.replace("self.pool = Pool(8)", "self.pool = Pool(8)\n            strategy = KVStrategy()\n"
+                            "            self.rebuild = strategy.build")
+    assert SYNC in where(_run(tmp_path, cache=keeping))
     # no use at all: nothing shows it runs once
     assert SYNC in where(_run(tmp_path, cache=CACHE.replace("attach(self, KVStrategy())", "pass")))

@@ -20,11 +20,11 @@ allocators' frees named it as their root, hiding the per-step path that does rea
 decode queue's `pop_transferred`). Such a method is no root when the program shows it runs at
 start-up:
 
-* every use of it (a resolved call, a call on a receiver of unknown class that may hold its
-  class, `fn = obj.build` read for later) sits in code that runs once: a function named like
-  start-up code (`skip-functions`: `__init__`, `init_*`, `load_*`, ...), or a module-level
-  function whose every caller is such code (a few calls up, each caller resolved), or on a cold
-  line; and at least one use exists;
+* every call of it (resolved, or on a receiver of unknown class that may hold its class) sits in
+  code that runs once: a function named like start-up code (`skip-functions`: `__init__`,
+  `init_*`, `load_*`, ...), or a module-level function whose every caller is such code (a few
+  calls up, each caller resolved), or on a cold line; at least one call exists; and a read
+  `fn = obj.build` (kept, maybe called every step) sits only on cold lines;
 * no such use is inside a loop of a caller that is not itself named like start-up code (a
   driver's `while has_unfinished(): engine.step()` calls once per step);
 * the method has no loop of its own. A root that owns the step loop runs once and serves every
@@ -70,7 +70,9 @@ def startup_only_roots(walk, cold_name) -> set[str]:
         module = walk.module_of.get(path)
         for call in facts.get("calls", ()):
             if call.name in names and call.target[0] == PROP and (call.line, call.name) not in known:
-                by_name.setdefault(call.name, []).append((module, owner, None, caller, call.line))
+                # `fn = obj.build`, kept and called later (maybe every step): runs once only if
+                # the read never runs
+                by_name.setdefault(call.name, []).append((module, owner, PROP, caller, call.line))
         for line, name, _op, shape in walk.dispatch.get(caller, ()):
             if name in names and (line, name) not in known:
                 by_name.setdefault(name, []).append((module, owner, shape, caller, line))
@@ -80,9 +82,16 @@ def startup_only_roots(walk, cold_name) -> set[str]:
         cls, _, short = qualname.rpartition(".")
         facts = program.functions[qualname]
         uses = list(callers.get(qualname, ()))
-        uses += [(caller, line) for module, owner, shape, caller, line in by_name.get(short, ())
-                 if walk.imports.knows(module, cls, owner) and (shape is None or binds(facts, shape))]
-        if uses and all(startup.use(caller, line) for caller, line in uses):
+        reads = []
+        for module, owner, shape, caller, line in by_name.get(short, ()):
+            if not walk.imports.knows(module, cls, owner):
+                continue
+            if shape is PROP:
+                reads.append((caller, line))
+            elif binds(facts, shape):
+                uses.append((caller, line))
+        if uses and all(startup.use(caller, line) for caller, line in uses) \
+                and all(walk.line_cold(program.path_of[caller], line) is not None for caller, line in reads):
             found.add(qualname)
     return found
 
@@ -94,7 +103,6 @@ class _StartUp:
         self.walk = walk
         self.callers = callers
         self.cold_name = cold_name
-        self._module_function: dict[str, bool] = {}
 
     def use(self, caller: str, line: int, depth: int = 0) -> bool:
         """The call on `line` of `caller` runs only at start-up (or never)."""
