@@ -58,7 +58,7 @@ def startup_only_roots(walk, cold_name) -> set[str]:
         return set()
     names = {q.rpartition(".")[2] for q in candidates}
     callers: dict[str, list] = {}  # callee -> [(caller, line)] of the resolved calls
-    by_name: dict[str, list] = {}  # name -> [(module, caller's class, shape or None, caller, line)]
+    by_name: dict[str, list] = {}  # name -> [(module, caller's class, call shape or PROP (a read), caller, line)]
     for caller, facts in program.functions.items():
         known = set()
         for call, target, _shift in walk.edges.get(caller, ()):
