@@ -123,3 +123,16 @@ def unioned(node) -> bool:
         elif not (isinstance(current, ast.Constant) and current.value is None) and dotted(current) != "None":
             parts.append(current)
     return len(parts) > 1
+
+
+def given_class(scope, value) -> str | None:
+    """The class `self.x = value` gives a field (facts.py's `given`): that of a parameter annotated
+    with one class; None for anything else. A union (`Union[A, B]`) names none: the field may hold
+    either, so its calls stay unlimited (receivers.py). SGLang's `HiSparseCoordinator` keeps
+    `token_to_kv_pool_allocator: Union[HiSparseTokenToKVPoolAllocator,
+    DeepSeekV4HiSparseTokenToKVPoolAllocator]`, and the first alone hid the second's methods."""
+    facts, args = scope.facts, getattr(scope.node, "args", None)
+    if not isinstance(value, ast.Name) or args is None or value.id not in facts["params"] + facts["kwonly"]:
+        return None
+    annotation = next((a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == value.id), None)
+    return None if annotation is not None and unioned(annotation) else scope.types.get(value.id)

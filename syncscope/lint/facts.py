@@ -15,7 +15,7 @@ import ast
 import sys
 
 from . import provenance as P
-from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation, annotated_one
+from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation, annotated_one, given_class
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_DEVICE_KEYWORD, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
                          JOINING_FUNCTIONS, KEYED_READ_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES,
@@ -360,9 +360,9 @@ class _Scope:
                 self.env[name] = fact
             if dotted(target.value) == "self" and self.classes:
                 # `self.primary = primary` with `primary: AttentionBackend`: the class the field
-                # is given (None for any other source); reachability.py reads it only to keep a
-                # by-name call on the field out of classes that are not modules and not that one
-                given = self.types.get(value.id) if isinstance(value, ast.Name) and value.id in self.facts["params"] + self.facts["kwonly"] else None
+                # is given (None for any other source); receivers.py reads it to keep a by-name
+                # call on the field out of classes an object of that class cannot run
+                given = given_class(self, value)
                 self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
                                              {"bases": [], "props": {}, "fields": {}, "line": 0}) \
                     .setdefault("given", {}).setdefault(target.attr, set()).add(given)

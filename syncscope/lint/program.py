@@ -160,7 +160,7 @@ class Program:
         typed with one in-tree class (`self.metadata_buffers = metadata_buffers` with
         `metadata_buffers: MetadataBuffers`), in the owner's class, its bases and subclasses, and
         no subclass of that class overrides the method: for where its result lives only (the
-        call graph keeps its own reading of such calls, reachability.given)."""
+        call graph keeps its own reading of such calls, receivers.py)."""
         if ref[0] != METHOD:
             return None
         owner, attr = self.field_owner(ref[1])

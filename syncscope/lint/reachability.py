@@ -44,19 +44,19 @@ from .branches import platform_path
 from .capture_roots import capture_only_roots
 from .callguards import binds
 from .toolpaths import tool_path
-from .fact_values import METHOD, PROP
+from .fact_values import PROP
 from .importclosure import ImportClosure
 from .library import LibraryFacts
 from .modules import ModuleKinds
 from .platform_built import built_elsewhere
 from .platform_picks import overridden_on_cuda
+from .receivers import DeclaredReceivers
 from .request_roots import request_only_roots
 from .startup_roots import startup_only_roots
 from .steploops import StepLoops
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
 MAX_DISPATCH = 200  # a name defined by more methods than this is too generic to dispatch on
-MODULE = "module"  # a receiver declared as `nn.Module` (module_calls)
 
 
 class ColdLines:
@@ -127,6 +127,7 @@ class PerStep:
         self.reached: dict[str, tuple] = {}
         # per-request entries (modules.py) and what they reach outside loops: same shape
         self.kinds = ModuleKinds(program, results, library)
+        self.receivers = DeclaredReceivers(program, self.kinds, self.dispatch)
         # classes only another platform's code builds: their methods never run on CUDA (platform_built.py)
         self.built_elsewhere = built if built is not None else \
             built_elsewhere(program, results, self.cold, self.other_platform, self.kinds.subclasses, sources)
@@ -164,7 +165,6 @@ class PerStep:
                     builders.setdefault(inner, set()).add(result.module)
         self.imports = ImportClosure(program, imports, self.kinds.bases, self.kinds.subclasses, builders)
         self.module_of = {path: result.module for path, result in results.items()}
-        self._module_calls: dict[str, frozenset] = {}
 
     # -- what may be entered --------------------------------------------------------------
     def line_cold(self, path: str, line: int) -> str | None:
@@ -258,7 +258,7 @@ class PerStep:
         module = self.module_of.get(path)
         owner = caller.rpartition(".")[0]
         owner = owner if owner in self.program.classes else None
-        on_modules = self.module_calls(caller) if dispatched else {}
+        on_modules = self.receivers.limits(caller) if dispatched else {}
         for line, name, op, shape in dispatched:
             if (line, name) in resolved:  # the receiver's class is known: that call is followed above
                 continue
@@ -267,75 +267,12 @@ class PerStep:
                 continue
             limit = on_modules.get((line, name))
             for target in candidates:
-                if limit is not None and not self._within(limit, target):
+                if limit is not None and not self.receivers.within(limit, target):
                     continue
                 if not op and not self.imports.knows(module, target.rpartition(".")[0], owner):
                     continue  # a class of another program part: the two never meet in the imports
                 if op or binds(self.program.functions[target], shape):
                     yield line, target
-
-    def _within(self, limit, target: str) -> bool:
-        """May a receiver so declared hold an object of `target`'s class? MODULE: declared an
-        `nn.Module`: only a class that may be one. A tuple of classes (the field is only ever
-        given parameters typed so): a per-request entry (a method of a class known not to be a
-        module) only in one of those classes' families; any other method still."""
-        owner = target.rpartition(".")[0]
-        if limit == MODULE:
-            return self.kinds.family_may_be_module(owner)
-        if not self.kinds.request_entry(target):
-            return True
-        mro = self.program.mro(owner)
-        return any(cls in mro for cls in limit)
-
-    def module_calls(self, caller: str) -> dict:
-        """(line, name) -> what the receiver may hold, for the method calls `caller` makes by name
-        on a receiver whose declaration says more than nothing: MODULE where it is declared as
-        `nn.Module` itself (modules.py `declared_module`: reaches only classes that may be
-        modules), or the in-tree classes a field is only ever given from typed parameters
-        (`self.primary = primary`, `primary: AttentionBackend`: its per-request entries reached
-        only in those families). A line that also holds a call of that name on another receiver
-        is left out (every call dispatched by that name on the line must be one of them)."""
-        found = self._module_calls.get(caller)
-        if found is None:
-            limits: dict[tuple, list] = {}
-            for call in self.program.functions[caller]["calls"]:
-                if call.target[0] == METHOD:
-                    limit = MODULE if self.kinds.declared_module(call.target[1]) else self.given(call.target[1])
-                    if limit is not None:
-                        limits.setdefault((call.line, call.name), []).append(limit)
-            dispatched: dict[tuple, int] = {}
-            for line, name, _op, _shape in self.dispatch.get(caller, ()):
-                dispatched[(line, name)] = dispatched.get((line, name), 0) + 1
-            found = self._module_calls[caller] = {
-                key: each[0] for key, each in limits.items() if dispatched.get(key) == len(each) and len(set(each)) == 1}
-        return found
-
-    def given(self, receiver: tuple) -> tuple | None:
-        """The in-tree classes a field is given (`self.primary = primary`, `primary:
-        AttentionBackend`) in its class, its bases and its subclasses, when every assignment to
-        it is of a parameter typed with one; None otherwise, or when one is a Protocol (a class
-        may match it without inheriting it)."""
-        owner, field = self.program.field_owner(receiver)
-        if owner is None:
-            return None
-        classes = set(self.program.mro(owner))
-        pending = [owner]
-        while pending:
-            current = pending.pop()
-            for sub in self.kinds.subclasses.get(current, ()):
-                if sub not in classes:
-                    classes.add(sub)
-                    pending.append(sub)
-        given: set = set()
-        for cls in classes:
-            info = self.program.classes.get(cls)
-            given |= ((info or {}).get("given") or {}).get(field, set())
-        if not given or None in given:
-            return None
-        chased = tuple(sorted(self.program.chase(name, True) or "" for name in given))
-        if "" in chased or any(self.kinds.protocol(cls) for cls in chased):
-            return None
-        return chased
 
     def candidates(self, name: str) -> list[str]:
         """The methods a call `x.<name>(...)` on a receiver of unknown class may reach, less the
