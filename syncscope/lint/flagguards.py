@@ -317,3 +317,16 @@ def _by_name_passed(call: ByName, table: dict, name: str, index: int | None):
         return ON if index is not None and 0 <= index < call.positional else None
     found = [items[name] for (line, _), (_, items, _) in table.items() if line == call.line and name in items]
     return found[0] if len(found) == 1 else ON
+
+
+def starred_calls(result):
+    """(function, line, column) of a file's calls with `*args` / `**kwargs` (recorded
+    here), by the function the call is in."""
+    passes = getattr(result, "flag_passes", None) or {}
+    starred = {at for at, (star, _, forwards_kwargs) in passes.items() if star or forwards_kwargs}
+    if not starred:
+        return
+    for qualname, facts in result.functions.items():
+        for call in facts["calls"]:
+            if (call.line, call.column) in starred:
+                yield qualname, call.line, call.column

@@ -109,6 +109,7 @@ class Solver:
         self.summaries: dict[str, Summary] = {q: Summary() for q in program.functions}
         self._by_class: dict[str, list[str]] | None = None  # class -> its methods (_overrides)
         self.foreign: frozenset = frozenset()  # files for another platform (reachability.platform_files)
+        self.intakes: frozenset = frozenset()  # request intake and release the calls go into (solve)
 
     def run(self, seeds=None) -> None:  # seeds: those to compute again (and their callers); all
         pending = list(self.program.functions if seeds is None else seeds)
@@ -403,6 +404,8 @@ class Solver:
                     continue
                 if self.program.path_of[target] in self.foreign and path not in self.foreign:
                     cold = cold or f"`{call.name}` is in a file for another platform than CUDA"
+                if target in self.intakes:  # what it syncs, it syncs for a request it takes in or lets go
+                    cold = cold or f"runs once per request, not per step: `{call.name}` takes in or releases requests"
                 found.setdefault(path, []).append(FileFinding(
                     code, call.line, call.column, call.stmt_start, call.stmt_end, function or "<module>",
                     _message(code, call, chain), None, "error", chain, cold=cold,
@@ -554,6 +557,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
     a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
     from .callguards import decided_lines
+    from .flagguards import starred_calls
     from .offpaths import host_fed_by_default, off_by_default
     from .reachability import cold_calls_removed, intake_calls_removed, per_step_table, platform_files
     from .confignone import NoneConfig
@@ -568,6 +572,8 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     solver.foreign = platform_files(results, library)
     # a call into request intake does not sync for its caller (the walk still follows it)
     solver.edges = intake_calls_removed(program, walked, library)
+    solver.intakes = frozenset(t for out in walked.values() for _, t, _ in out) - \
+        frozenset(t for out in solver.edges.values() for _, t, _ in out)
     solver.run()
     # calls whose callee syncs with no guard at all (stepargs never makes their line cold)
     plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
@@ -578,20 +584,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
     scope = {"functions": functions, "cold": cold}  # per-request lines: cold for their own findings only
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
-                        for qualname, line, column in _starred_calls(result))
+                        for qualname, line, column in starred_calls(result))
     # a parameter fed host memory has host items (param_items.py); by default: offpaths.py
     fed, host, host_default, scope["host_by_default"] = host_fed_by_default(solver, starred, results, never, off, library, functions)
     return solver.findings(host_default, starred), fed | host, solver.host_origins(results), scope
-
-
-def _starred_calls(result):
-    """(function, line, column) of a file's calls with `*args` / `**kwargs` (flagguards.py
-    records them), by the function the call is in."""
-    passes = getattr(result, "flag_passes", None) or {}
-    starred = {at for at, (star, _, forwards_kwargs) in passes.items() if star or forwards_kwargs}
-    if not starred:
-        return
-    for qualname, facts in result.functions.items():
-        for call in facts["calls"]:
-            if (call.line, call.column) in starred:
-                yield qualname, call.line, call.column
