@@ -16,7 +16,7 @@ from ..site import Site, with_occurrences
 from .cache import FACT_FIELDS, Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
-from .field_configs import configs_ahead
+from .field_configs import FIELDS_METHOD, configs_ahead
 from .interning import Interner
 from .lineshift import line_map, shift_solution
 from .optin import switch_words
@@ -34,6 +34,7 @@ from .worker import RawResult, analyze_bytes, analyze_file, decode
 
 
 PROGRESS_MIN_FILES = 50  # fewer files than this finish before a bar is worth drawing
+FIELDS_METHOD_BYTES = FIELDS_METHOD.encode()
 # at most this many edited files are compared with what the cache held for them (lineshift.py):
 # an edit of a few staged files, not a checkout of another branch
 MAX_MOVED = 16
@@ -147,7 +148,10 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
             facts_only = not triggers.search(data)
             run.skipped += facts_only
             todo.append((absolute, rel, module, is_package, digest, stamp, facts_only, frozenset()))
-            if b"Processor" in data or b"FieldConfig" in data:  # else file_field_configs finds none
+            # a forecast (field_configs.py): the files that declare field configs or name a
+            # multimodal processor, not every file that mentions a processor (432 of vLLM's, 362
+            # of SGLang's); an inheritor it misses is walked again after the analysis
+            if b"MultiModalProcessor" in data or b"FieldConfig" in data or FIELDS_METHOD_BYTES in data:
                 ahead[module] = configs_ahead(_text(data), module, is_package)
     run.parsed = len(todo) - sum(1 for t in todo if t[6])
     todo = _inheriting_ahead(todo, ahead, results, digests)

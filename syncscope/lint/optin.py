@@ -54,7 +54,7 @@ def switch_words(text: str | None) -> tuple | None:
         return None
     declared, other, keyed = set(), set(), set()
     stored: dict[str, tuple[int, int]] = {}
-    for name, default in _DECLARED.findall(text):
+    for name, default in _DECLARED.findall(text) if "bool" in text else ():  # most files declare none
         (declared if default == "False" else other).add(name)
     for pattern in (_OTHER_DECL, _STORED, _KEYWORD, _STRING):
         for match in pattern.finditer(text):

@@ -311,6 +311,8 @@ def _whole_module(text: str, module: str, is_package: bool, config, keep_tree: b
     rewrite), for --all-functions, and as the fallback."""
     import libcst as cst
 
+    from .cst_parse import parse_module
+
     try:
         # libcst's native parser has no depth guard (tens of thousands of nested operators
         # overflow the C stack: a segfault); Python's own parser stops such input cleanly first.
@@ -322,7 +324,7 @@ def _whole_module(text: str, module: str, is_package: bool, config, keep_tree: b
     except (SyntaxError, ValueError):
         pass  # reported from libcst's parse below, with its position
     try:
-        module_node = cst.parse_module(text)
+        module_node = parse_module(text)
     except cst.ParserSyntaxError as error:
         message = str(error).splitlines()[0] if str(error) else "invalid syntax"
         result = RawResult(findings=[diagnostic("SYN002", f"syntax error: {message}", error.raw_line, error.raw_column + 1)])
@@ -345,6 +347,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
 
     from .analyzer import ModuleAnalyzer
     from .compiled import tree_constants
+    from .cst_parse import parse_module
     from .files import function_trigger
     from .callgraph import cold_private_helpers
     from .classinfo import class_hints
@@ -381,7 +384,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
             pad = segment[0][:indent]
             source = "".join(line[indent:] if line.startswith(pad) else line for line in segment)
         try:
-            mini = cst.parse_module(source)
+            mini = parse_module(source)
         except Exception:
             raise _FallBack()
         if len(mini.body) != 1 or not isinstance(mini.body[0], cst.FunctionDef):
