@@ -1,8 +1,8 @@
 """Issue 24, names of run-once code (branch w-reach): the default skip-functions pattern for
 allocation set-up matches `allocate` as a word of the name (`allocate_kv_cache`,
-`_allocate_buffers`), not inside another word: `peek_preallocated`, `reallocate_drafts` or
-`release_overallocated` are ordinary per-step code (SGLang's `pop_preallocated`, which this test
-named first, is request intake since session 21: tests/test_lint_pd_intake_s21.py). VALID: the per-step sync in such a function is reported by default;
+`_allocate_buffers`), not inside another word: `pop_preallocated` (pop the requests whose
+memory was preallocated, every step), `reallocate_drafts` or `release_overallocated` are
+ordinary per-step code. VALID: the per-step sync in such a function is reported by default;
 INVALID: one in a function named for allocating is still skipped as set-up code."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ NAMED = """
 
 
 def test_allocate_inside_another_word_is_per_step(tmp_path):
-    for index, name in enumerate(("peek_preallocated", "reallocate_drafts", "release_overallocated")):
+    for index, name in enumerate(("pop_preallocated", "reallocate_drafts", "release_overallocated")):
         (tmp_path / str(index)).mkdir()
         found = where(lint_package(tmp_path / str(index), {"queue.py": NAMED.format(name=name)}))
         assert ("pkg/queue.py", 9, "SYN202") in found, (name, found)
