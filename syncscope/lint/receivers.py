@@ -21,6 +21,8 @@ MODULE = "module"  # a receiver declared as `nn.Module`
 
 
 class DeclaredReceivers:
+    """The declared receivers of one per-step walk (reachability.PerStep), each answer kept."""
+
     def __init__(self, program, kinds, dispatch: dict) -> None:
         self.program, self.kinds, self.dispatch = program, kinds, dispatch
         self._limits: dict[str, dict] = {}
