@@ -1,5 +1,5 @@
 """A method called by name on a field its class only ever gives a parameter typed with one
-in-tree class reaches only methods an object of that class may run (reachability `_within`):
+in-tree class reaches only methods an object of that class may run (receivers.py `within`):
 SGLang's `self.req_to_metadata_buffer_idx_allocator.free(idx)`, given only a
 `ReqToMetadataIdxAllocator`, reached every `free` of the tree, the host pools' too. A parameter
 typed with a union names no one class (ast_annotations.given_class): the field may hold either."""
