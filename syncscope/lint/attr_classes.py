@@ -43,6 +43,20 @@ def note_declared(file, attr: str, found: str | None) -> None:
     file.attr_classes.setdefault(attr, set()).add(found or UNKNOWN)
 
 
+def note_unwalked(file, node) -> None:
+    """Every attribute store in code the facts walk skips (a function taken for a kernel by its
+    decorator, module-level statements): a store of no known class."""
+    for inner in ast.walk(node):
+        targets = inner.targets if isinstance(inner, ast.Assign) else \
+            [inner.target] if isinstance(inner, (ast.AnnAssign, ast.AugAssign)) else ()
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute) and isinstance(part.ctx, ast.Store):
+                    file.attr_classes.setdefault(part.attr, set()).add(UNKNOWN)
+        if isinstance(inner, ast.Call):
+            note_setattr(file, inner)
+
+
 def note_class_attr(file, stmt: ast.Assign, scope) -> None:
     """`pool = Pool()` in a class body: a class attribute each object holds until it stores its own."""
     for target in stmt.targets:

@@ -22,7 +22,8 @@ from .vocabulary import (COMBINING_BUILTINS, HOST_DEVICE_KEYWORD, HOST_METHODS, 
                          SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, compares_dtypes,
                          decorator_kind, entry_place, factory_place, named_attr_place, pass_through,
                          torch_gives_python)
-from .attr_classes import class_field, file_attr_classes, note_class_attr, note_declared, note_setattr, note_store
+from .attr_classes import class_field, file_attr_classes, note_class_attr, note_declared, note_setattr, note_store, \
+    note_unwalked
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
@@ -38,6 +39,9 @@ from .nodewalk import flat_statements, names_bound
 from .made_values import host_items_list, joined_tensors, note_return, returned_items
 from .registry_fields import module_registries, type_field
 from .config_defaults import note as note_config_defaults
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class FileFacts:
@@ -100,6 +104,7 @@ class FileFacts:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defined.add(node.name)
         self.registries = module_registries(tree.body, self)  # dicts of classes (registry_fields.py)
+        note_unwalked(self, ast.Module([n for n in flat_statements(tree.body) if not isinstance(n, _DEFINITIONS)], []))
         self.walk_body(tree.body, [], None, {})
 
     def walk_body(self, body, classes: list[str], outer: "_Scope | None", local_defs: dict[str, str]) -> None:
@@ -137,7 +142,7 @@ class FileFacts:
     def function(self, node, classes: list[str], outer: "_Scope | None") -> None:
         decorators = decorator_names(node)
         if any(decorator_kind(d) == "kernel" for d in decorators):
-            return  # a Triton/JIT kernel: device code, it cannot sync the host
+            return note_unwalked(self, node)  # a Triton/JIT kernel: device code, it cannot sync the host
         if outer is not None and outer.kind == "function":
             local = f"{outer.local}.{node.name}"
         else:
