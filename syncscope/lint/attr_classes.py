@@ -28,6 +28,7 @@ import ast
 from .ast_annotations import dotted, factory_class, unioned
 
 UNKNOWN = "?"  # a store whose class cannot be told
+READ = "@"  # prefix: a store of what another attribute name holds (`x.a = y.b`: "@b")
 _SETTERS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
 
 
@@ -35,7 +36,7 @@ def note_store(scope, attr: str, value) -> None:
     """Record that `<obj>.attr = value` runs in `scope` (a function's scope of facts.py)."""
     if isinstance(value, ast.Constant) and value.value is None:
         return  # `self.pool = None`: holds no object
-    scope.file.attr_classes.setdefault(attr, set()).add(_stored_class(scope, value) or UNKNOWN)
+    scope.file.attr_classes.setdefault(attr, set()).update(_stored_classes(scope, value) or (UNKNOWN,))
 
 
 def note_declared(file, attr: str, found: str | None) -> None:
@@ -55,6 +56,13 @@ def note_unwalked(file, node) -> None:
                     file.attr_classes.setdefault(part.attr, set()).add(UNKNOWN)
         if isinstance(inner, ast.Call):
             note_setattr(file, inner)
+
+
+def note_module(file, statements) -> None:
+    """Module-level statements, which the facts walk does not enter (definitions aside)."""
+    for stmt in statements:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            note_unwalked(file, stmt)
 
 
 def note_class_attr(file, stmt: ast.Assign, scope) -> None:
@@ -90,18 +98,66 @@ def note_setattr(file, node: ast.Call) -> None:
         file.attr_classes.setdefault(args[0].value, set()).add(UNKNOWN)
 
 
-def _stored_class(scope, value) -> str | None:
-    if isinstance(value, ast.Name):
-        if value.id in scope.facts.get("params", ()) or value.id in scope.facts.get("kwonly", ()):
-            args = scope.node.args
-            annotation = next((a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs
-                               if a.arg == value.id), None)
-            if annotation is None or unioned(annotation):
-                return None
-        return scope.types.get(value.id)
+def _stored_classes(scope, value) -> set | None:
+    """The classes `value` may hold, or None when that cannot be told: a parameter by its
+    annotation (each class of a union), a local by every binding of it in the function (each a
+    construction), a construction, what another attribute name holds."""
     if isinstance(value, ast.Call):
-        return _made(scope.file, value, scope.local_defs)
-    return None
+        made = _made(scope.file, value, scope.local_defs)
+        return {made} if made else None
+    if isinstance(value, ast.Attribute):  # `self.mamba_allocator = self.mamba_pool`: what that name holds
+        return {READ + value.attr}
+    if not isinstance(value, ast.Name) or scope.node is None:
+        return None
+    args = scope.node.args
+    annotation = next((a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == value.id), None)
+    if annotation is not None:
+        parts = _union_parts(annotation)
+        classes = {scope.file.class_of_annotation(part, scope.local_defs) for part in parts}
+        return None if None in classes else classes
+    if any(a.arg == value.id for a in args.posonlyargs + args.args + args.kwonlyargs) \
+            or value.id in (getattr(args.vararg, "arg", None), getattr(args.kwarg, "arg", None)):
+        return None  # a parameter without an annotation
+    bindings = [node for node in ast.walk(scope.node) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign,
+                                                                            ast.NamedExpr, ast.For, ast.With,
+                                                                            ast.comprehension))
+                and any(isinstance(t, ast.Name) and t.id == value.id for t in _bound(node))]
+    if not bindings or not all(isinstance(b, ast.Assign) and isinstance(b.value, ast.Call) for b in bindings):
+        return None  # an unpacking, a loop variable, a `with` target, or a value of no known class
+    classes = {_made(scope.file, b.value, scope.local_defs) for b in bindings}
+    return None if None in classes else classes
+
+
+def _bound(node) -> list:
+    """The names (and name patterns) a binding statement binds."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.comprehension)):
+        targets = [node.target]
+    else:
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return [part for target in targets for part in ast.walk(target)]
+
+
+def _union_parts(annotation) -> list:
+    """`A`, `Optional[A]` -> [A]; `Union[A, B]`, `A | B | None` -> [A, B] (None left out)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return [annotation]
+    if not unioned(annotation):
+        return [annotation]
+    parts, pending = [], [annotation]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
+            pending += [current.left, current.right]
+        elif isinstance(current, ast.Subscript) and (dotted(current.value) or "").rsplit(".", 1)[-1] in ("Union", "Optional"):
+            pending += current.slice.elts if isinstance(current.slice, ast.Tuple) else [current.slice]
+        elif not (isinstance(current, ast.Constant) and current.value is None) and dotted(current) != "None":
+            parts.append(current)
+    return parts
 
 
 def _made(file, call: ast.Call, local_defs) -> str | None:
@@ -117,25 +173,42 @@ def file_attr_classes(table: dict) -> dict:
 
 
 class AttributeClasses:
-    """Attribute name -> the in-tree classes it holds, over the whole program (None: unknown)."""
+    """Attribute name -> the in-tree classes it holds, over the whole program (None: unknown).
+    Stores in files for another platform than CUDA never run, and are left out."""
 
-    def __init__(self, program, results) -> None:
+    def __init__(self, program, results, other_platform=None) -> None:
         self.program = program
         self._stored: dict[str, set] = {}
-        for result in results.values():
+        for path, result in results.items():
+            if other_platform is not None and other_platform(path):
+                continue
             for attr, classes in (getattr(result, "attr_classes", None) or {}).items():
                 self._stored.setdefault(attr, set()).update(classes)
         self._known: dict[str, tuple | None] = {}
 
-    def held(self, attr: str) -> tuple | None:
+    def held(self, attr: str, pending: frozenset = frozenset()) -> tuple | None:
         found = self._known.get(attr, False)
         if found is False:
-            found = self._known[attr] = self._resolve(attr)
+            # a name stored from itself through a cycle (`x.a = y.b`, `y.b = x.a`) is cut
+            # there: unknown, which only keeps its calls as they were
+            found = None if attr in pending else self._resolve(attr, pending | {attr})
+            self._known[attr] = found
         return found
 
-    def _resolve(self, attr: str) -> tuple | None:
+    def _resolve(self, attr: str, pending: frozenset) -> tuple | None:
         stored = self._stored.get(attr)
         if not stored or UNKNOWN in stored or attr in self.program.props_by_name:
             return None  # a property of that name returns what its getter makes
-        chased = [self.program.chase(name, True) for name in stored]
-        return None if None in chased else tuple(sorted(set(chased)))
+        classes: set = set()
+        for name in stored:
+            if name.startswith(READ):
+                held = self.held(name[len(READ):], pending)
+                if held is None:
+                    return None
+                classes.update(held)
+            else:
+                chased = self.program.chase(name, True)
+                if chased is None:
+                    return None
+                classes.add(chased)
+        return tuple(sorted(classes))

@@ -22,8 +22,7 @@ from .vocabulary import (COMBINING_BUILTINS, HOST_DEVICE_KEYWORD, HOST_METHODS, 
                          SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, compares_dtypes,
                          decorator_kind, entry_place, factory_place, named_attr_place, pass_through,
                          torch_gives_python)
-from .attr_classes import class_field, file_attr_classes, note_class_attr, note_declared, note_setattr, note_store, \
-    note_unwalked
+from .attr_classes import class_field, file_attr_classes, note_class_attr, note_declared, note_module, note_setattr, note_store, note_unwalked
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
@@ -39,9 +38,6 @@ from .nodewalk import flat_statements, names_bound
 from .made_values import host_items_list, joined_tensors, note_return, returned_items
 from .registry_fields import module_registries, type_field
 from .config_defaults import note as note_config_defaults
-
-
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class FileFacts:
@@ -104,7 +100,7 @@ class FileFacts:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defined.add(node.name)
         self.registries = module_registries(tree.body, self)  # dicts of classes (registry_fields.py)
-        note_unwalked(self, ast.Module([n for n in flat_statements(tree.body) if not isinstance(n, _DEFINITIONS)], []))
+        note_module(self, flat_statements(tree.body))
         self.walk_body(tree.body, [], None, {})
 
     def walk_body(self, body, classes: list[str], outer: "_Scope | None", local_defs: dict[str, str]) -> None:
