@@ -64,6 +64,20 @@ def test_a_field_name_stored_only_with_known_classes_limits_the_call(tmp_path):
     assert SYNC in where(_run(tmp_path, include_cold=True))
 
 
+def test_other_known_stores_keep_the_limit(tmp_path):
+    # VALID: a parameter annotated with the class, a store of what another name holds, and a
+    # store of no known class in a file for another platform (it never runs on CUDA)
+    typed = WIRING + "\n    def attach(req_pool, allocator: SlotAllocator):\n        req_pool.mamba_allocator = allocator\n"
+    assert where(_run(tmp_path, wiring=typed)) == []
+    read = WIRING + "\n    def share(req_pool, other):\n        req_pool.mamba_allocator = other.spare_allocator\n" \
+        "\n    def keep(holder):\n        holder.spare_allocator = SlotAllocator(4)\n"
+    assert where(_run(tmp_path, wiring=read)) == []
+    npu = "\n    def attach(req_pool, make):\n        req_pool.mamba_allocator = make()\n"
+    run = lint_package(tmp_path, {"pools.py": POOLS, "wiring.py": WIRING, "scheduler.py": SCHEDULER,
+                                  "npu/npu_wiring.py": npu})
+    assert where(run) == []
+
+
 def test_a_field_name_that_may_hold_another_class_keeps_the_call_open(tmp_path):
     # INVALID: each of these leaves DevicePool.free reachable from the per-step root
     # a store of a call's result, whose class cannot be told
@@ -75,6 +89,18 @@ def test_a_field_name_that_may_hold_another_class_keeps_the_call_open(tmp_path):
     # a parameter without a class
     passed = WIRING + "\n    def attach(req_pool, allocator):\n        req_pool.mamba_allocator = allocator\n"
     assert SYNC in where(_run(tmp_path, wiring=passed))
+    # a parameter annotated with a union that holds the syncing class
+    union = WIRING.replace("from pkg.pools", "from typing import Union\n    from pkg.pools") + \
+        "\n    def attach(req_pool, allocator: Union[SlotAllocator, DevicePool]):\n" \
+        "        req_pool.mamba_allocator = allocator\n"
+    assert SYNC in where(_run(tmp_path, wiring=union))
+    # a local bound once to a construction and once to something else
+    rebound = WIRING.replace("req_pool.mamba_allocator = allocator",
+                             "allocator = allocator.clone()\n        req_pool.mamba_allocator = allocator")
+    assert SYNC in where(_run(tmp_path, wiring=rebound))
+    # a store of what another name holds, that name holding anything
+    read = WIRING + "\n    def share(req_pool, other):\n        req_pool.mamba_allocator = other.spare_allocator\n"
+    assert SYNC in where(_run(tmp_path, wiring=read))
     # a store by name, `setattr`
     named = WIRING + "\n    def attach(req_pool, allocator):\n        setattr(req_pool, 'mamba_allocator', allocator)\n"
     assert SYNC in where(_run(tmp_path, wiring=named))

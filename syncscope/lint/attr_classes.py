@@ -186,29 +186,32 @@ class AttributeClasses:
                 self._stored.setdefault(attr, set()).update(classes)
         self._known: dict[str, tuple | None] = {}
 
-    def held(self, attr: str, pending: frozenset = frozenset()) -> tuple | None:
+    def held(self, attr: str) -> tuple | None:
         found = self._known.get(attr, False)
         if found is False:
-            # a name stored from itself through a cycle (`x.a = y.b`, `y.b = x.a`) is cut
-            # there: unknown, which only keeps its calls as they were
-            found = None if attr in pending else self._resolve(attr, pending | {attr})
-            self._known[attr] = found
+            found = self._known[attr] = self._resolve(attr)
         return found
 
-    def _resolve(self, attr: str, pending: frozenset) -> tuple | None:
-        stored = self._stored.get(attr)
-        if not stored or UNKNOWN in stored or attr in self.program.props_by_name:
-            return None  # a property of that name returns what its getter makes
+    def _resolve(self, attr: str) -> tuple | None:
+        """The classes of every name `attr` reads from (`x.a = y.b`: b's), at any depth, cycles
+        included (`x.a = y.a` passes a field along): unknown as soon as one of them is stored
+        something of no known class, or nothing in the tree (a library's attribute), or is a
+        property (its getter makes what it returns)."""
         classes: set = set()
-        for name in stored:
-            if name.startswith(READ):
-                held = self.held(name[len(READ):], pending)
-                if held is None:
-                    return None
-                classes.update(held)
-            else:
-                chased = self.program.chase(name, True)
+        pending, seen = [attr], {attr}
+        while pending:
+            name = pending.pop()
+            stored = self._stored.get(name)
+            if not stored or UNKNOWN in stored or name in self.program.props_by_name:
+                return None
+            for each in stored:
+                if each.startswith(READ):
+                    if each[len(READ):] not in seen:
+                        seen.add(each[len(READ):])
+                        pending.append(each[len(READ):])
+                    continue
+                chased = self.program.chase(each, True)
                 if chased is None:
                     return None
                 classes.add(chased)
-        return tuple(sorted(classes))
+        return tuple(sorted(classes)) if classes else None
