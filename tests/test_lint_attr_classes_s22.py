@@ -72,6 +72,9 @@ def test_other_known_stores_keep_the_limit(tmp_path):
     read = WIRING + "\n    def share(req_pool, other):\n        req_pool.mamba_allocator = other.spare_allocator\n" \
         "\n    def keep(holder):\n        holder.spare_allocator = SlotAllocator(4)\n"
     assert where(_run(tmp_path, wiring=read)) == []
+    # a field passed along under its own name (`a.x = b.x`) holds what the other stores give
+    along = WIRING + "\n    def share(req_pool, other):\n        req_pool.mamba_allocator = other.mamba_allocator\n"
+    assert where(_run(tmp_path, wiring=along)) == []
     npu = "\n    def attach(req_pool, make):\n        req_pool.mamba_allocator = make()\n"
     run = lint_package(tmp_path, {"pools.py": POOLS, "wiring.py": WIRING, "scheduler.py": SCHEDULER,
                                   "npu/npu_wiring.py": npu})
