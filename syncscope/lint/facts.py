@@ -22,6 +22,7 @@ from .vocabulary import (COMBINING_BUILTINS, HOST_DEVICE_KEYWORD, HOST_METHODS, 
                          SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, compares_dtypes,
                          decorator_kind, entry_place, factory_place, named_attr_place, pass_through,
                          torch_gives_python)
+from .attr_classes import class_field, file_attr_classes, note_class_attr, note_declared, note_module, note_setattr, note_store, note_unwalked
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
@@ -51,6 +52,7 @@ class FileFacts:
         self.functions: dict[str, dict] = {}
         self.classes: dict[str, dict] = {}
         self.defined: set[str] = set()  # module-level names defined here (functions, classes)
+        self.attr_classes: dict[str, set] = {}  # attribute name -> the classes stored into it (attr_classes.py)
 
     # -- names -------------------------------------------------------------------------
     def qualify(self, local: str) -> str:
@@ -92,23 +94,13 @@ class FileFacts:
             return None
         return self.resolve_name(name, scope)
 
-    def class_field(self, info: dict, attr: str, annotation, scope=None) -> None:
-        """`policy: type[AbstractEplbPolicy]`: the field holds a class, so a method called on it
-        (`self.policy.rebalance_experts(w)`) is that class's (a classmethod, or an override in
-        a subclass: wholeprogram.host_fed). Calling the field itself makes an object and runs
-        no `forward`: `class_fields` keeps it out of `Program.module_call`."""
-        if isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or "").rsplit(".", 1)[-1] in ("type", "Type"):
-            found = self.class_of_annotation(annotation.slice, scope)
-            if found:
-                info["fields"].setdefault(attr, found)
-                info.setdefault("class_fields", []).append(attr)
-
     # -- module and classes --------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
         for node in flat_statements(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.defined.add(node.name)
         self.registries = module_registries(tree.body, self)  # dicts of classes (registry_fields.py)
+        note_module(self, flat_statements(tree.body))
         self.walk_body(tree.body, [], None, {})
 
     def walk_body(self, body, classes: list[str], outer: "_Scope | None", local_defs: dict[str, str]) -> None:
@@ -129,10 +121,13 @@ class FileFacts:
         for item in flat_statements(node.body):
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                 field_class = self.class_of_annotation(item.annotation, scope)
+                note_declared(self, item.target.id, field_class)
                 if field_class:
                     info["fields"][item.target.id] = field_class
                 else:
-                    self.class_field(info, item.target.id, item.annotation, scope)
+                    class_field(self, info, item.target.id, item.annotation, scope)
+            elif isinstance(item, ast.Assign):
+                note_class_attr(self, item, scope)
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decorators = decorator_names(item)
                 if any(d.endswith("property") for d in decorators):  # property, cached_property
@@ -143,7 +138,7 @@ class FileFacts:
     def function(self, node, classes: list[str], outer: "_Scope | None") -> None:
         decorators = decorator_names(node)
         if any(decorator_kind(d) == "kernel" for d in decorators):
-            return  # a Triton/JIT kernel: device code, it cannot sync the host
+            return note_unwalked(self, node)  # a Triton/JIT kernel: device code, it cannot sync the host
         if outer is not None and outer.kind == "function":
             local = f"{outer.local}.{node.name}"
         else:
@@ -261,10 +256,11 @@ class _Scope:
                 found = self.file.class_of_annotation(stmt.annotation, self.local_defs)
                 info = self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
                                                     {"bases": [], "props": {}, "fields": {}, "line": 0})
+                note_declared(self.file, stmt.target.attr, found)
                 if found:  # `self.runner: Runner = ...` types the field for every method
                     info["fields"].setdefault(stmt.target.attr, found)
                 else:
-                    self.file.class_field(info, stmt.target.attr, stmt.annotation, self.local_defs)
+                    class_field(self.file, info, stmt.target.attr, stmt.annotation, self.local_defs)
             self.bind(stmt.target, fact, stmt.value)
         elif isinstance(stmt, ast.AugAssign):
             fact = _combine([self.eval(stmt.target), self.eval(stmt.value)])
@@ -355,6 +351,7 @@ class _Scope:
             self.bind(target.value, fact, None)
         elif isinstance(target, ast.Attribute):
             self.eval(target.value)
+            note_store(self, target.attr, value)
             name = dotted(target)
             if name:
                 self.env[name] = fact
@@ -485,6 +482,7 @@ class _Scope:
 
     def _call(self, node: ast.Call) -> Fact:
         func = node.func
+        note_setattr(self.file, node)
         args = positional_args(self, node.args)  # `f(*row)` of a tuple literal `row`: its members
         args += [(None, k.arg, self.eval(k.value)) for k in node.keywords if k.arg is not None]
         for k in node.keywords:
@@ -597,4 +595,4 @@ class _Scope:
 def file_facts(tree: ast.Module, module: str, aliases: dict[str, str], hints: P.NameHints, is_cold):
     walker = FileFacts(module, aliases, hints, is_cold)
     walker.run(tree)
-    return walker.functions, walker.classes
+    return walker.functions, walker.classes, file_attr_classes(walker.attr_classes)

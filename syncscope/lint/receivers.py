@@ -23,8 +23,9 @@ MODULE = "module"  # a receiver declared as `nn.Module`
 class DeclaredReceivers:
     """The declared receivers of one per-step walk (reachability.PerStep), each answer kept."""
 
-    def __init__(self, program, kinds, dispatch: dict) -> None:
+    def __init__(self, program, kinds, dispatch: dict, attributes=None) -> None:
         self.program, self.kinds, self.dispatch = program, kinds, dispatch
+        self.attributes = attributes  # attr_classes.AttributeClasses: what a field's name holds
         self._limits: dict[str, dict] = {}
         self._families: dict[tuple, frozenset] = {}
 
@@ -38,7 +39,9 @@ class DeclaredReceivers:
             limits: dict[tuple, list] = {}
             for call in self.program.functions[caller]["calls"]:
                 if call.target[0] == METHOD:
-                    limit = MODULE if self.kinds.declared_module(call.target[1]) else self.given(call.target[1])
+                    receiver = call.target[1]
+                    limit = MODULE if self.kinds.declared_module(receiver) else \
+                        self.given(receiver) or self.named(receiver)
                     if limit is not None:
                         limits.setdefault((call.line, call.name), []).append(limit)
             dispatched: dict[tuple, int] = {}
@@ -66,6 +69,18 @@ class DeclaredReceivers:
         if "" in chased or any(self.kinds.protocol(cls) for cls in chased):
             return None
         return chased
+
+    def named(self, receiver: tuple) -> tuple | None:
+        """The in-tree classes every store into a field of the receiver's last name gives
+        (`<chain>.mamba_allocator`: attr_classes.py), when the chain's own classes say nothing;
+        None when a store's class is unknown or one is a Protocol."""
+        hops = receiver[1] if receiver else ()
+        if self.attributes is None or not hops or not isinstance(hops[-1], str):
+            return None
+        held = self.attributes.held(hops[-1])
+        if held is None or any(self.kinds.protocol(cls) for cls in held):
+            return None
+        return held
 
     def within(self, limit, target: str) -> bool:
         """May a receiver so declared hold an object that runs `target`? MODULE: only a class

@@ -96,6 +96,7 @@ class RawResult:
     refills: tuple | None = None  # a keep_on_cpu field refilled on the device (refill_variant.py)
     foreign_exports: tuple = ()  # functions handed to another runtime (foreign_exports.py)
     switch_words: tuple | None = None  # what optin.off_switches reads of the text (None: not read)
+    attr_classes: dict = field(default_factory=dict)  # attribute name -> the classes stored into it (attr_classes.py)
     # False for a result loaded from the cache without the fields in cache.FACT_FIELDS
     has_facts: bool = True
 
@@ -225,7 +226,8 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.owner_fields = owner_facts(tree)
     from .python_args import literal_calls
     result.literal_calls = literal_calls(tree, module, is_cold)
-    result.functions, result.classes = file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
+    result.functions, result.classes, result.attr_classes = \
+        file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
     result.branch_cold, result.dispatch, result.guards, result.error_paths, names = \
         file_branches(tree, module, aliases, config.library())

@@ -1,0 +1,217 @@
+"""What an attribute name holds across the tree: the classes that every store into it gives.
+
+A method called on a chain of fields whose classes the program cannot tell reaches every method
+of that name (reachability.py). SGLang's scheduler frees a rejected request's Mamba slot with
+`self.tree_cache.req_to_token_pool.mamba_allocator.free(idx)`: `tree_cache` has no declared
+class, so the call reached 36 `free` methods, the host pools' among them, whose `.cpu()` of
+their own indices it then reported per step. The last field's name says more than the chain:
+the tree stores `.mamba_allocator` four times, each time an allocator it constructs
+(`MultiEndedAllocator(...)`, `MambaSlotAllocator(...)`, a local `slot_allocator =
+UnifiedMambaSlotAllocator(...)`), so whatever object the chain went through, the receiver holds
+one of those.
+
+Per file (facts.py calls `note_store` at each store): attribute name -> the classes its stores
+give, with `UNKNOWN` for a store whose class cannot be told: a call's result, a parameter
+without one class, an unpacking, `setattr(obj, "name", v)`. A literal `None` gives nothing.
+Class bodies count too (`allocator: Allocator`, a dataclass field; `name = Cls()`).
+Over the tree (`AttributeClasses`): a name is known only when no store is unknown and every class
+is defined in the tree (a class from outside, or a name that is no class, such as an alias of a
+union, leaves it unknown). A `setattr` with a name that is no literal, or `__dict__` writes, are
+not seen: a receiver filled only that way is typed wrongly (none in vLLM or SGLang's serving
+code holds an object whose methods are called by name).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .ast_annotations import dotted, factory_class, unioned
+
+UNKNOWN = "?"  # a store whose class cannot be told
+READ = "@"  # prefix: a store of what another attribute name holds (`x.a = y.b`: "@b")
+_SETTERS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
+
+
+def note_store(scope, attr: str, value) -> None:
+    """Record that `<obj>.attr = value` runs in `scope` (a function's scope of facts.py)."""
+    if isinstance(value, ast.Constant) and value.value is None:
+        return  # `self.pool = None`: holds no object
+    scope.file.attr_classes.setdefault(attr, set()).update(_stored_classes(scope, value) or (UNKNOWN,))
+
+
+def note_declared(file, attr: str, found: str | None) -> None:
+    """`attr: T` in a class body (found: T's class, None when it names no one class)."""
+    file.attr_classes.setdefault(attr, set()).add(found or UNKNOWN)
+
+
+def note_unwalked(file, node) -> None:
+    """Every attribute store in code the facts walk skips (a function taken for a kernel by its
+    decorator, module-level statements): a store of no known class."""
+    for inner in ast.walk(node):
+        targets = inner.targets if isinstance(inner, ast.Assign) else \
+            [inner.target] if isinstance(inner, (ast.AnnAssign, ast.AugAssign)) else ()
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute) and isinstance(part.ctx, ast.Store):
+                    file.attr_classes.setdefault(part.attr, set()).add(UNKNOWN)
+        if isinstance(inner, ast.Call):
+            note_setattr(file, inner)
+
+
+def note_module(file, statements) -> None:
+    """Module-level statements, which the facts walk does not enter (definitions aside)."""
+    for stmt in statements:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            note_unwalked(file, stmt)
+
+
+def note_class_attr(file, stmt: ast.Assign, scope) -> None:
+    """`pool = Pool()` in a class body: a class attribute each object holds until it stores its own."""
+    for target in stmt.targets:
+        if isinstance(target, ast.Name) and not (isinstance(stmt.value, ast.Constant) and stmt.value.value is None):
+            made = _made(file, stmt.value, scope) if isinstance(stmt.value, ast.Call) else None
+            file.attr_classes.setdefault(target.id, set()).add(made or UNKNOWN)
+
+
+def class_field(file, info: dict, attr: str, annotation, scope=None) -> None:
+    """`policy: type[AbstractEplbPolicy]`: the field holds a class, so a method called on it
+    (`self.policy.rebalance_experts(w)`) is that class's (a classmethod, or an override in
+    a subclass: wholeprogram.host_fed). Calling the field itself makes an object and runs
+    no `forward`: `class_fields` keeps it out of `Program.module_call`."""
+    if isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or "").rsplit(".", 1)[-1] in ("type", "Type"):
+        found = file.class_of_annotation(annotation.slice, scope)
+        if found:
+            info["fields"].setdefault(attr, found)
+            info.setdefault("class_fields", []).append(attr)
+
+
+def note_setattr(file, node: ast.Call) -> None:
+    """`setattr(obj, "name", v)`, `object.__setattr__(self, "name", v)`, `self.add_module("name",
+    m)` (torch's setters): a store of no known class."""
+    func = node.func
+    args = node.args
+    if isinstance(func, ast.Name) and func.id == "setattr" or isinstance(func, ast.Attribute) and func.attr == "__setattr__":
+        args = args[1:]
+    elif not (isinstance(func, ast.Attribute) and func.attr in _SETTERS):
+        return
+    if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+        file.attr_classes.setdefault(args[0].value, set()).add(UNKNOWN)
+
+
+def _stored_classes(scope, value) -> set | None:
+    """The classes `value` may hold, or None when that cannot be told: a parameter by its
+    annotation (each class of a union), a local by every binding of it in the function (each a
+    construction), a construction, what another attribute name holds."""
+    if isinstance(value, ast.Call):
+        made = _made(scope.file, value, scope.local_defs)
+        return {made} if made else None
+    if isinstance(value, ast.Attribute):  # `self.mamba_allocator = self.mamba_pool`: what that name holds
+        return {READ + value.attr}
+    if not isinstance(value, ast.Name) or scope.node is None:
+        return None
+    args = scope.node.args
+    annotation = next((a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == value.id), None)
+    if annotation is not None:
+        parts = _union_parts(annotation)
+        classes = {scope.file.class_of_annotation(part, scope.local_defs) for part in parts}
+        return None if None in classes else classes
+    if any(a.arg == value.id for a in args.posonlyargs + args.args + args.kwonlyargs) \
+            or value.id in (getattr(args.vararg, "arg", None), getattr(args.kwarg, "arg", None)):
+        return None  # a parameter without an annotation
+    bindings = [node for node in ast.walk(scope.node) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign,
+                                                                            ast.NamedExpr, ast.For, ast.With,
+                                                                            ast.comprehension))
+                and any(isinstance(t, ast.Name) and t.id == value.id for t in _bound(node))]
+    if not bindings or not all(isinstance(b, ast.Assign) and isinstance(b.value, ast.Call) for b in bindings):
+        return None  # an unpacking, a loop variable, a `with` target, or a value of no known class
+    classes = {_made(scope.file, b.value, scope.local_defs) for b in bindings}
+    return None if None in classes else classes
+
+
+def _bound(node) -> list:
+    """The names (and name patterns) a binding statement binds."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.comprehension)):
+        targets = [node.target]
+    else:
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return [part for target in targets for part in ast.walk(target)]
+
+
+def _union_parts(annotation) -> list:
+    """`A`, `Optional[A]` -> [A]; `Union[A, B]`, `A | B | None` -> [A, B] (None left out)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return [annotation]
+    if not unioned(annotation):
+        return [annotation]
+    parts, pending = [], [annotation]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
+            pending += [current.left, current.right]
+        elif isinstance(current, ast.Subscript) and (dotted(current.value) or "").rsplit(".", 1)[-1] in ("Union", "Optional"):
+            pending += current.slice.elts if isinstance(current.slice, ast.Tuple) else [current.slice]
+        elif not (isinstance(current, ast.Constant) and current.value is None) and dotted(current) != "None":
+            parts.append(current)
+    return parts
+
+
+def _made(file, call: ast.Call, local_defs) -> str | None:
+    """The class a call constructs: `Allocator(...)`, `Allocator.from_config(...)`."""
+    made = factory_class(file.resolve_name(dotted(call.func) or "", local_defs))
+    return made if made and made.rsplit(".", 1)[-1][:1].isupper() else None
+
+
+def file_attr_classes(table: dict) -> dict:
+    """The per-file fact, as recorded in the cache: name -> sorted tuple of classes (UNKNOWN
+    among them when a store's class cannot be told)."""
+    return {attr: tuple(sorted(classes)) for attr, classes in table.items()}
+
+
+class AttributeClasses:
+    """Attribute name -> the in-tree classes it holds, over the whole program (None: unknown).
+    Stores in files for another platform than CUDA never run, and are left out."""
+
+    def __init__(self, program, results, other_platform=None) -> None:
+        self.program = program
+        self._stored: dict[str, set] = {}
+        for path, result in results.items():
+            if other_platform is not None and other_platform(path):
+                continue
+            for attr, classes in (getattr(result, "attr_classes", None) or {}).items():
+                self._stored.setdefault(attr, set()).update(classes)
+        self._known: dict[str, tuple | None] = {}
+
+    def held(self, attr: str) -> tuple | None:
+        found = self._known.get(attr, False)
+        if found is False:
+            found = self._known[attr] = self._resolve(attr)
+        return found
+
+    def _resolve(self, attr: str) -> tuple | None:
+        """The classes of every name `attr` reads from (`x.a = y.b`: b's), at any depth, cycles
+        included (`x.a = y.a` passes a field along): unknown as soon as one of them is stored
+        something of no known class, or nothing in the tree (a library's attribute), or is a
+        property (its getter makes what it returns)."""
+        classes: set = set()
+        pending, seen = [attr], {attr}
+        while pending:
+            name = pending.pop()
+            stored = self._stored.get(name)
+            if not stored or UNKNOWN in stored or name in self.program.props_by_name:
+                return None
+            for each in stored:
+                if each.startswith(READ):
+                    if each[len(READ):] not in seen:
+                        seen.add(each[len(READ):])
+                        pending.append(each[len(READ):])
+                    continue
+                chased = self.program.chase(each, True)
+                if chased is None:
+                    return None
+                classes.add(chased)
+        return tuple(sorted(classes)) if classes else None
