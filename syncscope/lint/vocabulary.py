@@ -180,8 +180,14 @@ def factory_place(name: str, device: P.Place | None, first: P.Place | None) -> P
 
 
 # -- decorators -------------------------------------------------------------------------------
-# Triton/JIT/CuTe kernels (`@triton.jit`, `@cute.kernel`): device code, never walked.
-KERNEL_DECORATOR_WORDS = ("jit", "autotune", "heuristics", "triton", "kernel")
+# Triton/JIT/CuTe/Helion kernels (`@triton.jit`, `@triton.autotune(...)`, `@cute.kernel`,
+# `@tilelang_jit`, `@register_kernel(...)`, `@cached_triton_kernel(...)`): device code, never
+# walked. Told by the decorator's last name, not by a word anywhere in it: `@kernel_launcher`
+# (vLLM) and `@debug_kernel_api` (SGLang) wrap host launchers, `@torch.jit.script` and
+# `@torch.jit.ignore` are host code, `@triton_op` registers a host function that launches one,
+# and `@JitWarmupRegistry.capture` decorates vLLM's `GPUModelRunner.__init__`.
+KERNEL_DECORATORS = frozenset(("jit", "njit", "autotune", "heuristics", "kernel"))
+KERNEL_DECORATOR_SUFFIXES = ("_jit", "_kernel")
 # Memoized functions and cached properties: their body runs once per key.
 MEMO_DECORATOR_WORDS = ("cache",)
 
@@ -189,7 +195,8 @@ MEMO_DECORATOR_WORDS = ("cache",)
 def decorator_kind(name: str) -> str | None:
     """"kernel", "memo" or None for a decorator's dotted name."""
     name = name.lower()
-    if any(word in name for word in KERNEL_DECORATOR_WORDS):
+    last = name.rsplit(".", 1)[-1]
+    if last in KERNEL_DECORATORS or last.endswith(KERNEL_DECORATOR_SUFFIXES):
         return "kernel"
     if any(word in name for word in MEMO_DECORATOR_WORDS):
         return "memo"
