@@ -3,22 +3,24 @@
 A method called on a chain of fields whose classes the program cannot tell reaches every method
 of that name (reachability.py). SGLang's scheduler frees a rejected request's Mamba slot with
 `self.tree_cache.req_to_token_pool.mamba_allocator.free(idx)`: `tree_cache` has no declared
-class, so the call reached 36 `free` methods, the host pools' among them, whose `.cpu()` of
-their own indices it then reported per step. The last field's name says more than the chain:
-the tree stores `.mamba_allocator` four times, each time an allocator it constructs
-(`MultiEndedAllocator(...)`, `MambaSlotAllocator(...)`, a local `slot_allocator =
+class, so the call reached 36 `free` methods, the host pools' among them. The last field's name
+says more than the chain: on CUDA the tree stores `.mamba_allocator` only as an allocator it
+constructs (`MultiEndedAllocator(...)`, `MambaSlotAllocator(...)`, a local `slot_allocator =
 UnifiedMambaSlotAllocator(...)`), so whatever object the chain went through, the receiver holds
-one of those.
+one of those (receivers.py limits the call to them, their subclasses and their MROs).
 
 Per file (facts.py calls `note_store` at each store): attribute name -> the classes its stores
 give, with `UNKNOWN` for a store whose class cannot be told: a call's result, a parameter
-without one class, an unpacking, `setattr(obj, "name", v)`. A literal `None` gives nothing.
-Class bodies count too (`allocator: Allocator`, a dataclass field; `name = Cls()`).
-Over the tree (`AttributeClasses`): a name is known only when no store is unknown and every class
-is defined in the tree (a class from outside, or a name that is no class, such as an alias of a
-union, leaves it unknown). A `setattr` with a name that is no literal, or `__dict__` writes, are
-not seen: a receiver filled only that way is typed wrongly (none in vLLM or SGLang's serving
-code holds an object whose methods are called by name).
+without an annotation, an unpacking, a loop variable, `setattr(obj, "name", v)`, torch's
+`add_module("name", m)`, any store in code the facts walk skips (a kernel, module level). A
+parameter annotated with a union gives each of its classes; a local, every construction it is
+bound to in the function; `x.a = y.b`, whatever `b` holds (`READ`). A literal `None` gives
+nothing. Class bodies count too (`allocator: Allocator`, a dataclass field; `name = Cls()`).
+Over the tree (`AttributeClasses`): a name is known only when no store is unknown (following the
+names it reads from), every class is defined in the tree, and no class has a property of that
+name. Stores in files for another platform never run on CUDA and are left out. Not seen: a
+`setattr` whose name is no literal, `__dict__` writes, attributes a library sets: a receiver
+filled only that way would be typed wrongly.
 """
 
 from __future__ import annotations

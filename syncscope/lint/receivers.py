@@ -2,7 +2,7 @@
 by name reaches (reachability.py's `calls_of`).
 
 A method called on a receiver whose class the program does not state (`self.impl.forward(x)`)
-reaches every method of that name the caller's imports can meet. Two declarations narrow that:
+reaches every method of that name the caller's imports can meet. Three facts narrow that:
 - a receiver declared as `nn.Module` itself (modules.py `declared_module`) holds only classes
   that may be modules;
 - a field its class, bases and subclasses only ever give parameters typed with in-tree classes
@@ -10,7 +10,10 @@ reaches every method of that name the caller's imports can meet. Two declaration
   `given`) holds only objects of those classes or their subclasses. SGLang's
   `self.req_to_metadata_buffer_idx_allocator.free(idx)`, given only a `ReqToMetadataIdxAllocator`,
   reached every `free` of the tree, the host pools' too, whose `.cpu()` of their own host indices
-  it reported per step.
+  it reported per step;
+- failing that, a field whose name the whole tree only ever stores objects of known in-tree
+  classes into (`<chain>.mamba_allocator`, whatever the chain went through) holds only those
+  classes or their subclasses (attr_classes.py).
 """
 
 from __future__ import annotations
