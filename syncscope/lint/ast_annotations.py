@@ -107,11 +107,18 @@ def annotated_one(node) -> bool:
 def unioned(node) -> bool:
     """`A | B`, `Union[A, B]`: an annotation of more than one type besides None (a receiver typed
     by it could be either, so it names no one class)."""
+    members = union_members(node)
+    return members is None or len(members) > 1
+
+
+def union_members(node) -> list | None:
+    """The types an annotation names besides None: `Union[A, B]`, `A | B | None` -> [A, B];
+    `Optional[A]` -> [Optional[A]] (one type); None for a string annotation that does not parse."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
             node = ast.parse(node.value, mode="eval").body
         except SyntaxError:
-            return True
+            return None
     parts: list = []
     pending = [node]
     while pending:
@@ -122,7 +129,7 @@ def unioned(node) -> bool:
             pending += current.slice.elts if isinstance(current.slice, ast.Tuple) else [current.slice]
         elif not (isinstance(current, ast.Constant) and current.value is None) and dotted(current) != "None":
             parts.append(current)
-    return len(parts) > 1
+    return parts
 
 
 def given_class(scope, value) -> str | None:

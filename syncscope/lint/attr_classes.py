@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import ast
 
-from .ast_annotations import dotted, factory_class, unioned
+from .ast_annotations import dotted, factory_class, union_members
 
 UNKNOWN = "?"  # a store whose class cannot be told
 READ = "@"  # prefix: a store of what another attribute name holds (`x.a = y.b`: "@b")
 _SETTERS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
+# statements that bind a local name (the `with` forms: their `as` targets)
+_BINDINGS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
+             ast.comprehension)
 
 
 def note_store(scope, attr: str, value) -> None:
@@ -114,15 +117,13 @@ def _stored_classes(scope, value) -> set | None:
     args = scope.node.args
     annotation = next((a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == value.id), None)
     if annotation is not None:
-        parts = _union_parts(annotation)
-        classes = {scope.file.class_of_annotation(part, scope.local_defs) for part in parts}
-        return None if None in classes else classes
+        members = union_members(annotation)  # each class of a union
+        classes = {scope.file.class_of_annotation(part, scope.local_defs) for part in members or ()}
+        return None if not classes or None in classes else classes
     if any(a.arg == value.id for a in args.posonlyargs + args.args + args.kwonlyargs) \
             or value.id in (getattr(args.vararg, "arg", None), getattr(args.kwarg, "arg", None)):
         return None  # a parameter without an annotation
-    bindings = [node for node in ast.walk(scope.node) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign,
-                                                                            ast.NamedExpr, ast.For, ast.With,
-                                                                            ast.comprehension))
+    bindings = [node for node in ast.walk(scope.node) if isinstance(node, _BINDINGS)
                 and any(isinstance(t, ast.Name) and t.id == value.id for t in _bound(node))]
     if not bindings or not all(isinstance(b, ast.Assign) and isinstance(b.value, ast.Call) for b in bindings):
         return None  # an unpacking, a loop variable, a `with` target, or a value of no known class
@@ -134,32 +135,11 @@ def _bound(node) -> list:
     """The names (and name patterns) a binding statement binds."""
     if isinstance(node, ast.Assign):
         targets = node.targets
-    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.comprehension)):
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension)):
         targets = [node.target]
     else:
         targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
     return [part for target in targets for part in ast.walk(target)]
-
-
-def _union_parts(annotation) -> list:
-    """`A`, `Optional[A]` -> [A]; `Union[A, B]`, `A | B | None` -> [A, B] (None left out)."""
-    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            annotation = ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
-            return [annotation]
-    if not unioned(annotation):
-        return [annotation]
-    parts, pending = [], [annotation]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.BitOr):
-            pending += [current.left, current.right]
-        elif isinstance(current, ast.Subscript) and (dotted(current.value) or "").rsplit(".", 1)[-1] in ("Union", "Optional"):
-            pending += current.slice.elts if isinstance(current.slice, ast.Tuple) else [current.slice]
-        elif not (isinstance(current, ast.Constant) and current.value is None) and dotted(current) != "None":
-            parts.append(current)
-    return parts
 
 
 def _made(file, call: ast.Call, local_defs) -> str | None:

@@ -137,8 +137,9 @@ class FileFacts:
     # -- functions ---------------------------------------------------------------------
     def function(self, node, classes: list[str], outer: "_Scope | None") -> None:
         decorators = decorator_names(node)
-        if any(decorator_kind(d) == "kernel" for d in decorators):
-            return note_unwalked(self, node)  # a Triton/JIT kernel: device code, it cannot sync the host
+        if any(decorator_kind(d) == "kernel" for d in decorators):  # a Triton/JIT kernel: device code, it cannot sync the host
+            note_unwalked(self, node)  # what it stores is of no known class
+            return
         if outer is not None and outer.kind == "function":
             local = f"{outer.local}.{node.name}"
         else:
