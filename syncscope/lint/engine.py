@@ -427,7 +427,7 @@ def _moved_solution(results: dict, digests: dict, cache: Cache, previous: dict):
 # memory comes after the pass, while the findings are judged and their code frames read).
 _PASS_ONLY = ("name_uses", "flag_passes", "const_guards", "const_literals", "const_passes", "none_config",
               "straight", "loops", "memos", "dispatch", "guards", "name_guards", "flag_guards", "error_paths",
-              "name_bindings", "spans", "makes", "roots")
+              "name_bindings", "spans", "makes", "roots", "attr_classes")
 
 
 def _drop_pass_facts(results: dict) -> None:
