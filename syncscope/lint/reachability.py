@@ -128,7 +128,8 @@ class PerStep:
         self.reached: dict[str, tuple] = {}
         # per-request entries (modules.py) and what they reach outside loops: same shape
         self.kinds = ModuleKinds(program, results, library)
-        self.receivers = DeclaredReceivers(program, self.kinds, self.dispatch, AttributeClasses(program, results, self.other_platform.get))
+        self.receivers = DeclaredReceivers(program, self.kinds, self.dispatch,
+                                           AttributeClasses(program, results, self.other_platform.get))
         # classes only another platform's code builds: their methods never run on CUDA (platform_built.py)
         self.built_elsewhere = built if built is not None else \
             built_elsewhere(program, results, self.cold, self.other_platform, self.kinds.subclasses, sources)
