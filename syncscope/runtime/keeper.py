@@ -31,6 +31,8 @@ from typing import Callable
 
 from syncscope.report import status
 from syncscope.report.status import RunEnd
+from syncscope.runtime import signal_backstop
+from syncscope.runtime.signal_backstop import die_of_signal
 
 # Signals whose default action ends the process without Python seeing it, other than SIGINT
 # (a KeyboardInterrupt the program can catch) and SIGKILL/SIGSTOP (no handler possible).
@@ -65,14 +67,6 @@ def at_os_exit(callback: Callable[[int], None]) -> Callable[[], None]:
             os._exit = _real_os_exit
 
     return undo
-
-
-def die_of_signal(signum: int) -> None:
-    """End this process by `signum` with its default action, as if no handler had been set."""
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-    time.sleep(1)  # the signal is delivered on the way back to Python; this only waits for it
-    _real_os_exit(128 + signum)
 
 
 class ReportKeeper:
@@ -117,7 +111,9 @@ class ReportKeeper:
         try:
             if signal.getsignal(signum) is not signal.SIG_DFL:
                 return  # ignored (nohup) or handled by whoever started us: leave it so
-            signal.signal(signum, lambda s, frame: handler(s))
+            # Watched: a main thread blocked where the signal cannot reach the handler still
+            # dies of it, as under plain python (runtime/signal_backstop.py).
+            signal_backstop.install(signum, lambda s, frame: handler(s), on_stuck=handler)
         except (ValueError, OSError):  # not the main thread: leave signals alone
             return
 
@@ -165,6 +161,7 @@ class ReportKeeper:
         for undo in reversed(self._undo):
             undo()
         self._undo.clear()
+        signal_backstop.stop()
 
     # -- flushing ------------------------------------------------------------------------------
     def on_event(self, event) -> None:

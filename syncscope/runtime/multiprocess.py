@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from syncscope.report import status
-from syncscope.runtime.keeper import at_os_exit, die_of_signal
+from syncscope.runtime import signal_backstop
+from syncscope.runtime.keeper import at_os_exit
+from syncscope.runtime.signal_backstop import die_of_signal
 
 PLACEHOLDERS = ("{host}", "{pid}", "{rank}")
 
@@ -139,6 +141,15 @@ class _ChildReport:
         finally:
             die_of_signal(signal.SIGTERM)
 
+    def on_stuck(self, signum: int) -> None:
+        """The backstop's way (runtime/signal_backstop.py): the main thread never got to
+        `on_sigterm` (an idle Pool worker blocked on the inqueue's lock as the signal came)."""
+        try:
+            if not self.writing:
+                self.write(status.killed_by(signum))
+        finally:
+            die_of_signal(signum)
+
 
 def _run_child(process, original: Callable, args, kwargs):
     config = _config
@@ -182,7 +193,7 @@ def _run_recorded(process, original, args, kwargs, config, recorder):
     report = _ChildReport(config, recorder, process)
     # Ours stays installed to the end: a SIGTERM handler inherited from a parent `syncscope run`
     # would raise in the middle of writing the report.
-    signal.signal(signal.SIGTERM, report.on_sigterm)
+    signal_backstop.install(signal.SIGTERM, report.on_sigterm, on_stuck=report.on_stuck)
     # A target that leaves through os._exit (runtime/keeper.py) writes its report on the way.
     undo_exit_hook = at_os_exit(lambda code: report.write(status.os_exit(code)))
     exit_code = None

@@ -18,6 +18,8 @@ import types
 import zipfile
 from dataclasses import dataclass
 
+from syncscope.runtime import signal_backstop
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
@@ -109,7 +111,10 @@ def run_target(target: str, args: list[str], *, module: bool = False, on_sigterm
 
     in_main_thread = True
     try:
-        signal.signal(signal.SIGTERM, on_sigterm)
+        if on_sigterm_now is not None:  # it ends the process: watched (runtime/signal_backstop.py)
+            signal_backstop.install(signal.SIGTERM, on_sigterm, on_stuck=on_sigterm_now)
+        else:
+            signal.signal(signal.SIGTERM, on_sigterm)
     except ValueError:  # not the main thread: leave SIGTERM alone
         in_main_thread = False
     try:
