@@ -7,20 +7,21 @@ returns. When the main thread is in a blocking call that the signal did not inte
 waits for that call to return, and if it never does, the process that plain python would have
 killed at once hangs. Two ways this happens:
 
-* the signal lands just before the main thread blocks, in the window between a multiprocessing
-  lock's `sem_trywait` and its `sem_wait` (how `Pool.terminate()` left an idle worker waiting
-  forever for the inqueue's lock, the parent joining it: docs/runtime.md);
+* the signal lands after CPython last looked for pending signals and before the main thread
+  blocks (how `Pool.terminate()` left an idle worker waiting forever in `sem_wait` for the
+  inqueue's lock, the parent joining it: docs/runtime.md);
 * the kernel delivers a process-directed signal to another thread, and the main thread waits on
   a lock (or a `join`) that only the handler would have ended.
 
-Coverage.py met the same hazard with its SIGTERM handler and made it opt-in. We keep ours, with a
-backstop: the signal module writes each caught signal's number to a wakeup fd, and a raw thread
-(all signals blocked in it, so the kernel never picks it) reads them. When a watched signal's
-handler has not started after POKE_EVERY, it sends the signal again to the main thread, which
-interrupts the blocking call (EINTR, and CPython runs the handler on its way out). If the handler
-still has not started after GIVE_UP_AFTER (a C extension that retries on EINTR, such as a hung
-collective), the thread runs the handler's stuck path itself: write what it can, then die of the
-signal.
+Coverage.py's SIGTERM handler met the same hazard (hangs reported as its issue #1310); it is
+opt-in there now (`[run] sigterm`). We keep ours, since a SIGTERM is how serving jobs are
+stopped, with a backstop: the signal module writes each caught signal's number to a wakeup fd,
+and a raw thread (all signals blocked in it, so the kernel never picks it) reads them. When a
+watched signal's handler has not started after POKE_EVERY, it sends the signal again to the main
+thread, which interrupts the blocking call (EINTR, and CPython runs the handler on its way out).
+If the handler still has not started after GIVE_UP_AFTER (a C extension that retries on EINTR,
+such as a hung collective), the thread runs the handler's stuck path itself: write what it can,
+then die of the signal.
 
 The wakeup fd is one per process, and the program never sees ours: while the backstop runs,
 `signal.set_wakeup_fd` answers the program as plain python would (Trio warns when it finds a
@@ -45,8 +46,8 @@ Handler = Callable[[int, object], None]
 _pid: int | None = None  # the process whose backstop thread runs (a forked child has none)
 _read_fd = -1
 _write_fd = -1  # our wakeup fd
-_real_os_exit = os._exit
-_set_wakeup_fd = signal.set_wakeup_fd  # keeper.py may hook os._exit later; dying must not run its callbacks again
+_real_os_exit = os._exit  # keeper.py may hook os._exit later; dying must not run its callbacks again
+_set_wakeup_fd = signal.set_wakeup_fd  # the real one: the program is given _set_wakeup_fd_for_program
 _stuck_paths: dict[object, Callable[[int], None]] = {}  # installed handler -> its stuck path
 _started = False  # a watched handler began on the main thread: its signal is being handled
 
