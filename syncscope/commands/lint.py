@@ -1,77 +1,102 @@
-"""`syncscope lint`: the static linter's command line. Only stdlib and typer at import time;
-the linter itself (libcst, rich) is imported inside the command, and torch never."""
+"""`syncscope lint`: the static linter's command line. Only the standard library at import time;
+the linter itself (libcst, rich) is imported inside the command, and torch never.
 
-from __future__ import annotations
+The options are parsed with argparse, not typer: lint runs on every commit, and typer 0.29
+builds a pydantic adapter for each option it parses (with typer's own import, ~0.15 s of a
+0.6 s warm run on vLLM). `syncscope.cli.main` hands `lint ...` straight to `main` below; the
+typer command `register` adds only forwards to it, so that `syncscope --help` lists lint and
+`typer.testing.CliRunner` reaches it.
 
+No `from __future__ import annotations` here: typer reads the forwarder's `typer.Context`
+annotation, which must be an object, since typer is imported only inside `register`."""
+
+import argparse
 import sys
-from typing import List, Optional
-
-import typer
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
+HELP = "Find host<->GPU synchronizations in source code, statically."
 
 
-def _codes(value: Optional[str]) -> Optional[list[str]]:
+def _codes(value: str | None) -> list[str] | None:
     if value is None:
         return None
     return [c.strip().upper() for c in value.split(",") if c.strip()]
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("lint")
-    def lint(
-        paths: Optional[List[str]] = typer.Argument(None, help="Files or directories (default: .)"),
-        select: Optional[str] = typer.Option(None, help="Comma-separated codes or prefixes to enable (replaces the config's)."),
-        extend_select: Optional[str] = typer.Option(None, help="Codes or prefixes to enable in addition."),
-        ignore: Optional[str] = typer.Option(None, help="Codes or prefixes to disable."),
-        output_format: str = typer.Option("text", "--output-format", help="text, concise, json, sarif or github."),
-        output_file: Optional[str] = typer.Option(None, "--output-file", "-o", help="Write the report here instead of stdout."),
-        statistics: bool = typer.Option(False, "--statistics", help="Show counts per rule instead of each finding."),
-        exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
-        fix: bool = typer.Option(False, "--fix", help="Apply safe fixes."),
-        unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply unsafe fixes (with --fix or --diff)."),
-        diff: bool = typer.Option(False, "--diff", help="Show the fixes as a diff; change nothing."),
-        verify: bool = typer.Option(False, "--verify", help="With --fix: keep only the fixes that running `-- CMD` under `syncscope run` proves (same output, sync gone)."),
-        verify_device: str = typer.Option("sim", "--verify-device", help="--verify: the device `syncscope run` uses (sim, cuda, auto)."),
-        verify_mask: Optional[str] = typer.Option(None, "--verify-mask", metavar="REGEX", help="--verify: text masked before outputs are compared (default: numbers with a fraction, i.e. timings)."),
-        verify_timeout: Optional[float] = typer.Option(None, "--verify-timeout", help="--verify: seconds each run of the command may take."),
-        all_functions: Optional[bool] = typer.Option(None, "--all-functions/--hot-functions",
-                                                     help="Lint every function, module and class body (default: skip code that runs once)."),
-        include_cold: Optional[bool] = typer.Option(
-            None, "--include-cold/--per-step-only",
-            help="Also report syncs in code that does not run every step (start-up, loading, debug switches, other platforms), marked cold."),
-        no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the cache."),
-        config_file: Optional[str] = typer.Option(None, "--config", help="A pyproject.toml, or a TOML file with a lint table, to read."),
-        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default: CPU count)."),
-        no_progress: bool = typer.Option(False, "--no-progress", help="Never show a progress bar."),
-        confirm_report: Optional[str] = typer.Option(
-            None, "--confirm", metavar="REPORT",
-            help="A runtime report (syncscope run): list the findings it confirmed first, and the runtime sites no rule caught."),
-    ) -> None:
-        """Find host<->GPU synchronizations in source code, statically."""
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="syncscope lint", description=HELP, allow_abbrev=False,
+                                     epilog="With --fix --verify, the command to run follows `--`: "
+                                            "syncscope lint src --fix --verify -- python serve.py")
+    add = parser.add_argument
+    add("paths", nargs="*", metavar="PATH", help="Files or directories (default: .)")
+    add("--select", help="Comma-separated codes or prefixes to enable (replaces the config's).")
+    add("--extend-select", help="Codes or prefixes to enable in addition.")
+    add("--ignore", help="Codes or prefixes to disable.")
+    add("--output-format", default="text", help="text, concise, json, sarif or github.")
+    add("--output-file", "-o", help="Write the report here instead of stdout.")
+    add("--statistics", action="store_true", help="Show counts per rule instead of each finding.")
+    add("--exit-zero", action="store_true", help="Exit 0 even when there are findings.")
+    add("--fix", action="store_true", help="Apply safe fixes.")
+    add("--unsafe-fixes", action="store_true", help="Also apply unsafe fixes (with --fix or --diff).")
+    add("--diff", action="store_true", help="Show the fixes as a diff; change nothing.")
+    add("--verify", action="store_true",
+        help="With --fix: keep only the fixes that running `-- CMD` under `syncscope run` proves (same output, sync gone).")
+    add("--verify-device", default="sim", help="--verify: the device `syncscope run` uses (sim, cuda, auto).")
+    add("--verify-mask", metavar="REGEX",
+        help="--verify: text masked before outputs are compared (default: numbers with a fraction, i.e. timings).")
+    add("--verify-timeout", type=float, help="--verify: seconds each run of the command may take.")
+    add("--all-functions", dest="all_functions", action="store_true",
+        help="Lint every function, module and class body.")
+    add("--hot-functions", dest="all_functions", action="store_false",
+        help="Skip code that runs once (the default).")
+    add("--include-cold", dest="include_cold", action="store_true",
+        help="Also report syncs in code that does not run every step (start-up, loading, debug switches, "
+             "other platforms), marked cold.")
+    add("--per-step-only", dest="include_cold", action="store_false", help="Only per-step code (the default).")
+    add("--no-cache", action="store_true", help="Neither read nor write the cache.")
+    add("--config", dest="config_file", help="A pyproject.toml, or a TOML file with a lint table, to read.")
+    add("--jobs", "-j", type=int, help="Worker processes (default: CPU count).")
+    add("--no-progress", action="store_true", help="Never show a progress bar.")
+    add("--confirm", dest="confirm_report", metavar="REPORT",
+        help="A runtime report (syncscope run): list the findings it confirmed first, and the runtime sites no rule caught.")
+    # None: the configuration decides (a flag pair sets it either way)
+    parser.set_defaults(all_functions=None, include_cold=None)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """`syncscope lint ARGV...`; returns the exit code (0 clean, 1 findings, 2 error or usage)."""
+    command = None
+    if "--" in argv:  # `lint PATHS --fix --verify -- CMD...`: CMD is what follows the first `--`
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1:]
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a usage error (2, argparse has printed why)
+        return stop.code if isinstance(stop.code, int) else 2
+    if command is not None and not args.verify:
+        args.paths += command  # as with any command line: after `--`, only paths
         command = None
-        if verify:  # `lint PATHS --fix --verify -- CMD...`: CMD is what follows the first `--`
-            command = _after_double_dash(paths or [])
-            paths = (paths or [])[: len(paths or []) - len(command)]
-        code = run_lint(
-            paths or ["."], select=_codes(select), extend_select=_codes(extend_select), ignore=_codes(ignore),
-            output_format=output_format, output_file=output_file, statistics=statistics, exit_zero=exit_zero,
-            fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, all_functions=all_functions, use_cache=not no_cache,
-            config_file=config_file, jobs=jobs, progress=not no_progress, confirm_report=confirm_report,
-            verify_command=command, verify_device=verify_device, verify_mask=verify_mask, verify_timeout=verify_timeout,
-            include_cold=include_cold,
-        )
-        raise typer.Exit(code)
+    return run_lint(
+        args.paths or ["."], select=_codes(args.select), extend_select=_codes(args.extend_select),
+        ignore=_codes(args.ignore), output_format=args.output_format, output_file=args.output_file,
+        statistics=args.statistics, exit_zero=args.exit_zero, fix=args.fix, unsafe_fixes=args.unsafe_fixes,
+        diff=args.diff, all_functions=args.all_functions, use_cache=not args.no_cache,
+        config_file=args.config_file, jobs=args.jobs, progress=not args.no_progress,
+        confirm_report=args.confirm_report, verify_command=command if args.verify else None,
+        verify_device=args.verify_device, verify_mask=args.verify_mask, verify_timeout=args.verify_timeout,
+        include_cold=args.include_cold,
+    )
 
 
-def _after_double_dash(positional: list[str]) -> list[str]:
-    """The arguments after `--` on the command line (click hands them over as positional
-    arguments): the trailing part of `positional` that sys.argv shows after its first `--`."""
-    argv = sys.argv
-    if "--" not in argv:
-        return []
-    tail = argv[argv.index("--") + 1:]
-    return tail if tail and positional[-len(tail):] == tail else []
+def register(app) -> None:
+    import typer
+
+    # Every argument goes to `main` as it came: no option is declared here, so typer parses none.
+    @app.command("lint", help=HELP, add_help_option=False,
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def lint(ctx: typer.Context) -> None:
+        raise typer.Exit(main(list(ctx.args)))
 
 
 def run_lint(paths: list[str], *, select=None, extend_select=None, ignore=None, output_format="text",
