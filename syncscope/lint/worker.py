@@ -150,12 +150,18 @@ def analyze_file(path: str, module: str, is_package: bool, config, facts_only: b
     """`inherited`: host-only multimodal fields another module's processor declares for this
     one (field_configs.py); the engine passes them on a second walk of the few files that have
     any."""
-    global _inherited
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as error:
         return RawResult(findings=[diagnostic("SYN001", f"cannot read file: {error.strerror}")])
+    return analyze_data(data, module, is_package, config, facts_only, inherited)
+
+
+def analyze_data(data: bytes, module: str, is_package: bool, config, facts_only: bool = False,
+                 inherited: frozenset[str] = frozenset()) -> RawResult:
+    """`analyze_file` on bytes already read."""
+    global _inherited
     if facts_only:
         result = facts_of_bytes(data, module, is_package, config)
     else:
