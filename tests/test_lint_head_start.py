@@ -62,6 +62,10 @@ if case == "other bytes":  # the file changed between the child's read and the r
     own_analyze = head_start._analyze
     head_start._analyze = lambda files, config: {
         path: ("another digest",) + answer[1:] for path, answer in own_analyze(files, config).items()}
+if case == "fork fails":
+    def no_fork():
+        raise OSError(11, "Resource temporarily unavailable")
+    os.fork = no_fork
 jobs, use_cache = (1, True) if case == "one job" else (2, case != "no cache")
 if case == "another thread":
     release = threading.Event()
@@ -115,7 +119,7 @@ def test_the_run_analyzes_what_the_child_cannot_give(tmp_path, case):
     assert out["findings"] == [["pkg/model.py", 7, "SYN601"]]
 
 
-@pytest.mark.parametrize("case", ["one job", "no cache", "another thread"])
+@pytest.mark.parametrize("case", ["one job", "no cache", "another thread", "fork fails"])
 def test_no_head_start_where_the_run_stays_one_process(tmp_path, case):
     out = _case(tmp_path, case)
     assert out["started"] in ([False], [])  # `no cache` does not even ask

@@ -7,10 +7,10 @@ process, while the machine has other cores. So a forked child analyzes the named
 the start, and the run takes its results when it gets to them, as long as they are what it
 would have computed itself: the same bytes (content hash), the same facts-only choice, and no
 fields inherited from another module (field_configs.py: known only once the cache is read).
-When a named file turns out unchanged, the child is killed unread; where the run should stay one
-process (`--jobs 1`, no `fork`, other threads running in it, as in an editor's plug-in) there
-is no child. Whatever the child cannot deliver (it crashed, was killed, sent
-something unreadable) the run analyzes itself, as it would without a head start.
+When a named file turns out unchanged, the child is killed unread. Where the run should stay
+one process (`--jobs 1`, no `fork`, other threads running in it, as in an editor's plug-in, or
+no process to spare) there is no child. Whatever the child cannot deliver (it crashed, was
+killed, sent something unreadable) the run analyzes itself, as it would without a head start.
 
 The child writes nothing but its pipe and leaves with `os._exit`: no cache file, no output,
 no exit handlers of the parent's run twice."""
@@ -46,7 +46,12 @@ class HeadStart:
             return None
         files = sorted({os.path.abspath(p) for p in paths})
         read, write = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to spare (a limit on processes or memory): the run alone
+            os.close(read)
+            os.close(write)
+            return None
         if pid == 0:  # the child: analyze, send, leave
             os.close(read)
             try:
