@@ -140,7 +140,7 @@ def test_constructions_are_the_calls_the_walk_entering_lambdas_found():
 
 
 def test_one_process_freezes_its_results_as_it_goes_and_gives_what_the_pool_gives(tmp_path):
-    """-j 1 collects and freezes every COLLECT_EVERY files (engine._analyze_all); the findings
+    """-j 1 collects and freezes every COLLECT_EVERY files (analysis_runs.analyze_all); the findings
     are the pool's, and the run leaves nothing frozen behind."""
     import gc
 

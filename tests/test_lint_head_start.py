@@ -26,7 +26,7 @@ REPO = os.path.dirname(TESTS)
 # alone, and prints what the run analyzed itself, the head start's fate and the findings.
 CASE = r"""
 import json, os, sys, threading
-from syncscope.lint import engine, head_start
+from syncscope.lint import analysis_runs, head_start
 from syncscope.lint.config import load_config
 from syncscope.lint.engine import lint_paths
 
@@ -36,7 +36,7 @@ model = os.path.join(root, "pkg", "model.py")
 lint_paths([root], config, jobs=2)  # fills the cache
 
 analyzed, starts, closed = [], [], []
-own_analyze_all, own_begin, own_close = engine._analyze_all, head_start.HeadStart.begin, head_start.HeadStart.close
+own_analyze_all, own_begin, own_close = analysis_runs.analyze_all, head_start.HeadStart.begin, head_start.HeadStart.close
 def analyze_all(todo, *args):
     analyzed.extend(task[1] for task in todo)
     return own_analyze_all(todo, *args)
@@ -47,7 +47,7 @@ def begin(*args):
 def close(self):
     closed.append((self.pid, self.answers is None))
     own_close(self)
-engine._analyze_all = analyze_all
+analysis_runs.analyze_all = analyze_all
 head_start.HeadStart.begin = begin
 head_start.HeadStart.close = close
 

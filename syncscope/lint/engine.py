@@ -8,7 +8,6 @@ import, no process pool.
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 from dataclasses import dataclass, field, replace
 
@@ -17,6 +16,7 @@ from .cache import FACT_FIELDS, Cache, content_hash, tree_key
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
 from .field_configs import FIELDS_METHOD, configs_ahead
+from .analysis_runs import analyze_all, analyzed
 from .head_start import HeadStart
 from .interning import Interner
 from .lineshift import line_map, shift_solution
@@ -30,11 +30,9 @@ from .records import FileFinding, diagnostic
 from .source_texts import text_of_bytes
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
-from .pool_worker import COLLECT_EVERY, analyze_in_worker, init_worker
 from .worker import RawResult, analyze_bytes, analyze_file, decode
 
 
-PROGRESS_MIN_FILES = 50  # fewer files than this finish before a bar is worth drawing
 FIELDS_METHOD_BYTES = FIELDS_METHOD.encode()
 # at most this many edited files are compared with what the cache held for them (lineshift.py):
 # an edit of a few staged files, not a checkout of another branch
@@ -173,8 +171,8 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
     # lines, the whole-program pass's output for the tree before is moved instead of rerun
     previous: dict[str, tuple] | None = {} if cache is not None and config.cross_file and len(todo) <= MAX_MOVED \
         else None
-    for (absolute, rel, module, is_package, digest, stamp, _, _), result in _analyzed(todo, config, jobs, progress,
-                                                                                     head):
+    for task, result in analyzed(todo, config, jobs, progress, head):
+        _, rel, _, _, digest, stamp, _, _ = task
         result = results[rel] = interner.result(result)
         if previous is not None and rel not in previous:
             old = cache.previous(rel)
@@ -297,7 +295,7 @@ def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, co
         except OSError:
             continue
         todo.append((absolute, rel, module, is_package, None, (stat.st_mtime_ns, stat.st_size), False, wanted))
-    for task, result in _analyze_all(todo, config, jobs, None):
+    for task, result in analyze_all(todo, config, jobs, None):
         rel = task[1]
         base = digests[rel].split("+", 1)[0]
         digest = base + ("+" + ",".join(sorted(task[7])) if task[7] else "")
@@ -546,66 +544,6 @@ def _text(data: bytes) -> str:
         return decode(data)
     except Exception:
         return data.decode("utf-8", "replace")
-
-
-def _analyzed(todo, config: LintConfig, jobs: int | None, progress, head: HeadStart | None):
-    """`_analyze_all`, with the results a head start already has for some of the tasks."""
-    ready = []
-    if head is not None and todo:
-        ready = [(task, result) for task in todo if (result := head.result_for(task)) is not None]
-        done = {id(task) for task, _ in ready}
-        todo = [task for task in todo if id(task) not in done]
-    yield from ready
-    yield from _analyze_all(todo, config, jobs, progress)
-
-
-def _analyze_all(todo, config: LintConfig, jobs: int | None, progress):
-    """Yield ((task), RawResult) for each file, in parallel when there is more than one file."""
-    if not todo:
-        return
-    if progress is not None and len(todo) >= PROGRESS_MIN_FILES:
-        progress.start(len(todo))
-    jobs = jobs or os.cpu_count() or 1
-    if len(todo) == 1 or jobs == 1:
-        for done, task in enumerate(todo):
-            if done and done % COLLECT_EVERY == 0:
-                # the results kept so far (hundreds of MB on a whole tree) would be scanned
-                # again by every full collection: the last files' cyclic garbage is collected,
-                # and what is left, the results, frozen (as a pool worker does with its start)
-                gc.collect()
-                gc.freeze()
-            yield task, analyze_file(task[0], task[2], task[3], config, task[6], task[7])
-            if progress is not None:
-                progress.advance(1)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    importlib.import_module("libcst")  # before forking, so every worker starts with it loaded
-
-    # biggest files first, so no worker is left with a long file at the end
-    ordered = sorted(todo, key=lambda t: -_size(t[0]))
-    context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-    with ProcessPoolExecutor(max_workers=min(jobs, len(ordered)), mp_context=context,
-                             initializer=init_worker) as pool:
-        futures = {pool.submit(analyze_in_worker, t[0], t[2], t[3], config, t[6], t[7]): t for t in ordered}
-        for future in as_completed(futures):
-            task = futures[future]
-            try:
-                result = future.result()
-            except Exception as error:  # a worker died (e.g. out of memory): report, go on
-                result = RawResult(findings=[diagnostic("SYN003", f"internal error: worker failed: {error!r}")],
-                                   internal_error=repr(error))
-            if progress is not None:
-                progress.advance(1)
-            yield task, result
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def analyze_for_fix(path: str, config: LintConfig):
