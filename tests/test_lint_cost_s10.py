@@ -10,7 +10,7 @@ from test_lint_field_configs import SUBCLASS, base, model
 from lint_helpers import make_config
 from test_lint_host_facts import INPUTS, where
 
-from syncscope.lint import engine
+from syncscope.lint import analysis_runs, engine
 from syncscope.lint.engine import lint_paths
 from syncscope.lint.field_configs import configs_ahead
 from syncscope.lint.worker import analyze_file
@@ -32,7 +32,8 @@ def _counting(monkeypatch) -> list:
         walked.append((module, inherited))
         return analyze_file(path, module, is_package, config, facts_only, inherited)
 
-    monkeypatch.setattr(engine, "analyze_file", counted)
+    monkeypatch.setattr(engine, "analyze_file", counted)  # a cached root's facts walked again
+    monkeypatch.setattr(analysis_runs, "analyze_file", counted)  # the run's in-process walks
     return walked
 
 
