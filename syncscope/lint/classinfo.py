@@ -397,8 +397,8 @@ def attribute_places(tree: ast.Module) -> dict[str, frozenset]:
     """Attribute name -> the places this file stores into it (`obj.attr = value`, any object),
     as far as one assignment shows: DEVICE for a torch factory with a device or `.to(device)` /
     `.cuda()`, HOST for host data, PY for literals and plain containers. The run keeps, across
-    all files, the names only ever given device tensors (`engine.device_attributes`): a rule
-    may report a value read from such an attribute (`RawFinding.needs_device`)."""
+    all files, the names only ever given device tensors (field_tables.py's `device_attributes`):
+    a rule may report a value read from such an attribute (`RawFinding.needs_device`)."""
     places: dict[str, set[int]] = {}
     for stmt in module_statements(tree):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):

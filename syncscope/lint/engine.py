@@ -8,6 +8,7 @@ import, no process pool.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 from dataclasses import dataclass, field, replace
 
@@ -21,9 +22,7 @@ from .head_start import HeadStart
 from .interning import Interner
 from .lineshift import line_map, shift_solution
 from .optin import switch_words
-from .classinfo import VECTOR
-from .program import host_fields as program_host_fields
-from .provenance import DEVICE
+from .field_tables import FieldTables
 from .owner_fields import OwnerFields
 from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
@@ -90,6 +89,8 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     # A few named files with a cache (the pre-commit hook): their analysis starts now, beside
     # the finding of the project's files and the cache's loading (head_start.py).
     head = HeadStart.begin(paths, config, jobs) if use_cache and config.cross_file else None
+    if head is not None:
+        _import_ahead()
     try:
         files, report_only = _with_project(paths, config)
         cache = Cache(config.root, config.cache_dir, config.analysis_key()) if use_cache else None
@@ -106,6 +107,14 @@ def lint_paths(paths: list[str], config: LintConfig, *, jobs: int | None = None,
     finally:
         if head is not None:
             head.close()
+
+
+def _import_ahead() -> None:
+    """What the run imports once the analysis is in (the per-step scope, the walk of files
+    that inherit fields: ~0.03 s of modules), imported while the head start's child analyzes
+    the named files and this process would otherwise wait for it."""
+    for name in ("reachability", "carrier_fields", "copy_methods"):
+        importlib.import_module(f"{__package__}.{name}")
 
 
 def _lint(files: list, report_only: set | None, cache: Cache | None, config: LintConfig, jobs, progress,
@@ -163,6 +172,10 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
                 ahead[module] = configs_ahead(_text(data), module, is_package)
     run.parsed = len(todo) - sum(1 for t in todo if t[6])
     todo = _inheriting_ahead(todo, ahead, results, digests)
+    # The unions over every result (field_tables.py). With a head start, those of the results
+    # in hand are made now, while its child analyzes the named files; otherwise after the
+    # whole-program pass, so that the pass does not run beside them (~20 MB on whole vLLM).
+    early = FieldTables.of(results) if head is not None else None
 
     # one object per equal name across the workers' results (interning.py): on whole vLLM the
     # parent holds them beside the workers, the run's peak
@@ -171,28 +184,36 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
     # lines, the whole-program pass's output for the tree before is moved instead of rerun
     previous: dict[str, tuple] | None = {} if cache is not None and config.cross_file and len(todo) <= MAX_MOVED \
         else None
+    if previous is not None:
+        for task in todo:
+            old = cache.previous(task[1])
+            previous[task[1]] = (cache.digest_of(task[1]), old) if old is not None else None
+        if head is not None:  # read now, while the child analyzes: what the pass will look up
+            _solution_ahead(cache, digests, previous)
     for task, result in analyzed(todo, config, jobs, progress, head):
         _, rel, _, _, digest, stamp, _, _ = task
         result = results[rel] = interner.result(result)
-        if previous is not None and rel not in previous:
-            old = cache.previous(rel)
-            previous[rel] = (cache.digest_of(rel), old) if old is not None else None
+        if early is not None:
+            early.add(result)
         if cache is not None:
             cache.put(rel, digest, result, stamp)
         if result.internal_error:
             run.internal_errors.append(f"{rel}: {result.internal_error}")
     del interner  # its tables (~190,000 names on whole vLLM) are not needed past the analysis
-    _walk_inheritors_again(results, digests, cache, config, jobs, run)
+    replaced = _walk_inheritors_again(results, digests, cache, config, jobs, run)
     extra, host_params, host_origins, per_step = _whole_program(results, digests, cache, config, run.abs_paths,
                                                                 previous) \
         if config.cross_file else ({}, set(), set(), None)
     scope = Scope(config, per_step)
     if cache is not None:
         cache.save()
-    _drop_pass_facts(results)
-    host_fields = program_host_fields(results)
-    device_attrs, vector_attrs = device_attributes(results)
-    owners = OwnerFields(results)
+    if report_only is None:  # a few named files: nothing big follows, the drop would only cost time (~0.03 s)
+        _drop_pass_facts(results)
+    # (results replaced by the second walk: a union cannot take their first ones out)
+    tables = early if early is not None and not replaced else FieldTables.of(results)
+    host_fields = tables.host_fields(results)
+    device_attrs, vector_attrs = tables.device_attributes()
+    owners = tables.owner_fields()
     python_args = PythonArgs(results, per_step["functions"] if per_step else None)
     by_default = per_step.get("host_by_default") or {} if per_step else {}  # offpaths.py
     sites: list[tuple[Site, FileFinding]] = []
@@ -266,7 +287,7 @@ def _inheriting_ahead(todo: list, ahead: dict, results: dict, digests: dict) -> 
     return tasks
 
 
-def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, config: LintConfig, jobs, run) -> None:
+def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, config: LintConfig, jobs, run) -> bool:
     """Walk again the files that use another module's multimodal processor, with the fields
     that processor keeps on the CPU as host-only keys (field_configs.py): the per-file walk
     cannot see a declaration in another file. Only files whose inherited fields differ from
@@ -274,7 +295,7 @@ def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, co
     61 inheriting models theirs; the carrier attributes, and any forecast it got wrong, are
     found here; none on a warm cache);
     the digest the result is cached under names the fields, so the whole-program pass's cache
-    key changes with them."""
+    key changes with them. True when it replaced any result."""
     from .field_configs import inherited_fields
 
     configs = {r.module: r.field_configs for r in results.values() if r.module and r.field_configs is not None}
@@ -302,6 +323,7 @@ def _walk_inheritors_again(results: dict, digests: dict, cache: Cache | None, co
         results[rel], digests[rel] = result, digest
         if cache is not None:
             cache.put(rel, digest, result, task[5])
+    return bool(todo)
 
 
 def _add_carrier_attrs(results: dict, inherited: dict) -> None:
@@ -411,6 +433,13 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
     return solved
 
 
+def _solution_ahead(cache: Cache, digests: dict, previous: dict) -> None:
+    """Load the pass's output that `_solve_or_reuse` will look for: this tree's, else the tree's
+    before the edit (`_moved_solution`). The cache keeps what it loaded."""
+    if cache.get_solved(tree_key(digests)) is None and all(entry is not None for entry in previous.values()):
+        cache.get_solved(tree_key({**digests, **{rel: entry[0] for rel, entry in previous.items()}}))
+
+
 def _moved_solution(results: dict, digests: dict, cache: Cache, previous: dict):
     """The pass's output for this tree from its output for the tree before the edit, when
     every edited file's analysis is what it was up to where its lines are (lineshift.py)."""
@@ -508,20 +537,6 @@ class Scope:
                 return None
             name = name.rsplit(".", 1)[0]  # a nested function: its parent's
         return None
-
-
-def device_attributes(results: dict) -> tuple[set, set]:
-    """Attribute names that the linted tree only ever gives device tensors (a torch factory with
-    `device=`, `.to(device)`, `.cuda()`), in any file and on any object, and those of them whose
-    tensors are all 1-D: a finding that holds only for a device value read from one of them
-    (`RawFinding.needs_device`) is kept."""
-    places: dict[str, set] = {}
-    for result in results.values():
-        for name, wheres in result.attr_places.items():
-            places.setdefault(name, set()).update(wheres)
-    device = {name for name, wheres in places.items() if {w for w in wheres if isinstance(w, int)} == {DEVICE}}
-    vector = {name for name in device if places[name] - {DEVICE} == {VECTOR}}
-    return device, vector
 
 
 def _device_condition_holds(condition, device_attrs: set, vector_attrs: set, owners: OwnerFields) -> bool:

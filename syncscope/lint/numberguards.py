@@ -142,7 +142,7 @@ def number_params(args: ast.arguments) -> dict:
 class TensorArgs:
     """Whether a call's argument is known to be a tensor (on the device or of unknown device):
     by its fact; read from an attribute the tree only ever gives device tensors (or a slice of
-    one: `self.k_scales[i:i + 1]`, as engine.device_attributes decides by the name); or the
+    one: `self.k_scales[i:i + 1]`, as field_tables.py decides by the name); or the
     caller's own parameter, passed on unchanged, when every call of the caller passes a tensor
     for it (`quantize_and_store(..., k_scale)` hands its callers' `layer.k_scale` on)."""
 

@@ -1,12 +1,12 @@
 """Where a field lives, by the class of the object that holds it.
 
-`engine.device_attributes` decides by the attribute's name alone: a name the tree only ever
-gives device tensors is a device tensor wherever it is read. One class with a field of the same
-name that holds something else (SGLang's `MambaStateShape.temporal: tuple[int, int, int]` next
-to the pool's `State.temporal`, a device tensor) makes every read of the name unknown. When the
-walk can tell the class of the object a value is read from (`FieldRef.owner`: `self` in a
-method, a name annotated with a class, then the fields' classes hop by hop), the run decides
-with that class's fields instead:
+field_tables.py's `device_attributes` decides by the attribute's name alone: a name the tree
+only ever gives device tensors is a device tensor wherever it is read. One class with a field of
+the same name that holds something else (SGLang's `MambaStateShape.temporal: tuple[int, int,
+int]` next to the pool's `State.temporal`, a device tensor) makes every read of the name
+unknown. When the walk can tell the class of the object a value is read from (`FieldRef.owner`:
+`self` in a method, a name annotated with a class, then the fields' classes hop by hop), the run
+decides with that class's fields instead:
 
 * per file (`owner_facts`, `ast` only): "Class.attr" -> the places stored into it (`self.attr =
   torch.zeros(..., device=d)` in a method of the class, `Class(attr=local_made_on_the_device)`
@@ -130,15 +130,9 @@ class OwnerFields:
     """The tree's fields per class (every file's `owner_facts`), asked once per conditional
     finding: is this attribute of that owner a device tensor?"""
 
-    def __init__(self, results: dict) -> None:
-        self.places: dict[str, set] = {}
-        self.types: dict[str, set] = {}
-        self.bases: dict[str, set] = {}
-        for result in results.values():
-            facts = getattr(result, "owner_fields", None) or {}
-            for table, into in (("places", self.places), ("types", self.types), ("bases", self.bases)):
-                for key, values in facts.get(table, {}).items():
-                    into.setdefault(key, set()).update(values)
+    def __init__(self, places: dict[str, set], types: dict[str, set], bases: dict[str, set]) -> None:
+        """The union of every file's `owner_facts` tables (field_tables.py builds it)."""
+        self.places, self.types, self.bases = places, types, bases
         self.subclasses: dict[str, set] = {}
         for cls, parents in self.bases.items():
             for parent in parents:

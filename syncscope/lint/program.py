@@ -4,7 +4,7 @@ re-exports, class fields and inheritance (wholeprogram.py runs the summaries ove
 
 from __future__ import annotations
 
-from . import provenance as P
+from .field_tables import FieldTables
 from .fact_values import CALLED, FUNC, METHOD, PROP, STAR, SUPER
 from .records import Root
 from .switch_devices import switch_field_hints
@@ -352,12 +352,10 @@ def module_prefix(qualname: str, program: Program) -> str:
 def host_fields(results: dict) -> set[str]:
     """"Class.attr" that some file's class keeps on the host or as a Python value and no file's
     class keeps on the device (the engine drops a finding on such a read: engine.py)."""
-    host: set[str] = set(switch_field_hints(results))  # fields on the host by default (switch_devices.py)
-    other: set[str] = set()
+    tables = FieldTables()
     for result in results.values():
-        for key, where in (getattr(result, "field_hints", None) or {}).items():
-            (host if P.known_host(where) else other).add(key)
-    return host - other
+        tables.add_field_hints(result)
+    return tables.host_fields(results)
 
 
 def _on_host_field(result, host_fields: set) -> set[tuple]:
