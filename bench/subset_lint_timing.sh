@@ -12,7 +12,8 @@
 # three times, a statement inserted in `add_request`'s body three times (edits that only move
 # lines: the pass's output is moved), and a statement inserted where it changes what the file
 # records (the whole-program pass reruns the first time). Prints user+sys CPU and wall seconds
-# per run. Run from the repository root.
+# per run. ROUNDS=N (default 3) times each of the first three edits; the arms take turns going
+# first. Run from the repository root.
 set -euo pipefail
 # As a user's installed copy runs: with its compiled bytecode written once and read after, even
 # where the environment turns the writing off (then every run compiles the ~120 modules the
@@ -32,8 +33,10 @@ lint() {  # lint ARM_INDEX PATHS...
   PYTHONPATH="${ARMS[$arm]}" python -c "$ENTRY" lint "$@" --config "$WORK/cache$arm.toml" --exit-zero \
     --output-format json -o "$WORK/out$arm.json" >/dev/null 2>&1
 }
-run() {
-  for arm in "${!ARMS[@]}"; do
+run() {  # run LABEL ROUND: every arm once, in reverse order on even rounds (no arm always first)
+  local order=("${!ARMS[@]}")
+  if (( $2 % 2 == 0 )); then order=($(printf '%s\n' "${order[@]}" | tac)); fi
+  for arm in "${order[@]}"; do
     /usr/bin/time -f "%U %S %e" -o "$WORK/time" bash -c "$(declare -f lint); ARMS=(${ARMS[*]}); ENTRY='$ENTRY'; WORK=$WORK; lint $arm $F"
     echo "$1 [${ARMS[$arm]}] $(awk '{printf "cpu %.2f s, wall %.2f s", $1+$2, $3}' "$WORK/time")"
   done
@@ -43,7 +46,8 @@ for arm in "${!ARMS[@]}"; do
   printf '[tool.syncscope.lint]\ncache-dir = "%s"\n' "$WORK/cache$arm" > "$WORK/cache$arm.toml"
   lint "$arm" vllm  # fill the cache
 done
-for i in 1 2 3; do run unchanged; done
-for i in 1 2 3; do echo "# edit $i" >> $F; run "comment appended"; done
-for i in 1 2 3; do sed -i "352i\        _edit_$i = 0" $F; run "statement in add_request"; done
-for i in 1 2 3; do sed -i "350i\        _edit_b$i = 0" $F; run "statement ending a straight run"; done
+ROUNDS=${ROUNDS:-3}
+for i in $(seq "$ROUNDS"); do run unchanged "$i"; done
+for i in $(seq "$ROUNDS"); do echo "# edit $i" >> $F; run "comment appended" "$i"; done
+for i in $(seq "$ROUNDS"); do sed -i "352i\        _edit_$i = 0" $F; run "statement in add_request" "$i"; done
+for i in 1 2 3; do sed -i "350i\        _edit_b$i = 0" $F; run "statement ending a straight run" "$i"; done
