@@ -18,22 +18,14 @@ from syncscope.lint.config import load_config
 from syncscope.lint.engine import lint_paths
 from syncscope.lint.field_tables import FieldTables
 from syncscope.lint.worker import analyze_file
-from test_lint_store_owners import POOL, RUNNER, SHAPES
+from test_lint_store_owners import HOST_SUBCLASSES, POOL, RUNNER, SHAPES
 
 # A subclass of the pool (in a file of its own) whose state keeps `temporal` on the host: with
 # it, `self.mamba_cache.temporal` may be a host tensor and the pool's store is not reported.
 HOST_POOL = """
     import torch
     from pkg.pool import MambaPool
-
-    class HostState(MambaPool.State):
-        def __init__(self, size):
-            self.temporal = torch.zeros((2, size, 4)).pin_memory()
-
-    class HostPool(MambaPool):
-        def __init__(self, size):
-            self.mamba_cache = HostState(size)
-"""
+""" + HOST_SUBCLASSES
 NO_HOST_POOL = """
     import torch
 
@@ -41,6 +33,7 @@ NO_HOST_POOL = """
         return torch.zeros((2, size, 4)).pin_memory()
 """
 STORE = ("pkg/pool.py", 19, "SYN406")  # temporal[:, indices] = 0
+STAGED = ("pkg/pool.py", "pkg/hostpool.py")
 TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)
 
@@ -54,7 +47,9 @@ def _write(tmp_path, name, source):
 
 
 def _project(tmp_path, host_pool: str):
-    (tmp_path / "pyproject.toml").write_text("[tool.syncscope.lint]\n")
+    # cold findings too: a store the tables drop must be gone, not only moved out of the default
+    # report (with the host subclass, the pool's other store is also off every per-step path)
+    (tmp_path / "pyproject.toml").write_text("[tool.syncscope.lint]\ninclude-cold = true\n")
     for name, source in {"__init__.py": "", "pool.py": POOL, "shapes.py": SHAPES, "runner.py": RUNNER,
                          "hostpool.py": host_pool}.items():
         _write(tmp_path, name, source)
@@ -104,21 +99,25 @@ def _staged_with_head_start(tmp_path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _staged_and_whole(tmp_path, config, head_start: bool) -> tuple[list, list]:
+    """What the staged run reports for the two staged files, with one job or with a head start,
+    and what a whole run without the cache reports for them."""
+    if not head_start:
+        whole = lint_paths([str(tmp_path)], config, use_cache=False, jobs=1)
+        return _where(_staged(tmp_path, config)), [w for w in _where(whole) if w[0] in STAGED]
+    if not hasattr(os, "fork"):
+        pytest.skip("the head start needs fork")
+    out = _staged_with_head_start(tmp_path)
+    assert out["head_start"] == [True]
+    return [tuple(w) for w in out["staged"]], [tuple(w) for w in out["whole"]]
+
+
 @pytest.mark.parametrize("head_start", [False, True], ids=["one job", "head start"])
 def test_a_staged_edit_that_takes_the_host_subclass_out_reports_the_store(tmp_path, head_start):
     config = _project(tmp_path, HOST_POOL)
     assert STORE not in _where(lint_paths([str(tmp_path)], config, jobs=1))  # fills the cache
     _write(tmp_path, "hostpool.py", NO_HOST_POOL)
-    if head_start:
-        if not hasattr(os, "fork"):
-            pytest.skip("the head start needs fork")
-        out = _staged_with_head_start(tmp_path)
-        assert out["head_start"] == [True]
-        staged, whole = [tuple(w) for w in out["staged"]], [tuple(w) for w in out["whole"]]
-    else:
-        staged = _where(_staged(tmp_path, config))
-        whole = [w for w in _where(lint_paths([str(tmp_path)], config, use_cache=False, jobs=1))
-                 if w[0] in ("pkg/pool.py", "pkg/hostpool.py")]
+    staged, whole = _staged_and_whole(tmp_path, config, head_start)
     assert STORE in staged
     assert staged == whole
 
@@ -128,15 +127,9 @@ def test_a_staged_edit_that_adds_the_host_subclass_drops_the_store(tmp_path, hea
     config = _project(tmp_path, NO_HOST_POOL)
     assert STORE in _where(lint_paths([str(tmp_path)], config, jobs=1))
     _write(tmp_path, "hostpool.py", HOST_POOL)
-    if head_start:
-        if not hasattr(os, "fork"):
-            pytest.skip("the head start needs fork")
-        out = _staged_with_head_start(tmp_path)
-        assert out["head_start"] == [True]
-        staged = [tuple(w) for w in out["staged"]]
-    else:
-        staged = _where(_staged(tmp_path, config))
+    staged, whole = _staged_and_whole(tmp_path, config, head_start)
     assert STORE not in staged
+    assert staged == whole
 
 
 def test_the_tables_do_not_depend_on_the_order_the_results_come_in(tmp_path):

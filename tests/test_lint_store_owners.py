@@ -55,10 +55,8 @@ def test_a_field_of_the_owners_class_is_a_device_tensor_when_the_name_is_not(tmp
     assert ("pkg/pool.py", 22, "SYN406") in where(run)  # t[:, indices] = 0, t from conv[i]
 
 
-def test_the_owner_rule_stays_quiet_when_a_subclass_keeps_the_field_on_the_host(tmp_path):
-    # a subclass of the pool fills the field with a subclass of the state that is on the host:
-    # `self.mamba_cache` may be either, so the field is not known to be a device tensor
-    with_host = POOL + """
+# A subclass of the pool that fills the field with a subclass of the state kept on the host.
+HOST_SUBCLASSES = """
     class HostState(MambaPool.State):
         def __init__(self, size):
             self.temporal = torch.zeros((2, size, 4)).pin_memory()
@@ -67,6 +65,11 @@ def test_the_owner_rule_stays_quiet_when_a_subclass_keeps_the_field_on_the_host(
         def __init__(self, size):
             self.mamba_cache = HostState(size)
 """
+
+
+def test_the_owner_rule_stays_quiet_when_a_subclass_keeps_the_field_on_the_host(tmp_path):
+    # `self.mamba_cache` may be either state, so the field is not known to be a device tensor
+    with_host = POOL + HOST_SUBCLASSES
     run = lint_package(tmp_path, {"pool.py": with_host, "shapes.py": SHAPES, "runner.py": RUNNER})
     assert ("pkg/pool.py", 19, "SYN406") not in where(run)
 
