@@ -2,10 +2,11 @@
 result: which attribute names only ever hold device tensors (`device_attributes`), what each
 class keeps in its fields (`owner_fields.OwnerFields`) and which class fields are kept on the
 host (`host_fields`). Every table is a union, so it does not matter in which order the results
-come: the engine adds each one as it has it. On a run over a few staged files that means the
-cached results of the rest of the project are added while the head start's child still
-analyzes the staged ones (head_start.py), and only the staged files' results are left for after
-it answers (~0.07 s of a warm vLLM run were these unions)."""
+come. With a head start (a run on a few staged files, head_start.py) the engine builds them
+from the cached results of the rest of the project while the child still analyzes the staged
+ones, and adds the staged files' results when they come (~0.07 s of a warm vLLM run were these
+unions, after the child's answer); otherwise it builds them after the whole-program pass, which
+then does not run beside them."""
 
 from __future__ import annotations
 
