@@ -436,23 +436,29 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
 def _solution_ahead(cache: Cache, digests: dict, previous: dict) -> None:
     """Load the pass's output that `_solve_or_reuse` will look for: this tree's, else the tree's
     before the edit (`_moved_solution`). The cache keeps what it loaded."""
-    if cache.get_solved(tree_key(digests)) is None and all(entry is not None for entry in previous.values()):
-        cache.get_solved(tree_key({**digests, **{rel: entry[0] for rel, entry in previous.items()}}))
+    if cache.get_solved(tree_key(digests)) is None and (before := _digests_before(digests, previous)) is not None:
+        cache.get_solved(tree_key(before))
+
+
+def _digests_before(digests: dict, previous: dict) -> dict | None:
+    """The tree's content hashes before the edit: each edited file's as the cache held it (None
+    when one was not in the cache, or is no longer in the tree)."""
+    if any(entry is None or digests.get(rel) is None for rel, entry in previous.items()):
+        return None
+    return {**digests, **{rel: entry[0] for rel, entry in previous.items()}}
 
 
 def _moved_solution(results: dict, digests: dict, cache: Cache, previous: dict):
     """The pass's output for this tree from its output for the tree before the edit, when
     every edited file's analysis is what it was up to where its lines are (lineshift.py)."""
-    before = dict(digests)
+    before = _digests_before(digests, previous)
+    if before is None:
+        return None
     maps = {}
-    for rel, entry in previous.items():
-        if entry is None or digests.get(rel) is None:
-            return None
-        old_digest, old = entry
+    for rel, (_, old) in previous.items():
         mapping = line_map(old, results[rel])
         if mapping is None:
             return None
-        before[rel] = old_digest
         if any(line != moved for line, moved in mapping.items()):
             maps[rel] = mapping
     solved = cache.get_solved(tree_key(before))
