@@ -485,7 +485,7 @@ def test_cached_runs_give_the_whole_program_findings_of_a_fresh_one(tmp_path):
     assert findings() == fresh  # warm: the pass's output comes from the cache
     cache_dir = tmp_path / ".syncscope_cache"
     kinds = {name.split("-")[4].split(".")[0] for name in os.listdir(cache_dir) if name.endswith(".pickle")}
-    assert kinds == {"facts", "files", "solved"}, kinds  # lint-v<format>-<code>-<config>-<kind>...
+    assert kinds == {"facts", "files", "solved", "scans"}, kinds  # lint-v<format>-<code>-<config>-<kind>...
 
     time.sleep(0.01)
     (root / "helpers.py").write_text("def gather(x):\n    return x\n")  # no longer syncs

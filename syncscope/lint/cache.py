@@ -16,6 +16,8 @@ Pickles per (tool version, analysis config) in `<root>/.syncscope_cache/`:
   * `…-solved-<tree>.pickle`: the whole-program pass's output for one tree, keyed by every
     file's content hash; the SOLVED_KEPT newest are kept. A rerun with nothing changed reads
     this and skips the pass.
+  * `…-scans.pickle`: the answers of the pass's last scans of the files' text, by scan,
+    pattern and content hash (text_scans.py): a rerun of the pass reads only edited files.
 Each is replaced atomically, so concurrent runs at worst redo some work: every entry carries
 the content hash it was made from, so one that another run made stale is a miss, never a wrong
 answer. Entries for files not seen in a run are kept, so linting a subdirectory does not evict
@@ -84,6 +86,8 @@ class Cache:
         self._facts_dirty: set[int] = set()
         self._solved: dict[str, object] = {}  # tree key -> the pass's output, read or put in this run
         self._solved_new: list[str] = []
+        self._scans: dict | None = None  # text_scans.py's answers, loaded on first need
+        self._scans_new = False
         self.dirty = False
 
     @property
@@ -194,8 +198,17 @@ class Cache:
         self._solved[key] = value
         self._solved_new.append(key)
 
+    def get_scans(self) -> dict:
+        if self._scans is None:
+            self._scans = _load(self._file("scans"), dict)
+        return self._scans
+
+    def put_scans(self, scans: dict) -> None:
+        self._scans = scans
+        self._scans_new = True
+
     def save(self) -> None:
-        if not (self.dirty or self.facts_dirty or self.solved_dirty):
+        if not (self.dirty or self.facts_dirty or self.solved_dirty or self._scans_new):
             return
         try:
             os.makedirs(self.directory, exist_ok=True)
@@ -209,6 +222,9 @@ class Cache:
             for key in self._solved_new:
                 self._write(f"solved-{key}", (key, self._solved[key]))
             self._solved_new = []
+            if self._scans_new:
+                self._write("scans", self._scans)
+                self._scans_new = False
             self._drop_old_files()
         except OSError:
             pass  # a read-only tree still lints, just without a cache

@@ -11,7 +11,7 @@ from .dispatched import dispatched_calls
 from .numberguards import NUMBER, TensorArgs
 
 
-def decided_lines(program, edges: dict, results: dict, library=None, sources=None, cold_name=None) -> dict[str, list]:
+def decided_lines(program, edges: dict, results: dict, library=None, texts=None, cold_name=None) -> dict[str, list]:
     """The lines the rest of the program decides never run while serving: {path: [(start, end,
     why)]}. Calls and syncs on them do not count, nor are they reported by default. Under a
     None-guard on a parameter every caller passes; under a flag no caller turns on
@@ -29,10 +29,10 @@ def decided_lines(program, edges: dict, results: dict, library=None, sources=Non
 
     guarded = guarded_lines(program, edges, results, cold_name)
     stores: dict = {}
-    switches = off_switches(results, sources, stores, switch_fields(results))  # read by both: a switch off by default
-    found = [flag_lines(program, edges, results, binds, sources, switches), error_lines(program, edges, results),
-             name_lines(program, results), optin_lines(program, edges, results, sources, switches)]
-    found.append(env_switch_lines(program, results, stores, sources))
+    switches = off_switches(results, texts, stores, switch_fields(results))  # read by both: a switch off by default
+    found = [flag_lines(program, edges, results, binds, texts, switches), error_lines(program, edges, results),
+             name_lines(program, results), optin_lines(program, edges, results, texts, switches)]
+    found.append(env_switch_lines(program, results, stores, texts))
     if library is not None:
         found.append(memo_lines(program, results, library, cold_name))
     for table in found:

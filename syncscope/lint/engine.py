@@ -27,6 +27,7 @@ from .owner_fields import OwnerFields
 from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
 from .source_texts import text_of_bytes
+from .text_scans import TextScans
 from .suppress import apply_suppressions, may_have_suppressions, parse_suppressions, unused_suppressions
 from .wholeprogram import solve
 from .worker import RawResult, analyze_bytes, analyze_file, decode
@@ -427,9 +428,11 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
                 # whole run, and no workers run beside this pass (the run's peak is theirs)
                 results[rel] = full
         cache.flush_facts()
-    solved = solve(dict(sorted(results.items())), config.library(), config.cold_function, abs_paths)  # file order, not the workers' arrival order: the same roots every run
+    texts = TextScans(abs_paths, digests, cache.get_scans() if cache is not None else None)
+    solved = solve(dict(sorted(results.items())), config.library(), config.cold_function, texts)  # file order, not the workers' arrival order: the same roots every run
     if cache is not None:
         cache.put_solved(key, solved)
+        cache.put_scans(texts.kept)
     return solved
 
 

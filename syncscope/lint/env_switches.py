@@ -40,6 +40,7 @@ import re
 
 from .classinfo import module_statements
 from .nodewalk import nodes_breadth_first
+from .text_scans import TextScans
 
 _ATTRIBUTE = frozenset({ast.Attribute})
 
@@ -212,7 +213,7 @@ def switch_fields(results: dict) -> frozenset:
                      for _, _, needs in facts[4] for r in needs if r[0] == "field")
 
 
-def env_switch_lines(program, results: dict, stores: dict, sources=None) -> dict[str, list]:
+def env_switch_lines(program, results: dict, stores: dict, texts: TextScans | None = None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the lines that run only when an environment switch is on that
     the tree declares off by default and never sets, or a field only ever stored a literal False
     or None is true. `stores`: optin.off_switches' counts of the whole tree's text ("counts":
@@ -255,7 +256,7 @@ def env_switch_lines(program, results: dict, stores: dict, sources=None) -> dict
             return None  # given by key
         if store_counts.get(r[1], 0) != r[3] and not (
                 store_counts.get(r[1], 0) == own.get(r[1], 0)
-                and _family_stores_none(families, results, path, r[4], r[1], sources)):
+                and _family_stores_none(families, results, path, r[4], r[1], texts or TextScans())):
             return None  # stored in another file by another receiver, or by the class's family
         if r[2] == (("never",),):
             return f"runs only when `self.{r[1]}` is true, and every store of it in the tree is a literal False or None"
@@ -297,32 +298,27 @@ class _Families:
         return found
 
 
-def _family_stores_none(families: _Families, results: dict, path: str, name: str, field: str, sources) -> bool:
+def _family_stores_none(families: _Families, results: dict, path: str, name: str, field: str, texts: TextScans) -> bool:
     """Whether no class of `name`'s family (its bases and subclasses in the tree, `name` defined
     at the top of the file at `path`) stores `self.<field>` outside that file: the other stores
     on `self` are then in other classes' objects."""
     key = (path, name, field)
     if key not in families.answers:
-        families.answers[key] = _family_stores_none_now(families, results, path, name, field, sources)
+        families.answers[key] = _family_stores_none_now(families, results, path, name, field, texts)
     return families.answers[key]
 
 
-def _family_stores_none_now(families: _Families, results: dict, path: str, name: str, field: str, sources) -> bool:
-    from .source_texts import source_text
-
+def _family_stores_none_now(families: _Families, results: dict, path: str, name: str, field: str, texts: TextScans) -> bool:
     module = getattr(results[path], "module", None)
     start = f"{module}.{name}"
     if module is None or start not in families.program.classes:
         return False
     family = families.family(start)
     written = re.compile(r"\bself\." + field + r"\s*(?:=(?!=)|[-+*/|&]=)")
-    others = {p for p, result in results.items() if p != path
-              and not family.isdisjoint(getattr(result, "classes", None) or ())}
-    for other in others:
-        text = source_text(other, sources)
-        if text is None or written.search(text):
-            return False
-    return True
+    others = sorted(p for p, result in results.items() if p != path
+                    and not family.isdisjoint(getattr(result, "classes", None) or ()))
+    found = texts.answers("stores-on-self", field, others, lambda text: bool(written.search(text)))
+    return found is not None and not any(found.values())
 
 
 def _function_names(results: dict) -> dict[str, int]:

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from .dispatched import dispatched_calls
 from .nodewalk import nodes_breadth_first
-from .source_texts import source_texts
+from .text_scans import TextScans
 from .switch_args import SwitchArgs
 
 _FLAG_NODES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Call})
@@ -164,9 +164,9 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     return guards, passes
 
 
-def flag_lines(program, edges: dict, results: dict, binds, sources=None, switches=None) -> dict[str, list]:
+def flag_lines(program, edges: dict, results: dict, binds, texts: TextScans | None = None, switches=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the flag guards no call in the tree can turn on (`binds`:
-    callguards.binds, for the calls by name; `sources`: each path's file, for `_keyword_passed`;
+    callguards.binds, for the calls by name; `texts`: the files' texts, for `_keyword_passed`;
     `switches`: optin.off_switches, for the calls that pass a switch off by default: switch_args.py)."""
     guards: dict[str, list] = {}
     passes: dict[str, dict] = {}
@@ -258,7 +258,7 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None, switche
                     f"runs only when `{param}` is on, and every call in the tree passes it off or a switch off by " \
                     f"default (`{'`, `'.join(sorted(off))}`: a bool field that defaults to False and that nothing in the tree sets)"
                 found.setdefault(program.path_of[qualname], []).append((start, end, why))
-    passed = _keyword_passed({param for *_, param in nones}, results, sources) if nones else set()
+    passed = _keyword_passed({param for *_, param in nones}, results, texts or TextScans()) if nones else set()
     for path, start, end, param in nones:
         if param not in passed:
             found.setdefault(path, []).append(
@@ -266,19 +266,18 @@ def flag_lines(program, edges: dict, results: dict, binds, sources=None, switche
     return found
 
 
-def _keyword_passed(params: set, results: dict, sources) -> set:
+def _keyword_passed(params: set, results: dict, texts: TextScans) -> set:
     """The names among `params` that some file passes by keyword a value other than None
     (`f(x, output_tensor_list=parts)`), whatever the call: a call on a receiver the per-file
     records do not keep (`get_parallel().attn_tp_group.all_gather(...)`) is still a caller.
     A text scan (`(` or `,`, the name, `=`), so a tuple target of that name counts too; a file
     that cannot be read may pass all of them."""
-    pattern = re.compile(r"[(,]\s*(" + "|".join(sorted(map(re.escape, params))) + r")\s*=(?!=)\s*(?!None\b)")
-    passed: set[str] = set()
-    for _path, text in source_texts(results, sources):
-        if text is None:
-            return set(params)
-        passed.update(pattern.findall(text))
-    return passed
+    wanted = tuple(sorted(params))
+    pattern = re.compile(r"[(,]\s*(" + "|".join(map(re.escape, wanted)) + r")\s*=(?!=)\s*(?!None\b)")
+    found = texts.answers("keywords-passed", wanted, results, lambda text: frozenset(pattern.findall(text)))
+    if found is None:
+        return set(params)
+    return set().union(*found.values())
 
 
 def _position(program, function: str, name: str) -> int | None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .source_texts import source_texts
+from .text_scans import LazyTexts, TextScans
 
 
 _DECLARED = re.compile(r"^    (\w+)\s*:\s*bool\s*=\s*(\w+)\s*(?:#.*)?$", re.M)
@@ -68,8 +68,10 @@ def switch_words(text: str | None) -> tuple | None:
     return tuple(sorted(declared)), tuple(sorted(other)), tuple(sorted(keyed)), flat
 
 
-def off_switches(results: dict, sources=None, stores: dict | None = None, wanted=frozenset()) -> tuple[frozenset, dict]:
-    """(the switches off by default, {path: text} of the files that read one as `.F`), from the
+def off_switches(results: dict, texts: TextScans | None = None, stores: dict | None = None,
+                 wanted=frozenset()) -> tuple[frozenset, LazyTexts | dict]:
+    """(the switches off by default, the files that read one as `.F`, their text read on first
+    use), from the
     files' `switch_words`. Fills `stores` with "counts" (name -> `.F =` stores in the tree),
     "own" (those on `self`) and "keyed" (names given a value as a string key or by `setattr`)
     when every file was read (env_switches.py), for the names in `wanted` only (every stored
@@ -99,16 +101,14 @@ def off_switches(results: dict, sources=None, stores: dict | None = None, wanted
     off = frozenset(declared - other)
     if not off:
         return off, {}
-    reading = {}
+    texts = texts or TextScans()
     # a read `.F` of one of them, as the whole word: one search, not a list of every attribute
     # the file reads
     read = re.compile(r"\.(?:" + "|".join(map(re.escape, sorted(off))) + r")\b")
-    for path, text in source_texts(results, sources):
-        if text is None:  # a file not read may set any switch
-            return frozenset(), {}
-        if read.search(text):
-            reading[path] = text
-    return off, reading
+    found = texts.answers("reads-switch", tuple(sorted(off)), results, lambda text: bool(read.search(text)))
+    if found is None:  # a file not read may set any switch
+        return frozenset(), {}
+    return off, LazyTexts(texts, [path for path, reads in found.items() if reads])
 
 
 def _switch(node, off: frozenset, tests: dict) -> str | None:
@@ -183,18 +183,22 @@ def _gated_calls(text: str, off: frozenset) -> tuple[dict, list]:
     return calls, spans
 
 
-def optin_lines(program, edges: dict, results: dict, sources=None, switches=None) -> dict[str, list]:
+def optin_lines(program, edges: dict, results: dict, texts: TextScans | None = None, switches=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the methods of the classes built only behind an off switch
     (`switches`: `off_switches`' answer, when the caller has it already)."""
-    off, reading = switches if switches is not None else off_switches(results, sources)
+    texts = texts or TextScans()
+    off, reading = switches if switches is not None else off_switches(results, texts)
     if not reading:
         return {}
     by_short: dict[str, list] = {}
     for cls in program.classes:
         by_short.setdefault(cls.rpartition(".")[2], []).append(cls)
     sites: dict[str, list] = {}  # class name -> [(path, line, switch or None)]
-    for path, text in reading.items():
-        for name, calls in _gated_calls(text, off)[0].items():
+    gated = texts.answers("gated-calls", tuple(sorted(off)), reading, lambda text: _gated_calls(text, off)[0])
+    if gated is None:  # a file that read a switch can no longer be read
+        return {}
+    for path, built in gated.items():
+        for name, calls in built.items():
             if len(by_short.get(name, ())) == 1:
                 sites.setdefault(name, []).extend((path, line, switch) for line, switch in calls)
     names = {name for name, calls in sites.items() if all(switch for _, _, switch in calls)}
@@ -204,15 +208,20 @@ def optin_lines(program, edges: dict, results: dict, sources=None, switches=None
         return {}
     # every construction in the tree, by its name as written (`Name(`): none elsewhere, at module level, by alias
     written = re.compile(r"(?<!class )\b(" + "|".join(sorted(map(re.escape, names))) + r")\s*\(")
-    for path, text in source_texts(results, sources):
-        if text is None:
-            return {}
-        if not any(name in text for name in names):
-            continue
-        for match in written.finditer(text):
-            line = text.count("\n", 0, match.start()) + 1
-            if (path, line) not in {(p, l) for p, l, _ in sites.get(match.group(1), ())}:
-                names.discard(match.group(1))
+    wanted = tuple(sorted(names))
+
+    def constructions(text: str) -> tuple:
+        if not any(name in text for name in wanted):
+            return ()
+        return tuple((match.group(1), text.count("\n", 0, match.start()) + 1) for match in written.finditer(text))
+
+    built = texts.answers("constructions", wanted, results, constructions)
+    if built is None:
+        return {}
+    for path, made in built.items():
+        for name, line in made:
+            if (path, line) not in {(p, l) for p, l, _ in sites.get(name, ())}:
+                names.discard(name)
     found: dict[str, list] = {}
     for name in names:
         cls = by_short[name][0]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 
 from .name_uses import CAPITALIZED, each_use, uses_in
-from .source_texts import source_text
+from .text_scans import TextScans
 
 _PLATFORM_WORDS = ("another platform", "on CUDA")
 MAX_NAMING_FILES = 8  # a candidate named in more files than this is left alone (read no further)
@@ -44,9 +44,9 @@ def platform_reason(why: str | None) -> bool:
 
 
 def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, subclasses: dict,
-                    sources: dict | None = None) -> frozenset:
+                    texts: TextScans | None = None) -> frozenset:
     """The classes of the tree that only code for another platform builds (module docstring).
-    `sources`: each linted path's file (the engine's absolute paths), else the path as it is."""
+    `texts`: the linted files' texts (text_scans.py)."""
     path_of_module = {result.module: path for path, result in results.items() if result.module}
     builders: dict[str, set] = {}  # class -> {(path, the class whose code builds it, or None)}
     for path, result in results.items():
@@ -63,11 +63,12 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
                   and all(platform_file(path) for path, _ in places)}
     if not candidates:
         return frozenset()
-    built = _first_round(results, cold, other_platform, candidates, sources)
-    return held_only_by(built, results, cold, other_platform, builders, subclasses, path_of_module, sources)
+    texts = texts or TextScans()
+    built = _first_round(results, cold, other_platform, candidates, texts)
+    return held_only_by(built, results, cold, other_platform, builders, subclasses, path_of_module, texts)
 
 
-def _first_round(results: dict, cold: dict, other_platform: dict, candidates: set, sources) -> frozenset:
+def _first_round(results: dict, cold: dict, other_platform: dict, candidates: set, texts: TextScans) -> frozenset:
     """Of `candidates`, the classes every mention of which is quiet or a construction on a line
     that never runs on CUDA (the module docstring's scan)."""
     by_short: dict[str, set] = {}
@@ -75,13 +76,14 @@ def _first_round(results: dict, cold: dict, other_platform: dict, candidates: se
         by_short.setdefault(cls.rpartition(".")[2], set()).add(cls)
     mentions: dict[str, set] = {}  # path -> the candidates' names it mentions
     named_in: dict[str, int] = {}
-    for path in results:
-        text = source_text(path, sources)
-        if text is None:
-            return frozenset()  # a file not read may name any of them
-        found = by_short.keys() & CAPITALIZED.findall(text)  # one pass: an alternation of hundreds of names is slow
+    shorts = frozenset(by_short)
+    # one pass: an alternation of hundreds of names is slow
+    named = texts.answers("names-class", tuple(sorted(shorts)), results, lambda text: shorts.intersection(CAPITALIZED.findall(text)))
+    if named is None:
+        return frozenset()  # a file not read may name any of them
+    for path, found in named.items():
         if found:
-            mentions[path] = found
+            mentions[path] = set(found)
             for short in found:
                 named_in[short] = named_in.get(short, 0) + 1
     # a name many files mention is handed around (or shared by many classes): one use that
@@ -91,7 +93,7 @@ def _first_round(results: dict, cold: dict, other_platform: dict, candidates: se
     built: set[str] = set()
     for path, found in mentions.items():
         found -= common
-        uses = _uses(path, results[path], found, sources) if found else ()
+        uses = _uses(path, results[path], found, texts) if found else ()
         if uses is None:
             failed.update(cls for short in found for cls in by_short[short])
             continue
@@ -116,7 +118,7 @@ def _platform_file(path: str, cold: dict, other_platform: dict) -> bool:
 
 
 def held_only_by(built: frozenset, results: dict, cold: dict, other_platform: dict, builders: dict,
-                 subclasses: dict, path_of_module: dict, sources) -> frozenset:
+                 subclasses: dict, path_of_module: dict, texts: TextScans) -> frozenset:
     """`built` and the classes built only in the methods of those (or on lines that never run on
     CUDA), again until none is added: a method runs only on an object of its class, so what only
     the methods of a class no CUDA process holds build is not held there either (vLLM's
@@ -134,7 +136,7 @@ def held_only_by(built: frozenset, results: dict, cold: dict, other_platform: di
         by_short: dict[str, set] = {}
         for cls in new:
             by_short.setdefault(cls.rpartition(".")[2], set()).add(cls)
-        added = _only_held_in(built, by_short, results, cold, other_platform, sources)
+        added = _only_held_in(built, by_short, results, cold, other_platform, texts)
         if not added:
             break
         built = built | added
@@ -142,7 +144,7 @@ def held_only_by(built: frozenset, results: dict, cold: dict, other_platform: di
 
 
 def _only_held_in(built: frozenset, by_short: dict, results: dict, cold: dict, other_platform: dict,
-                  sources) -> frozenset:
+                  texts: TextScans) -> frozenset:
     """Of the classes in `by_short` (short name -> classes), those every mention of which is
     quiet or a construction on a line that never runs on CUDA or in a method of `built`."""
     failed: set[str] = set()
@@ -151,11 +153,11 @@ def _only_held_in(built: frozenset, by_short: dict, results: dict, cold: dict, o
     for path, result in results.items():
         uses = getattr(result, "name_uses", None)
         if uses is None:  # no fact (a file the analysis did not parse): its text, parsed again
-            text = source_text(path, sources)
+            text = texts.text(path)
             if text is None:
                 return frozenset()
             found = {short for short in by_short if short in text}
-            uses = _uses(path, result, found, sources) if found else ()
+            uses = _uses(path, result, found, texts) if found else ()
             if uses is None:
                 failed.update(cls for short in found for cls in by_short[short])
                 continue
@@ -182,13 +184,13 @@ def _only_held_in(built: frozenset, by_short: dict, results: dict, cold: dict, o
     return frozenset(added - failed)
 
 
-def _uses(path: str, result, found: set, sources) -> tuple | None:
+def _uses(path: str, result, found: set, texts: TextScans) -> tuple | None:
     """The file's `name_uses` (name_uses.py), else those of `found` from its text parsed again
     (a file the analysis did not parse, or of another encoding); None when it does not parse."""
     uses = getattr(result, "name_uses", None)
     if uses:
         return uses
-    text = source_text(path, sources)
+    text = texts.text(path)
     try:
         return uses_in(ast.parse(text), found) if text is not None else None
     except SyntaxError:

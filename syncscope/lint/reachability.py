@@ -93,7 +93,7 @@ class PerStep:
     """Reachability from the per-step roots over the whole program."""
 
     def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                 cold_name=None, sources=None, built=None, demoted=frozenset()) -> None:
+                 cold_name=None, texts=None, built=None, demoted=frozenset()) -> None:
         self.program = program
         # root-named methods that are no root: called once per request (request_roots.py), at
         # start-up (startup_roots.py), or only from code that never runs by default (offpaths.py)
@@ -132,7 +132,7 @@ class PerStep:
                                            AttributeClasses(program, results, self.other_platform.get))
         # classes only another platform's code builds: their methods never run on CUDA (platform_built.py)
         self.built_elsewhere = built if built is not None else \
-            built_elsewhere(program, results, self.cold, self.other_platform, self.kinds.subclasses, sources)
+            built_elsewhere(program, results, self.cold, self.other_platform, self.kinds.subclasses, texts)
         self.straight: dict[str, tuple] = {}
         for result in results.values():
             self.straight.update(getattr(result, "straight", None) or {})
@@ -445,14 +445,14 @@ def cold_lines(results: dict, guarded: dict) -> dict[str, ColdLines]:
 
 
 def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                   cold_name=None, const=None, plain=frozenset(), sources=None,
+                   cold_name=None, const=None, plain=frozenset(), texts=None,
                    off=frozenset()) -> tuple[dict[str, tuple] | None, dict[str, list]]:
     """(qualname -> why (the path from its root) for every per-step or per-request function,
     or None when the linted code has no root at all (then only cold lines are left out);
     {path: [(start, end, why)]}: the per-request functions' lines that run once per request,
     and (with `const`, constargs.ConstArgs) the guarded blocks no per-step call takes). `off`:
     methods off by default (offpaths.py), no root whatever their name."""
-    walk = PerStep(program, edges, results, library, guarded, cold_name, sources=sources, demoted=off)
+    walk = PerStep(program, edges, results, library, guarded, cold_name, texts=texts, demoted=off)
     walk.run()
     if not walk.reached and not walk.request:
         return None, {}  # no per-step root in the linted code (a script, a kernel library): no scope

@@ -552,10 +552,11 @@ def _message(code: str, call: CallRecord, chain: tuple) -> str:
     return f"{head} {calls} down: {root.path}:{root.line} {root.note} (via {via})"
 
 
-def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
+def solve(results: dict, library=None, cold_name=None, texts=None) -> tuple:
     """(extra findings per path, host-fed parameters, rules' findings on host return values,
     the per-step scope: {"functions": qualname -> path from its root, or None when nothing is
-    a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree."""
+    a root; "cold": the None-guarded lines every caller rules out}) for the whole linted tree.
+    `texts`: the linted files' texts, for the facts that scan them (text_scans.TextScans)."""
     from .callguards import decided_lines
     from .flagguards import starred_calls
     from .offpaths import host_fed_by_default, off_by_default
@@ -567,7 +568,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
     solver = Solver(program, ConstArgs(results))
     solver.const.none_config = NoneConfig(program, results, solver.all_edges)
     # lines that no caller, flag or import lets run while serving (callguards.decided_lines)
-    guarded = decided_lines(program, solver.edges, results, library, sources, cold_name)
+    guarded = decided_lines(program, solver.edges, results, library, texts, cold_name)
     walked = cold_calls_removed(program, solver.edges, results, guarded, library)
     solver.foreign = platform_files(results, library)
     # a call into request intake does not sync for its caller (the walk still follows it)
@@ -580,7 +581,7 @@ def solve(results: dict, library=None, cold_name=None, sources=None) -> tuple:
                       if solver.summaries[target].sync is not None or solver.summaries[target].cond)
     never, off, no_roots = off_by_default(solver, results, guarded, library)
     functions, once = per_step_table(program, walked, results, library, guarded, cold_name, solver.const,
-                                     plain, sources, no_roots) if library is not None else (None, {})
+                                     plain, texts, no_roots) if library is not None else (None, {})
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
     scope = {"functions": functions, "cold": cold}  # per-request lines: cold for their own findings only
     starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
