@@ -10,10 +10,12 @@
 # with one whole run, then the script times `syncscope lint vllm/v1/worker/gpu_input_batch.py`
 # (the pre-commit hook's form) with /usr/bin/time: unchanged three times, a comment appended
 # three times, a statement inserted in `add_request`'s body three times (edits that only move
-# lines: the pass's output is moved), and a statement inserted where it changes what the file
-# records (the whole-program pass reruns the first time). Prints user+sys CPU and wall seconds
-# per run. ROUNDS=N (default 3) times each of the first three edits; the arms take turns going
-# first. Run from the repository root.
+# lines: the pass's output is moved), a statement inserted where it changes what the file
+# records (the whole-program pass reruns the first time), and FACT_ROUNDS=N (default 0) times a
+# call added to `add_request` (`self.refresh_metadata()`: a new call edge, so every one reruns
+# the pass). Prints user+sys CPU and wall seconds per run, and whether every arm's JSON output
+# equals the first arm's. ROUNDS=N (default 3) times each of the first three edits; the arms
+# take turns going first. Run from the repository root.
 set -euo pipefail
 # As a user's installed copy runs: with its compiled bytecode written once and read after, even
 # where the environment turns the writing off (then every run compiles the ~120 modules the
@@ -40,6 +42,9 @@ run() {  # run LABEL ROUND: every arm once, in reverse order on even rounds (no 
     /usr/bin/time -f "%U %S %e" -o "$WORK/time" bash -c "$(declare -f lint); ARMS=(${ARMS[*]}); ENTRY='$ENTRY'; WORK=$WORK; lint $arm $F"
     echo "$1 [${ARMS[$arm]}] $(awk '{printf "cpu %.2f s, wall %.2f s", $1+$2, $3}' "$WORK/time")"
   done
+  for arm in "${!ARMS[@]}"; do
+    cmp -s "$WORK/out0.json" "$WORK/out$arm.json" || echo "  OUTPUT DIFFERS: ${ARMS[$arm]}"
+  done
 }
 for arm in "${!ARMS[@]}"; do
   mkdir -p "$WORK/cache$arm"
@@ -51,3 +56,4 @@ for i in $(seq "$ROUNDS"); do run unchanged "$i"; done
 for i in $(seq "$ROUNDS"); do echo "# edit $i" >> $F; run "comment appended" "$i"; done
 for i in $(seq "$ROUNDS"); do sed -i "352i\        _edit_$i = 0" $F; run "statement in add_request" "$i"; done
 for i in 1 2 3; do sed -i "350i\        _edit_b$i = 0" $F; run "statement ending a straight run" "$i"; done
+for i in $(seq "${FACT_ROUNDS:-0}"); do sed -i "352i\        self.refresh_metadata()" $F; run "call added (facts change)" "$i"; done

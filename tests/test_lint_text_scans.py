@@ -14,6 +14,8 @@ import textwrap
 from lint_helpers import make_config
 from syncscope.lint.engine import lint_paths
 from syncscope.lint.text_scans import TextScans
+from test_lint_field_configs import SUBCLASS, base, model
+from test_lint_host_facts import INPUTS
 from test_lint_optin_s11 import package
 
 # the runner also builds the manager where no switch is read: the class is built by default
@@ -123,3 +125,20 @@ def test_without_a_cache_every_file_is_scanned(tmp_path, monkeypatch):
     found = report(tmp_path, root, use_cache=False)
     assert manager_findings(found) and all(f[4] for f in manager_findings(found))
     assert {"config.py", "manager.py", "runner.py"} <= set(read)
+
+
+def test_a_module_cached_with_inherited_fields_is_answered_from_the_cache_too(tmp_path, monkeypatch):
+    # a model that takes over another module's `keep_on_cpu` fields is cached under its content
+    # hash and those fields (engine.py): its scans' answers are kept by its content alone
+    root = tmp_path / "pkg"
+    files = {**package(), "inputs.py": INPUTS, "omni.py": base(True), "model.py": model(SUBCLASS)}
+    write(root, files)
+    report(tmp_path, root, use_cache=True)
+    files["runner.py"] = files["runner.py"].replace(
+        """
+        def execute_model(self, grid: torch.Tensor):
+""", BUILT_ANYWAY)
+    write(root, files)
+    read = reading(monkeypatch)
+    report(tmp_path, root, use_cache=True, paths=[root / "runner.py"])
+    assert read and set(read) == {"runner.py"}

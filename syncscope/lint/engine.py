@@ -417,7 +417,8 @@ def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: L
             return solved
         _load_facts(results, cache, config, abs_paths)
         cache.flush_facts()
-    texts = TextScans(abs_paths, digests, cache.get_scans() if cache is not None else None)
+    contents = {rel: digest.split("+", 1)[0] for rel, digest in digests.items()}  # less the inherited fields
+    texts = TextScans(abs_paths, contents, cache.get_scans() if cache is not None else None)
     solved = solve(dict(sorted(results.items())), config.library(), config.cold_function, texts)  # file order, not the workers' arrival order: the same roots every run
     if cache is not None:
         cache.put_solved(key, solved)
