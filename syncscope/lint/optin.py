@@ -70,12 +70,12 @@ def switch_words(text: str | None) -> tuple | None:
 
 def off_switches(results: dict, texts: TextScans | None = None, stores: dict | None = None,
                  wanted=frozenset()) -> tuple[frozenset, LazyTexts | dict]:
-    """(the switches off by default, the files that read one as `.F`, their text read on first
-    use), from the
-    files' `switch_words`. Fills `stores` with "counts" (name -> `.F =` stores in the tree),
-    "own" (those on `self`) and "keyed" (names given a value as a string key or by `setattr`)
-    when every file was read (env_switches.py), for the names in `wanted` only (every stored
-    name of a tree is a table of tens of thousands of strings held through the pass)."""
+    """(the switches off by default, the files that read one as `.F`: their text is read on
+    first use), from the files' `switch_words`. Fills `stores` with "counts" (name -> `.F =`
+    stores in the tree), "own" (those on `self`) and "keyed" (names given a value as a string
+    key or by `setattr`) when every file was read (env_switches.py), for the names in `wanted`
+    only (every stored name of a tree is a table of tens of thousands of strings held through
+    the pass). `texts`: the files' texts, for the reads of a switch (text_scans.py)."""
     declared, other = set(), set()
     counts: dict[str, int] = {}
     own: dict[str, int] = {}  # the stores among them on `self`

@@ -1,6 +1,6 @@
 """The linted files' text, read again in the whole-program pass by the facts that scan it
-(platform_built.py, optin.py, flagguards.py): one file at a time, the tree's text never kept;
-and the same text of bytes already read, for a per-file fact taken from it."""
+(through text_scans.py): one file at a time, the tree's text never kept; and the same text of
+bytes already read, for a per-file fact taken from it."""
 
 from __future__ import annotations
 
@@ -13,12 +13,6 @@ def source_text(path: str, sources: dict | None) -> str | None:
             return handle.read()
     except (OSError, UnicodeDecodeError):
         return None
-
-
-def source_texts(results: dict, sources: dict | None):
-    """(path, text or None) of each linted file, in `results`' order."""
-    for path in results:
-        yield path, source_text(path, sources)
 
 
 def text_of_bytes(data: bytes) -> str | None:

@@ -4,14 +4,15 @@ content hash across runs.
 A few facts of the pass read every linted file's text with a pattern that only the whole tree
 decides: the classes built only for another platform (platform_built.py: which files name a
 candidate), the switches off by default (optin.py: which files read one, what each such file
-builds behind one, and where the tree constructs those classes) and the keywords some call
-passes (flagguards.py). The per-file analysis cannot answer them, since it does not know the
-pattern. But a file's answer depends on nothing but its bytes and the pattern, and an edit of
-one staged file that changes its facts reruns the pass with the same patterns: on whole vLLM
-those scans read and searched ~2,000 files again, about a quarter of that rerun. So each
-answer is kept under (scan, pattern, the file's content hash) in the lint cache
-(`Cache.get_scans`), and a rerun reads only the files whose content it has not scanned for
-that pattern. A run without a cache scans as before.
+builds behind one, and where the tree constructs those classes), the keywords some call
+passes (flagguards.py) and the stores of a field by a class's family (env_switches.py). The
+per-file analysis cannot answer them, since it does not know the pattern. But a file's answer
+depends on nothing but its bytes and the pattern, and an edit of one staged file that changes
+its facts reruns the pass with the same patterns: on whole vLLM those scans read and searched
+~2,000 files again, about a quarter of that rerun. So each answer is kept under (scan,
+pattern, the file's content hash) in the lint cache (`Cache.get_scans`), and a rerun reads
+only the files whose content it has not scanned for that pattern. A run without a cache
+scans as before.
 
 What is kept is only this run's answers (the tree's current files), so the table never grows
 past one tree's worth, however many edits came before.
