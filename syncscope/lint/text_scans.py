@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .cache import content_hash
-from .source_texts import source_text, text_of_bytes
+from .source_texts import text_of_bytes
 
 
 class TextScans:
@@ -40,7 +40,8 @@ class TextScans:
 
     def text(self, path: str) -> str | None:
         """The file's text (None when it cannot be read), read now."""
-        return source_text(path, self.sources)
+        data = self._bytes(path)
+        return text_of_bytes(data) if data is not None else None
 
     def answers(self, scan: str, key, paths, answer: Callable[[str], object]) -> dict | None:
         """{path: answer(text)} for each of `paths`, or None when one of them cannot be read (a
