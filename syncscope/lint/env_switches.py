@@ -213,7 +213,7 @@ def switch_fields(results: dict) -> frozenset:
                      for _, _, needs in facts[4] for r in needs if r[0] == "field")
 
 
-def env_switch_lines(program, results: dict, stores: dict, texts: TextScans | None = None) -> dict[str, list]:
+def env_switch_lines(program, results: dict, stores: dict, texts: TextScans) -> dict[str, list]:
     """{path: [(start, end, why)]}: the lines that run only when an environment switch is on that
     the tree declares off by default and never sets, or a field only ever stored a literal False
     or None is true. `stores`: optin.off_switches' counts of the whole tree's text ("counts":
@@ -256,7 +256,7 @@ def env_switch_lines(program, results: dict, stores: dict, texts: TextScans | No
             return None  # given by key
         if store_counts.get(r[1], 0) != r[3] and not (
                 store_counts.get(r[1], 0) == own.get(r[1], 0)
-                and _family_stores_none(families, results, path, r[4], r[1], texts or TextScans())):
+                and _family_stores_none(families, results, path, r[4], r[1], texts)):
             return None  # stored in another file by another receiver, or by the class's family
         if r[2] == (("never",),):
             return f"runs only when `self.{r[1]}` is true, and every store of it in the tree is a literal False or None"

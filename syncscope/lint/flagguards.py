@@ -164,7 +164,7 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
     return guards, passes
 
 
-def flag_lines(program, edges: dict, results: dict, binds, texts: TextScans | None = None, switches=None) -> dict[str, list]:
+def flag_lines(program, edges: dict, results: dict, binds, texts: TextScans, switches=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the flag guards no call in the tree can turn on (`binds`:
     callguards.binds, for the calls by name; `texts`: the files' texts, for `_keyword_passed`;
     `switches`: optin.off_switches, for the calls that pass a switch off by default: switch_args.py)."""
@@ -258,7 +258,7 @@ def flag_lines(program, edges: dict, results: dict, binds, texts: TextScans | No
                     f"runs only when `{param}` is on, and every call in the tree passes it off or a switch off by " \
                     f"default (`{'`, `'.join(sorted(off))}`: a bool field that defaults to False and that nothing in the tree sets)"
                 found.setdefault(program.path_of[qualname], []).append((start, end, why))
-    passed = _keyword_passed({param for *_, param in nones}, results, texts or TextScans()) if nones else set()
+    passed = _keyword_passed({param for *_, param in nones}, results, texts) if nones else set()
     for path, start, end, param in nones:
         if param not in passed:
             found.setdefault(path, []).append(

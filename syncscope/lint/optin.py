@@ -68,7 +68,7 @@ def switch_words(text: str | None) -> tuple | None:
     return tuple(sorted(declared)), tuple(sorted(other)), tuple(sorted(keyed)), flat
 
 
-def off_switches(results: dict, texts: TextScans | None = None, stores: dict | None = None,
+def off_switches(results: dict, texts: TextScans, stores: dict | None = None,
                  wanted=frozenset()) -> tuple[frozenset, LazyTexts | dict]:
     """(the switches off by default, the files that read one as `.F`: their text is read on
     first use), from the files' `switch_words`. Fills `stores` with "counts" (name -> `.F =`
@@ -101,7 +101,6 @@ def off_switches(results: dict, texts: TextScans | None = None, stores: dict | N
     off = frozenset(declared - other)
     if not off:
         return off, {}
-    texts = texts or TextScans()
     # a read `.F` of one of them, as the whole word: one search, not a list of every attribute
     # the file reads
     read = re.compile(r"\.(?:" + "|".join(map(re.escape, sorted(off))) + r")\b")
@@ -183,10 +182,9 @@ def _gated_calls(text: str, off: frozenset) -> tuple[dict, list]:
     return calls, spans
 
 
-def optin_lines(program, edges: dict, results: dict, texts: TextScans | None = None, switches=None) -> dict[str, list]:
+def optin_lines(program, edges: dict, results: dict, texts: TextScans, switches=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the methods of the classes built only behind an off switch
     (`switches`: `off_switches`' answer, when the caller has it already)."""
-    texts = texts or TextScans()
     off, reading = switches if switches is not None else off_switches(results, texts)
     if not reading:
         return {}

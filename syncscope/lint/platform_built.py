@@ -44,7 +44,7 @@ def platform_reason(why: str | None) -> bool:
 
 
 def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, subclasses: dict,
-                    texts: TextScans | None = None) -> frozenset:
+                    texts: TextScans) -> frozenset:
     """The classes of the tree that only code for another platform builds (module docstring).
     `texts`: the linted files' texts (text_scans.py)."""
     path_of_module = {result.module: path for path, result in results.items() if result.module}
@@ -63,7 +63,6 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
                   and all(platform_file(path) for path, _ in places)}
     if not candidates:
         return frozenset()
-    texts = texts or TextScans()
     built = _first_round(results, cold, other_platform, candidates, texts)
     return held_only_by(built, results, cold, other_platform, builders, subclasses, path_of_module, texts)
 

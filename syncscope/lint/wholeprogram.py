@@ -563,7 +563,9 @@ def solve(results: dict, library=None, cold_name=None, texts=None) -> tuple:
     from .reachability import cold_calls_removed, intake_calls_removed, per_step_table, platform_files
     from .confignone import NoneConfig
     from .constargs import ConstArgs
+    from .text_scans import TextScans
 
+    texts = texts if texts is not None else TextScans()  # no memo: every file is read
     program = Program(results)
     solver = Solver(program, ConstArgs(results))
     solver.const.none_config = NoneConfig(program, results, solver.all_edges)
