@@ -243,6 +243,31 @@ def test_a_flag_a_per_step_call_puts_in_the_kwargs_stays_per_step(tmp_path):
     assert 9 in lines(run, "pkg/kernel.py")
 
 
+# a second caller that passes its `*args` on (vLLM's `_fmha_sm100_ffi(*args)`, an FFI entry
+# nothing in the tree calls)
+FFI = """
+    import torch
+    from pkg.kernel import run
+
+    def run_ffi(*args):
+        return run(*args{more})
+
+    class Model(torch.nn.Module):
+        def forward(self, q: torch.Tensor, lens: torch.Tensor):
+            return run_ffi(q, lens)
+"""
+
+
+def test_a_caller_passing_star_args_cannot_put_a_flag_in_the_kwargs(tmp_path):
+    files = {"kernel.py": KERNEL, "model.py": KERNEL_MODEL, "ffi.py": FFI.format(more="")}
+    assert lines(lint_package(tmp_path, files), "pkg/kernel.py") == []
+
+
+def test_a_caller_passing_a_mapping_may_put_a_flag_in_the_kwargs(tmp_path):
+    files = {"kernel.py": KERNEL, "model.py": KERNEL_MODEL, "ffi.py": FFI.format(more=", **{}")}
+    assert 9 in lines(lint_package(tmp_path, files), "pkg/kernel.py")
+
+
 def test_a_method_per_step_code_calls_by_name_on_an_unknown_receiver_keeps_its_branch(tmp_path, monkeypatch):
     # `make_runner()` returns an object of unknown class: `runner.submit(..., wait=True)` may
     # reach `Pusher.submit` with the flag on, even where the walk does not follow a name that

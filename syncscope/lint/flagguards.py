@@ -37,7 +37,9 @@ _FLAG_AND_NAME_NODES = _FLAG_NODES | {ast.Name} | ({_TYPE_ALIAS} if _TYPE_ALIAS 
 
 OFF, ON = "off", "on"  # what a call passes for a parameter: a literal False, or anything else
 NONE = "none"  # a literal None: off for `if flag:` and for `if flag is not None:`
-STAR = "*"  # the call passes `*args` or a `**mapping` not its own `**kwargs`: anything may be on
+# what a call's stars may pass: `*args`, positional parameters only; a `**mapping` not its own
+# `**kwargs`, any parameter (recorded as `star` in a call's passes: False, ARGS or MAPPING)
+ARGS, MAPPING = "*", "**"
 
 
 def _off_default(node) -> bool:
@@ -85,8 +87,8 @@ def _tested_flag(test, flags, nones) -> tuple[str, bool] | None:
 
 
 def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
-    """What a call passes that a flag guard needs: (star, {keyword or position: OFF / ON /
-    ("fwd", caller's flag parameter)}, forwards the caller's own `**kwargs`), or None when it
+    """What a call passes that a flag guard needs: (star: False, ARGS or MAPPING, {keyword or
+    position: OFF / ON / ("fwd", caller's flag parameter)}, forwards the caller's own `**kwargs`), or None when it
     passes nothing but plain values (the call record already says what is passed)."""
     star, forwards_kwargs, items = False, False, {}
 
@@ -99,7 +101,7 @@ def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
 
     for position, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
-            star = True
+            star = star or ARGS
             continue
         kind = value(arg)
         if kind is not None:
@@ -109,7 +111,7 @@ def _passes(call: ast.Call, flags: dict, nones: set, var_kw: str | None):
             if var_kw is not None and isinstance(keyword.value, ast.Name) and keyword.value.id == var_kw:
                 forwards_kwargs = True
             else:
-                star = True
+                star = MAPPING
             continue
         kind = value(keyword.value)
         if kind is not None:
@@ -157,6 +159,9 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
                     guards.setdefault(qualname, []).append((sub.body[0].lineno, end, param, flags[param], given))
             elif isinstance(sub, ast.Call):
                 found = _passes(sub, flags, nones, var_kw)
+                if found is not None and found[2] and _stores_into(node, var_kw):
+                    var_kw = None  # `kwargs["x"] = ...` first: what it hands on is not only what it was given
+                    found = _passes(sub, flags, nones, var_kw)
                 if found is not None:
                     passes.setdefault((sub.lineno, sub.col_offset + 1), found)
 
@@ -228,7 +233,7 @@ def flag_lines(program, edges: dict, results: dict, binds, texts: TextScans, swi
                     passed_switches.update(via.get((caller, kind[1], given), ()))
                 else:
                     result = True
-            elif star:
+            elif star and (star != ARGS or index is not None):  # `*args` passes no keyword-only flag
                 result = True
             elif forwards_kwargs:  # `f(x, **kwargs)`: on when a call into the caller names it
                 result = may_be_on(caller, name, None, given, depth + 1)
@@ -319,13 +324,34 @@ def _by_name_passed(call: ByName, table: dict, name: str, index: int | None):
 
 
 def starred_calls(result):
-    """(function, line, column) of a file's calls with `*args` / `**kwargs` (recorded
-    here), by the function the call is in."""
+    """(function, line, column, whether it only hands on the function's own `**kwargs`) of a
+    file's calls with `*args` / `**kwargs` (recorded here), by the function the call is in."""
     passes = getattr(result, "flag_passes", None) or {}
-    starred = {at for at, (star, _, forwards_kwargs) in passes.items() if star or forwards_kwargs}
+    starred = {at: not star for at, (star, _, forwards_kwargs) in passes.items() if star or forwards_kwargs}
     if not starred:
         return
     for qualname, facts in result.functions.items():
         for call in facts["calls"]:
-            if (call.line, call.column) in starred:
-                yield qualname, call.line, call.column
+            only_own = starred.get((call.line, call.column))
+            if only_own is not None:
+                yield qualname, call.line, call.column, only_own
+
+
+_ADDERS = frozenset(("update", "setdefault", "__setitem__", "__ior__"))
+
+
+def _stores_into(function, name: str) -> bool:
+    """The function puts something into its `**name` or binds the name again: `kwargs["x"] =
+    v`, `kwargs.update(...)`, `kwargs = {...}` (removing a key, `kwargs.pop("x")`, is not)."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ADDERS:
+            node = node.func.value
+        elif isinstance(node, ast.AugAssign):
+            node = node.target
+        elif not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)):
+            continue
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+    return False

@@ -29,6 +29,7 @@ from types import MappingProxyType
 from . import provenance as P
 from .fact_devices import DEVICE_ELEMENT
 from .fact_values import METHOD, NAMED_LIST, PROP, SUPER, UNKNOWN_FACT
+from .kwargs_forwards import forwarded_names
 from .origin_calls import joined, origin_calls
 from .param_items import container_of, is_items, items_argument
 from .program import Program, module_prefix
@@ -110,6 +111,7 @@ class Solver:
         self._by_class: dict[str, list[str]] | None = None  # class -> its methods (_overrides)
         self.foreign: frozenset = frozenset()  # files for another platform (reachability.platform_files)
         self.intakes: frozenset = frozenset()  # request intake and release the calls go into (solve)
+        self.forwards: frozenset = frozenset()  # (caller, line, column): a call handing on its `**kwargs` whole
 
     def run(self, seeds=None) -> None:  # seeds: those to compute again (and their callers); all
         pending = list(self.program.functions if seeds is None else seeds)
@@ -253,6 +255,8 @@ class Solver:
                 return self.value(caller, fact)
         if receiver:
             return (P.UNKNOWN, None)  # called through an object we know nothing of
+        if (caller, call.line, call.column) in self.forwards and param not in self.program.all_params(caller):
+            return (P.UNKNOWN, param)  # in the caller's `**kwargs`: what its callers pass by that name
         return (P.PY, None)  # not passed: its default, a Python value
 
     def _passed(self, call: CallRecord, target: str, shift: int, param: str) -> tuple:
@@ -427,6 +431,7 @@ class Solver:
         needs: dict[tuple[str, str], list | tuple | None] = {}
         carries: set[tuple[str, str]] = set()  # some call passes host memory
         overrides = self._overrides()
+        handed = forwarded_names(self.program, self.edges, self.forwards)  # in a `**kwargs` handed on
         for edges in (self.edges, self.module_edges):
             for caller, out in edges.items():
                 for call, resolved, _ in out:
@@ -438,7 +443,7 @@ class Solver:
                     for target in (resolved, *below):
                         shift = self.program.shift(call.target, target)
                         star = (caller, call.line, call.column) in starred
-                        for param in self.program.all_params(target):
+                        for param in (*self.program.all_params(target), *handed.get(target, ())):
                             key = (target, param)
                             if (key in needs and needs[key] is None) or (star and not self._names(call, target, shift, param)):
                                 needs[key] = None  # already unknown, or a `*args` call may pass anything
@@ -577,6 +582,9 @@ def solve(results: dict, library=None, cold_name=None, texts=None) -> tuple:
     solver.edges = intake_calls_removed(program, walked, library)
     solver.intakes = frozenset(t for out in walked.values() for _, t, _ in out) - \
         frozenset(t for out in solver.edges.values() for _, t, _ in out)
+    passed_on = [(at, only_own) for result in results.values() if result.module is not None
+                 for *at, only_own in starred_calls(result)]
+    solver.forwards = frozenset(tuple(at) for at, only_own in passed_on if only_own)
     solver.run()
     # calls whose callee syncs with no guard at all (stepargs never makes their line cold)
     plain = frozenset((qualname, call.line) for qualname, out in solver.edges.items() for call, target, _ in out
@@ -586,8 +594,7 @@ def solve(results: dict, library=None, cold_name=None, texts=None) -> tuple:
                                      plain, texts, no_roots) if library is not None else (None, {})
     cold = {path: guarded.get(path, []) + once.get(path, []) for path in guarded.keys() | once.keys()}
     scope = {"functions": functions, "cold": cold}  # per-request lines: cold for their own findings only
-    starred = frozenset((qualname, line, column) for result in results.values() if result.module is not None
-                        for qualname, line, column in starred_calls(result))
+    starred = frozenset(tuple(at) for at, only_own in passed_on if not only_own)
     # a parameter fed host memory has host items (param_items.py); by default: offpaths.py
     fed, host, host_default, scope["host_by_default"] = host_fed_by_default(solver, starred, results, never, off, library, functions)
     return solver.findings(host_default, starred), fed | host, solver.host_origins(results), scope
