@@ -40,8 +40,11 @@ def _run(tmp_path, name, **overrides):
 
 
 def test_a_call_into_request_intake_or_release_is_no_per_step_sync(tmp_path):
-    # VALID: intake (`add_request`) and release (`request_finished`) sync once per request
-    for name in ("add_request", "request_finished"):
+    # VALID: intake (`add_request`; SGLang's disaggregated decode `pop_preallocated`, HiSparse's
+    # `collect_ready_reqs`) and release (`request_finished`, `finish_request`, the routed experts
+    # of a finished request) sync once per request
+    for name in ("add_request", "request_finished", "pop_preallocated", "collect_ready_reqs", "process_prebuilt",
+                 "_build_hisparse_decode_batch", "finish_request", "_maybe_collect_routed_experts"):
         (tmp_path / name).mkdir()
         assert where(_run(tmp_path / name, name)) == [], name
         cold = {f.site.line: f.cold for f in _run(tmp_path / name, name, include_cold=True).findings}
@@ -50,5 +53,8 @@ def test_a_call_into_request_intake_or_release_is_no_per_step_sync(tmp_path):
 
 
 def test_a_call_into_other_per_step_work_still_syncs(tmp_path):
-    # INVALID: a method of another name: the sync and the call into it are per step
-    assert where(_run(tmp_path, "refresh")) == [CALL, SYNC]
+    # INVALID: a method of another name: the sync and the call into it are per step; so is one
+    # named as a release only of another class (`BeamCoordinator._finish_group` in the facts)
+    for name in ("refresh", "_finish_group"):
+        (tmp_path / name).mkdir()
+        assert where(_run(tmp_path / name, name)) == [CALL, SYNC], name

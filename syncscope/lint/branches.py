@@ -333,7 +333,7 @@ class _Walk:
                     if once:
                         self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)
-                    if function is not None and (period := rare_block(stmt, self.lib)):
+                    if function is not None and (period := rare_block(stmt, self.lib, body[:index])):
                         self.mark(stmt.body[0], stmt.body[-1], period)
                     if function is not None and rest and (later := compaction_after(stmt, body[index + 1:], self.lib)):
                         self.mark(rest[0], rest[1], later)

@@ -4,6 +4,8 @@ facts, read by library.py `rare_event` / `rare_event_function`):
 * a block that resets the counter it is tested on runs once per interval (`periodic_counter`);
 * a block that compacts a pool because a capacity probe failed runs only under fragmentation
   (`compaction_fallback`);
+* a block tested on whether a call replaced a value it saved runs on that call's exception path
+  (`replaced_value`);
 * the operands of `a and b(...)` after one decided false never run (`short_circuit`);
 * the `enabled` switch of a class named for a debug tool is off (`debug_tool`, `ENABLED`).
 """
@@ -52,9 +54,55 @@ def periodic_counter(stmt: ast.If) -> str | None:
     return None
 
 
-def rare_block(stmt: ast.If, library: LibraryFacts) -> str | None:
-    """Why the body of an `if` runs only on an event, not in an ordinary call (else None)."""
-    return periodic_counter(stmt) or compaction_fallback(stmt, library)
+def rare_block(stmt: ast.If, library: LibraryFacts, before: list = ()) -> str | None:
+    """Why the body of an `if` runs only on an event, not in an ordinary call (else None);
+    `before`: the statements of its block above it."""
+    return periodic_counter(stmt) or compaction_fallback(stmt, library) or replaced_value(stmt, before)
+
+
+def replaced_value(stmt: ast.If, before: list) -> str | None:
+    """Why a block runs only when a call handed back a new object (else None): `if input_ids is
+    not original_input_ids:` after `original_input_ids = input_ids` saved the value and a call
+    bound the name again (`embedding, input_ids = _embed(..., input_ids)`). The test asks
+    whether the call replaced what it was given, which it does only on its own exception path
+    (SGLang's multimodal embedding: only a model that prunes video frames rewrites the ids;
+    every other returns those it was given). Not when a plain expression binds it again
+    (`x = x[mask]` is a new object every time), nor when the saved name is bound again."""
+    test = stmt.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Name)):
+        return None
+    names = {test.left.id, test.comparators[0].id}
+    for index in range(len(before) - 1, -1, -1):
+        alias = before[index]
+        if isinstance(alias, ast.Assign) and len(alias.targets) == 1 and isinstance(alias.targets[0], ast.Name) \
+                and isinstance(alias.value, ast.Name) and {alias.targets[0].id, alias.value.id} == names:
+            saved, current = alias.targets[0].id, alias.value.id
+            binds = [value for later in before[index + 1:] for value in _bindings(later, names)]
+            if binds and all(name == current and isinstance(value, ast.Call) for name, value in binds):
+                return f"runs only when a call replaced `{current}` (it is no longer `{saved}`, saved before the call)"
+            return None
+    return None
+
+
+def _bindings(stmt, names: set):
+    """(name, value) of each binding of one of `names` in a statement, nested blocks included
+    (not nested definitions); value is None for a binding other than a plain `=`."""
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name) and name.id in names:
+                        yield name.id, node.value
+            stack.append(node.value)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in names:
+            yield node.id, None  # a `for`, `with ... as`, `:=`, `+=` or annotated binding
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def compaction_fallback(stmt: ast.If, library: LibraryFacts) -> str | None:
