@@ -16,6 +16,9 @@ import ast
 import re
 
 from .library import LibraryFacts
+from .nodewalk import own_nodes
+
+_BINDING_KINDS = frozenset({ast.Assign, ast.Name})
 
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
@@ -85,24 +88,21 @@ def replaced_value(stmt: ast.If, before: list) -> str | None:
     return None
 
 
-def _bindings(stmt, names: set):
+def _bindings(stmt, names: set) -> list:
     """(name, value) of each binding of one of `names` in a statement, nested blocks included
     (not nested definitions); value is None for a binding other than a plain `=`."""
-    stack = [stmt]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
+    nodes = own_nodes([stmt], _BINDING_KINDS, enter_block_definitions=False)
+    found, plain = [], set()
+    for node in nodes:
         if isinstance(node, ast.Assign):
-            for target in node.targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and name.id in names:
-                        yield name.id, node.value
-            stack.append(node.value)
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in names:
-            yield node.id, None  # a `for`, `with ... as`, `:=`, `+=` or annotated binding
-        stack.extend(ast.iter_child_nodes(node))
+            for name in (n for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)):
+                plain.add(id(name))
+                if name.id in names:
+                    found.append((name.id, node.value))
+    # a `for`, `with ... as`, `:=`, `+=` or annotated binding
+    found.extend((node.id, None) for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                 and node.id in names and id(node) not in plain)
+    return found
 
 
 def compaction_fallback(stmt: ast.If, library: LibraryFacts) -> str | None:
