@@ -40,10 +40,10 @@ def _run(tmp_path, name, **overrides):
 
 
 def test_a_call_into_request_intake_or_release_is_no_per_step_sync(tmp_path):
-    # VALID: intake (`add_request`; SGLang's disaggregated decode `pop_preallocated`, HiSparse's
-    # `collect_ready_reqs`) and release (`request_finished`, `finish_request`, the routed experts
-    # of a finished request) sync once per request
-    for name in ("add_request", "request_finished", "pop_preallocated", "collect_ready_reqs", "process_prebuilt",
+    # VALID: intake (`add_request`; SGLang's HiSparse `collect_ready_reqs`) and release
+    # (`request_finished`, `finish_request`, the routed experts of a finished request) sync once
+    # per request
+    for name in ("add_request", "request_finished", "collect_ready_reqs", "process_prebuilt",
                  "_build_hisparse_decode_batch", "finish_request", "_maybe_collect_routed_experts"):
         (tmp_path / name).mkdir()
         assert where(_run(tmp_path / name, name)) == [], name
