@@ -55,3 +55,15 @@ def test_a_wrapper_that_stores_into_its_kwargs_is_flagged_itself(tmp_path):
 
 def test_a_wrapper_nothing_calls_is_flagged_itself(tmp_path):
     assert lint(tmp_path, "", model=False) == [("kernel.py", "SYN601")]
+
+
+def test_host_memory_through_forwarded_kwargs_is_host_data_in_the_helper(tmp_path):
+    # every call into the wrapper passes a CPU tensor by that name: the helper's own line on
+    # `k_scale` is host data too (host_fed through the handed-on names: kwargs_forwards.py)
+    files = {"kernel.py": KERNEL.format(body="    pass"), "model.py": MODEL.format(scale="torch.ones(1)")}
+    assert where(lint_package(tmp_path, files)) == []
+
+
+def test_device_memory_through_forwarded_kwargs_keeps_the_helpers_line(tmp_path):
+    files = {"kernel.py": KERNEL.format(body="    pass"), "model.py": MODEL.format(scale='torch.ones(1, device="cuda")')}
+    assert ("pkg/kernel.py", 5, "SYN205") in where(lint_package(tmp_path, files))

@@ -146,6 +146,7 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
             nones -= {n.id for n in nodes if type(n) is ast.Name and type(n.ctx) is ast.Store}
             nones -= {n.name.id for n in nodes if type(n) is _TYPE_ALIAS and type(n.name) is ast.Name}
         var_kw = node.args.kwarg.arg if node.args.kwarg else None
+        kept = False  # the function was read once: it puts nothing into its `**kwargs`
         for sub in nodes:
             if type(sub) is ast.Name:
                 continue
@@ -159,9 +160,11 @@ def file_flags(tree: ast.Module, module: str) -> tuple[dict, dict]:
                     guards.setdefault(qualname, []).append((sub.body[0].lineno, end, param, flags[param], given))
             elif isinstance(sub, ast.Call):
                 found = _passes(sub, flags, nones, var_kw)
-                if found is not None and found[2] and _stores_into(node, var_kw):
-                    var_kw = None  # `kwargs["x"] = ...` first: what it hands on is not only what it was given
-                    found = _passes(sub, flags, nones, var_kw)
+                if found is not None and found[2] and not kept:
+                    kept = not _stores_into(node, var_kw)
+                    if not kept:  # `kwargs["x"] = ...`: what it hands on is not only what it was given
+                        var_kw = None
+                        found = _passes(sub, flags, nones, var_kw)
                 if found is not None:
                     passes.setdefault((sub.lineno, sub.col_offset + 1), found)
 
