@@ -15,18 +15,17 @@ was given: its call counts as a `**mapping` (flagguards.py `_stores_into`).
 from __future__ import annotations
 
 
-def forwarded_names(program, edges: dict, forwards: frozenset) -> dict[str, tuple[str, ...]]:
+def forwarded_names(program, edges: dict, forwards: frozenset, names) -> dict[str, tuple[str, ...]]:
     """wrapper -> the keyword names its `**kwargs` hands on (the parameters of the functions it
     hands them to that it has none of itself, also those they hand on further), for the
-    wrappers with such a call (`forwards`: (wrapper, line, column))."""
+    wrappers with such a call (`forwards`: (wrapper, line, column); `names(call, target, shift,
+    parameter)`: whether the call passes that parameter by name or position, `Solver._names`)."""
     handed: dict[str, list[tuple]] = {}  # wrapper -> [(callee, shift, the callee's parameters it names)]
     for caller, out in edges.items():
         for call, target, shift in out:
             if (caller, call.line, call.column) in forwards:
-                params = program.all_params(target)
-                named = {keyword for _, keyword, _ in call.args if keyword} | \
-                    {params[p + shift] for p, _, _ in call.args if p is not None and 0 <= p and p + shift < len(params)}
-                handed.setdefault(caller, []).append((target, shift, frozenset(named)))
+                named = frozenset(p for p in program.all_params(target) if names(call, target, shift, p))
+                handed.setdefault(caller, []).append((target, shift, named))
     names: dict[str, set[str]] = {}
     changed = True
     while changed:  # a wrapper of a wrapper hands on what the inner one does

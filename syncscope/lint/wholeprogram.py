@@ -431,7 +431,7 @@ class Solver:
         needs: dict[tuple[str, str], list | tuple | None] = {}
         carries: set[tuple[str, str]] = set()  # some call passes host memory
         overrides = self._overrides()
-        handed = forwarded_names(self.program, self.edges, self.forwards)  # in a `**kwargs` handed on
+        handed = forwarded_names(self.program, self.edges, self.forwards, self._names)  # in a `**kwargs` handed on
         for edges in (self.edges, self.module_edges):
             for caller, out in edges.items():
                 for call, resolved, _ in out:
