@@ -26,16 +26,16 @@ def forwarded_names(program, edges: dict, forwards: frozenset, names) -> dict[st
             if (caller, call.line, call.column) in forwards:
                 named = frozenset(p for p in program.all_params(target) if names(call, target, shift, p))
                 handed.setdefault(caller, []).append((target, shift, named))
-    names: dict[str, set[str]] = {}
+    carried: dict[str, set[str]] = {}
     changed = True
     while changed:  # a wrapper of a wrapper hands on what the inner one does
         changed = False
         for wrapper, calls in handed.items():
             own = set(program.all_params(wrapper))
-            found = names.setdefault(wrapper, set())
+            found = carried.setdefault(wrapper, set())
             for target, shift, named in calls:
-                more = (set(program.all_params(target)[shift:]) | names.get(target, set())) - named - own - found
+                more = (set(program.all_params(target)[shift:]) | carried.get(target, set())) - named - own - found
                 if more:
                     found |= more
                     changed = True
-    return {wrapper: tuple(sorted(found)) for wrapper, found in names.items() if found}
+    return {wrapper: tuple(sorted(found)) for wrapper, found in carried.items() if found}
