@@ -100,7 +100,9 @@ SAMPLER = """
 
     class Sampler(nn.Module):
         def forward(self, logits: torch.Tensor, meta: Meta):
-            holder = meta.holder
+            # a holder of no class the program can tell: `update_state` is called by name (a
+            # local bound to `meta.holder` would be the field, of class State: field_locals.py)
+            holder = getattr(meta, "holder", None)
             if holder is not None:
                 holder.update_state(meta.rows, repeat_indices=None)
             return logits

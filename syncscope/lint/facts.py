@@ -26,6 +26,7 @@ from .attr_classes import class_field, file_attr_classes, note_class_attr, note_
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
+from .field_locals import note_local, receiver_parts
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
     UNKNOWN_FACT as _UNKNOWN
 from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host, \
@@ -38,6 +39,7 @@ from .nodewalk import flat_statements, names_bound
 from .made_values import host_items_list, joined_tensors, note_return, returned_items
 from .registry_fields import module_registries, type_field
 from .config_defaults import note as note_config_defaults
+from .stubs import note_stubs
 
 
 class FileFacts:
@@ -116,8 +118,8 @@ class FileFacts:
         qualname = self.qualify(".".join(names))
         scope = outer.local_defs if outer else None
         bases = [self.resolve_name(dotted(b), scope) for b in node.bases if dotted(b)]
-        info = {"bases": [b for b in bases if b], "props": {}, "fields": {}, "line": node.lineno}
-        self.classes[qualname] = info
+        self.classes[qualname] = info = {"bases": [b for b in bases if b], "props": {}, "fields": {}, "line": node.lineno}
+        note_stubs(info, node)  # methods there to be overridden (stubs.py)
         for item in flat_statements(node.body):
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                 field_class = self.class_of_annotation(item.annotation, scope)
@@ -215,6 +217,7 @@ class _Scope:
         self.tuples: dict[str, tuple] = {}  # name -> the facts of the members of a tuple literal (tuple_names.py)
         self.node = None  # the function's own node
         self.types: dict[str, str] = dict(outer.types) if outer else {}
+        self.field_locals: dict = {}  # local -> the field read it stands for (field_locals.py)
         self.local_defs: dict[str, str] = dict(outer.local_defs) if outer else {}
         self.facts: dict = {}
         self.stmt = (0, 0)
@@ -335,6 +338,7 @@ class _Scope:
                 # a name's own convention wins: `x_cpu = ...` is a host mirror; `x_list = ...` a
                 # Python list, whose items may be device tensors (param_items.py)
                 fact = _NAMED_LIST if self.file.hints.container_only(name) else _HOST
+            note_local(self, name, value)
             self.env[name] = fact
             self.local_defs.pop(name, None)
             self.tuples.pop(name, None)
@@ -373,10 +377,7 @@ class _Scope:
     # -- expressions -------------------------------------------------------------------
     def receiver(self, node) -> tuple | None:
         """(class, hops) of an object expression, when its class can be told."""
-        hops: list[str] = []
-        while isinstance(node, ast.Attribute):
-            hops.append(node.attr)
-            node = node.value
+        node, hops = receiver_parts(self, node)  # a local that stands for a field is read as it
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and self.classes:
             return self.file.qualify(".".join(self.classes)), (SUPER, *reversed(hops)), False
         if not isinstance(node, ast.Name):  # `self._stage().forward(x)`: by `_stage`'s return annotation

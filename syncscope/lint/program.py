@@ -111,7 +111,12 @@ class Program:
         for klass in self.mro(cls):
             info = self.classes.get(klass)
             if info and attr in info["fields"]:
-                return self.chase(info["fields"][attr], True)
+                given = info["fields"][attr]
+                if given.endswith(CALLED) and "." in given:  # `Cls.make(...)`: the class it returns
+                    owner, _, method = given[:-len(CALLED)].rpartition(".")
+                    owner = self.chase(owner, True)
+                    return self.returned_class(owner, method) if owner is not None else None
+                return self.chase(given, True)
         return None
 
     def filled_forward(self, cls: str, attr: str) -> str | None:

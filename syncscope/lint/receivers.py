@@ -2,7 +2,10 @@
 by name reaches (reachability.py's `calls_of`).
 
 A method called on a receiver whose class the program does not state (`self.impl.forward(x)`)
-reaches every method of that name the caller's imports can meet. Three facts narrow that:
+reaches every method of that name the caller's imports can meet. Four facts narrow that:
+- a receiver whose declared class has only a stub of the method (stubs.py: `allocator.free(x)`,
+  `allocator` a field declared `BaseTokenToKVPoolAllocator`, whose `free` raises
+  NotImplementedError) holds an object of that class's family, which runs an override;
 - a receiver declared as `nn.Module` itself (modules.py `declared_module`) holds only classes
   that may be modules;
 - a field its class, bases and subclasses only ever give parameters typed with in-tree classes
@@ -19,6 +22,7 @@ reaches every method of that name the caller's imports can meet. Three facts nar
 from __future__ import annotations
 
 from .fact_values import METHOD
+from .stubs import stub_methods
 
 MODULE = "module"  # a receiver declared as `nn.Module`
 
@@ -29,6 +33,7 @@ class DeclaredReceivers:
     def __init__(self, program, kinds, dispatch: dict, attributes=None) -> None:
         self.program, self.kinds, self.dispatch = program, kinds, dispatch
         self.attributes = attributes  # attr_classes.AttributeClasses: what a field's name holds
+        self.stubs = stub_methods(program)
         self._limits: dict[str, dict] = {}
         self._families: dict[tuple, frozenset] = {}
 
@@ -44,7 +49,7 @@ class DeclaredReceivers:
                 if call.target[0] == METHOD:
                     receiver = call.target[1]
                     limit = MODULE if self.kinds.declared_module(receiver) else \
-                        self.given(receiver) or self.named(receiver)
+                        self.declared(receiver, call.name) or self.given(receiver) or self.named(receiver)
                     if limit is not None:
                         limits.setdefault((call.line, call.name), []).append(limit)
             dispatched: dict[tuple, int] = {}
@@ -53,6 +58,15 @@ class DeclaredReceivers:
             found = self._limits[caller] = {
                 key: each[0] for key, each in limits.items() if dispatched.get(key) == len(each) and len(set(each)) == 1}
         return found
+
+    def declared(self, receiver: tuple, name: str) -> tuple | None:
+        """The class a receiver is declared with, when its method of that name is a stub
+        (stubs.py): the call runs an override in that class's family."""
+        cls, skip_self = self.program.class_of(receiver)
+        if cls is None or skip_self:
+            return None
+        method = self.program.member((cls, (), False), name, properties=False)
+        return (cls,) if method is not None and method in self.stubs else None
 
     def given(self, receiver: tuple) -> tuple | None:
         """The in-tree classes a field is given (`self.primary = primary`, `primary:

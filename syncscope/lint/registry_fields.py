@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 
 from .ast_annotations import dotted, factory_class
-from .fact_values import METHOD
+from .fact_values import CALLED, METHOD
 from .made_values import method_field
 
 
@@ -60,17 +60,29 @@ def _lookup(node, registries: dict) -> tuple | None:
 
 
 def type_field(scope, attr: str, value: ast.Call) -> None:
-    """`self.builder = Builder(device)` (no annotation): the class types the field; `self.adapter
+    """`self.builder = Builder(device)` (no annotation): the class types the field; `self.meta =
+    Meta.make(...)`: the class that static or class method returns (Program.field_class); `self.adapter
     = adapter_cls(config)` of a registry lookup: the field holds one of its classes (`picks`);
     `self.resampler = self.init_resampler(...)`: what that method returns (made_values.py)."""
     made = factory_class(scope.file.resolve_name(dotted(value.func) or "", scope.local_defs))
-    if made and made.rsplit(".", 1)[-1][:1].isupper():
+    if made and _class_method(value, made):
+        made += CALLED  # `Cls.make(...)`: the class that method returns (Program.field_class)
+    if made and (made.rsplit(".", 1)[-1][:1].isupper() or made.endswith(CALLED)):
         scope.file.classes.setdefault(scope.file.qualify(".".join(scope.classes)),
                                       {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(attr, made)
     elif not method_field(scope, attr, value) and (classes := picked_classes(scope, value)) is not None:
         scope.file.classes.setdefault(scope.file.qualify(".".join(scope.classes)),
                                       {"bases": [], "props": {}, "fields": {}, "line": 0}) \
             .setdefault("picks", {})[attr] = classes
+
+
+def _class_method(value: ast.Call, made: str) -> bool:
+    """`Cls.make(...)`, `mod.Cls.make(...)`: a method called on a class by its name (a static or
+    class method; `LoRAKernelMeta.make(max_loras, ...) -> "LoRAKernelMeta"`)."""
+    func = value.func
+    parts = made.rsplit(".", 2)
+    return isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Name, ast.Attribute)) \
+        and len(parts) > 1 and parts[-2][:1].isupper() and not parts[-1][:1].isupper()
 
 
 def picked_classes(scope, value: ast.Call) -> tuple | None:
