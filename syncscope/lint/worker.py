@@ -434,16 +434,14 @@ def _functions(body, classes: list[str], config):
             yield from _functions(getattr(node, "finalbody", []), classes, config)
 
 
-_CALLED = re.compile(r"(?<![\w.])(?:self\.|cls\.)?(\w+)\s*\(|\.(\w+)\s*\(")
+# a whole identifier before `(`: `f(`, and the last name of `self.f(` and `obj.f(`
+_CALLED = re.compile(r"(?<!\w)(\w+)\s*\(")
 
 
 def _called_names(source: str) -> frozenset[str]:
     """Names this code calls (`f(`, `self.f(`, `obj.f(`), read with a regular expression:
     only used to tell which functions are called from hot code at all (see callgraph.py)."""
-    names = set()
-    for bare, attr in _CALLED.findall(source):
-        names.add(sys.intern(bare or attr))
-    return frozenset(names)
+    return frozenset(map(sys.intern, _CALLED.findall(source)))
 
 
 def _decorated_kind(node) -> str | None:
