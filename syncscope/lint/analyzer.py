@@ -224,7 +224,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     ctx.types[narrowed[0]] = narrowed[2]
                 if narrowed[3] and items_before is None:  # `isinstance(phs, list)`: its items may be tensors
                     ctx.elements[narrowed[0]] = P.UNKNOWN
+            proven = _proven(checked, not negated, ctx)  # a tensor in the body (`if torch.is_tensor(x):`)
             self.visit_block(stmt.body, ctx)
+            ctx.tensors_here.discard(proven)
             if narrowed is not None:  # the class holds in this branch only
                 for table, before in ((ctx.types, type_before), (ctx.elements, items_before)):
                     if before is None:
@@ -249,7 +251,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
             if isinstance(stmt.orelse, cst.If):
                 self.visit_stmt(stmt.orelse, ctx)
             elif isinstance(stmt.orelse, cst.Else):
+                proven = _proven(checked, negated, ctx)  # the `else` of `if not torch.is_tensor(x):`
                 self.visit_block(stmt.orelse.body, ctx)
+                ctx.tensors_here.discard(proven)
             if active and always_exits(stmt.body):
                 # `if mode > 0: kv = kv.to(device); return plan(kv)`: only the other path reaches
                 # the code after the `if`, so the names are as that path leaves them
@@ -464,6 +468,16 @@ class ModuleAnalyzer(ExpressionEvaluator):
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self.bind_loop_target(element.value, where, ctx)
+
+
+def _proven(checked: str | None, holds: bool, ctx) -> str | None:
+    """Note that `checked` is a tensor in the branch about to be walked (a tensor test on it that
+    holds there); the name to forget after it, None when there is none or an outer branch
+    noted it already."""
+    if checked is None or not holds or checked in ctx.tensors_here:
+        return None
+    ctx.tensors_here.add(checked)
+    return checked
 
 
 def _decorator_kind(decorator: cst.Decorator) -> str | None:

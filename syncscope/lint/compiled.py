@@ -12,7 +12,8 @@ compiled code: checked on an H200 (issue 24's SGLang sample, `kvfp4_tensor.py:87
 call showed no host-to-device memcpy and no stream synchronize, while the eager `new_tensor`
 showed both. So in a function decorated with `torch.compile` (bare or called:
 `@torch.compile(dynamic=True)`), a tensor built from a literal of numbers, or from a name the
-module binds once to one, copies nothing per call. Data that is not such a constant (a list the
+module binds once to one, or from a part of either taken with literal bounds (`E2M1_VALUES[:8]`,
+SGLang's `batched_dequantize`), copies nothing per call. Data that is not such a constant (a list the
 caller passes, a value computed at run time) is still reported: dynamo guards on it, and a new
 value recompiles or copies.
 """
@@ -105,10 +106,32 @@ def tree_constants(tree: ast.Module) -> frozenset[str]:
     return frozenset(name for name in literal if bound.get(name) == 1)
 
 
+def _constant_part(node: cst.Subscript) -> bool:
+    """`[:8]`, `[2:-1]`, `[0]`: one index or slice whose bounds are integer literals (or left
+    out), so the part taken of a constant is a constant too."""
+    if len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index):
+        return _integer(index.value)
+    if isinstance(index, cst.Slice):
+        return all(bound is None or _integer(bound) for bound in (index.lower, index.upper, index.step))
+    return False
+
+
+def _integer(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, cst.Integer)
+
+
 def compiled_constant(ctx, data: cst.BaseExpression | None) -> bool:
-    """`data` is a constant of numbers and the function is compiled: no copy per call."""
+    """`data` is a constant of numbers, or a literal index or slice of one (`E2M1_VALUES[:8]`),
+    and the function is compiled: no copy per call."""
     if data is None or not is_compiled(ctx):
         return False
+    while isinstance(data, cst.Subscript) and _constant_part(data):
+        data = data.value
     if _literal_numbers(data):
         return True
     if isinstance(data, cst.Name) and data.value not in ctx.env:

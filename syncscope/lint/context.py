@@ -105,6 +105,9 @@ class FunctionContext:
     copies: dict[str, str] = field(default_factory=dict)  # name -> name it is a host/device copy of
     # name -> (name tested, negated): a local holding a tensor test (`is_t = isinstance(x, torch.Tensor)`)
     tensor_tests: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    # names a tensor test holds for in the branch being walked (`if torch.is_tensor(value):`):
+    # a tensor there, whatever the callers pass elsewhere (rules/_common.py `python_arg`)
+    tensors_here: set[str] = field(default_factory=set)
     # name -> where its items live, for a container of tensors (`batch: list[torch.Tensor]`)
     elements: dict[str, P.Place] = field(default_factory=dict)
     # name -> where each member lives, for a tuple it was assigned (`self._replay = (max(...),

@@ -74,8 +74,8 @@ def python_arg(ctx, node: cst.BaseExpression, where: int) -> str | None:
     number (`def set_slot(self, req, idx, value): buf[idx] = value`, called with `-1`): a rule
     reports it on the condition that some call in the tree passes a Python value for it
     (`report(..., python_arg=...)`, decided by wholeprogram.py)."""
-    if where != P.UNKNOWN or not isinstance(node, cst.Name):
-        return None
+    if where != P.UNKNOWN or not isinstance(node, cst.Name) or node.value in ctx.tensors_here:
+        return None  # under `if torch.is_tensor(value):` it is a tensor, whatever a caller passes
     return node.value if node.value in ctx.params and node.value not in ctx.reassigned else None
 
 

@@ -27,6 +27,11 @@ class ScalarStoreAtIndex(Rule):
         "import torch\nclass Pool:\n    def track(self, req, n, device):\n        buf = torch.full((n,), -1, device=device)\n"
         "        req.kv.buf = buf\n    def set_slot(self, req, idx: int, value):\n        req.kv.buf[idx] = value\n"
         "def step(pool, req, new):\n    pool.set_slot(req, 0, new[0])\n",
+        # SGLang 0.5.23's fix of the same: only a tensor is stored; the -1 a caller passes is filled
+        "import torch\nclass Pool:\n    def track(self, req, n, device):\n        buf = torch.full((n,), -1, device=device)\n"
+        "        req.kv.buf = buf\n    def set_slot(self, req, idx: int, value):\n        if torch.is_tensor(value):\n"
+        "            req.kv.buf[idx] = value\n        else:\n            req.kv.buf[idx].fill_(-1)\n"
+        "def step(pool, req):\n    pool.set_slot(req, 0, -1)\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor):\n    x[0] = 0\n",
