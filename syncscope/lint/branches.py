@@ -43,6 +43,7 @@ from .rare_events import ENABLED, compaction_after, debug_tool, rare_block, shor
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
+from .noneguards import none_guard
 from .numberguards import number_guard
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
 from .unbound_names import unbound_on_cuda, unbound_reads
@@ -454,26 +455,9 @@ class _Walk:
 
     def guard(self, stmt: ast.If, function: str) -> None:
         """`if chunk_indices is None: chunk_indices = prepare(...)`: runs only for callers that leave it out."""
-        test = stmt.test
-        # `if p is None:` and `if p is None and q is not None:` run their body only when p is
-        # None; `if p is not None: ... else:` its `else`
-        tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-        for part in tests:
-            if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.left, ast.Name)
-                    and isinstance(part.comparators[0], ast.Constant) and part.comparators[0].value is None
-                    and isinstance(part.ops[0], (ast.Is, ast.IsNot))):
-                continue
-            if isinstance(part.ops[0], ast.IsNot) and len(tests) > 1:
-                continue  # `p is not None and q`: its `else` runs for other reasons too
-            param = part.left.id
-            if param not in self.params.get(function, ()) or param in ("self", "cls") \
-                    or param in self.nullable.get(function, ()):
-                continue
-            body = stmt.body if isinstance(part.ops[0], ast.Is) else stmt.orelse
-            if body:
-                end = getattr(body[-1], "end_lineno", None) or body[-1].lineno
-                self.guards.setdefault(self.qualify(function), []).append((body[0].lineno, end, param))
-            return
+        found = none_guard(stmt, self.params.get(function, ()), self.nullable.get(function, ()))
+        if found is not None:
+            self.guards.setdefault(self.qualify(function), []).append(found)
 
     def calls(self, node, function: str | None) -> None:
         """Method calls on receivers of unknown class (`self.quant_method.apply(x)`,

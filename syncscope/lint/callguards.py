@@ -8,6 +8,7 @@ per-step walk (reachability.py) asks of the calls by name it follows."""
 from __future__ import annotations
 
 from .dispatched import dispatched_calls
+from .noneguards import EITHER
 from .numberguards import NUMBER, TensorArgs
 
 
@@ -70,19 +71,25 @@ def guarded_lines(program, edges: dict, results: dict, cold_name=None) -> dict[s
             for _, _, guard in items:
                 param, tensor = (guard[len(NUMBER):], True) if guard.startswith(NUMBER) else (guard, False)
                 # a literal `None` passed for it is no argument: the guard's branch runs
-                passed = any((keyword == param or (position is not None and position >= 0 and position + shift < len(positional)
-                                                   and positional[position + shift] == param))
-                             and (keyword if keyword is not None else position) not in nones
-                             and (not tensor or tensors.passes_argument(caller, call, position, keyword, fact))
-                             for position, keyword, fact in call.args)
+                passed = all(any((keyword == name or (position is not None and position >= 0 and position + shift < len(positional)
+                                                      and positional[position + shift] == name))
+                                 and (keyword if keyword is not None else position) not in nones
+                                 and (not tensor or tensors.passes_argument(caller, call, position, keyword, fact))
+                                 for position, keyword, fact in call.args)
+                             for name in param.split(EITHER))
                 given[(target, guard)] = given.get((target, guard), True) and passed
     _dispatched_given(program, edges, results, guards, given, tensors, literals, cold_name)
     found: dict[str, list] = {}
     for qualname, items in guards.items():
         for start, end, param in items:
             if given.get((qualname, param)):
-                why = (f"runs only when `{param[len(NUMBER):]}` is not a tensor, and every caller passes a tensor"
-                       if param.startswith(NUMBER) else f"runs only when `{param}` is None, and every caller passes it")
+                if param.startswith(NUMBER):
+                    why = f"runs only when `{param[len(NUMBER):]}` is not a tensor, and every caller passes a tensor"
+                elif EITHER in param:
+                    names = param.split(EITHER)
+                    why = f"runs only when one of {', '.join(f'`{n}`' for n in names)} is None, and every caller passes them all"
+                else:
+                    why = f"runs only when `{param}` is None, and every caller passes it"
                 found.setdefault(program.path_of[qualname], []).append((start, end, why))
     return found
 
@@ -126,11 +133,12 @@ def _dispatched_given(program, edges: dict, results: dict, guards: dict, given: 
             if guard.startswith(NUMBER):  # what it passes, from the call's record (numberguards.py)
                 given[(target, guard)] = given.get((target, guard), True) and tensors.by_name(caller, line, target, guard)
                 continue
-            index = params.index(guard) if guard in params else -1
             nones = frozenset() if once else _nones(literals, program.path_of.get(caller), line)
             # with `*args` the places are not known: only a keyword counts; a literal `None` is none
-            passed = (guard in keywords and guard not in nones) or \
-                (not opened and bound <= index < bound + positional and index - bound not in nones)
+            passed = all((name in keywords and name not in nones) or
+                         (not opened and bound <= (index := params.index(name) if name in params else -1) < bound + positional
+                          and index - bound not in nones)
+                         for name in guard.split(EITHER))
             given[(target, guard)] = given.get((target, guard), True) and passed
 
 
