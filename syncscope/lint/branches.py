@@ -43,6 +43,8 @@ from .rare_events import ENABLED, compaction_after, debug_tool, rare_block, shor
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
 from .nodewalk import nodes_breadth_first
+from .cuda_dispatch import dispatch_blocks, is_dispatcher
+from .memo_params import module_params
 from .noneguards import none_guard
 from .numberguards import number_guard
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
@@ -246,10 +248,15 @@ class _Walk:
         self.nullable: dict[str, frozenset] = {}
         # function -> {name: keys}: locals that hold a dict of known keys, passed as `**name`
         self.kw_dicts: dict[str, object] = {}  # (the function's node until first needed)
+        self.functions: dict[str, ast.AST] = {}  # function -> its node
         self.host_functions = _patterns(library.host_functions)
         # error paths (errorpaths.py): functions all of whose paths raise, and per function the
         # blocks that end in a call the whole-program pass may find to be one of them
         self.raising: list[str] = []
+        # cuda_dispatch.py: module functions that tell whether their inputs are on CUDA, and per
+        # function the blocks a call of such a function decides
+        self.dispatchers: list[str] = []
+        self.dispatch_tests: dict[str, list[tuple[int, int, int]]] = {}
         self.tails: dict[str, list[tuple[int, int, int]]] = {}
         self.in_try = 0  # depth of `try` bodies around the block walked, in this function
         self.module_names: frozenset = frozenset()  # top-level assigned names (cache_fill)
@@ -279,6 +286,7 @@ class _Walk:
                 self.params[local] = frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
                 self.nullable[local] = nullable_required(args)
                 self.kw_dicts[local] = stmt  # read by keyword_dicts() at its first `**name` call
+                self.functions[local] = stmt
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs on another platform than CUDA")
                 elif self.host_functions and self.host_functions.match(self.qualify(local)):
@@ -287,6 +295,8 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` runs only on an event that is no ordinary step (`{event}`)")
                 elif self.captures_graph(stmt):
                     self.mark(stmt, stmt, f"`{stmt.name}` captures a CUDA graph: runs when a graph is built, not in a step")
+                elif function is None and not classes and is_dispatcher(stmt):
+                    self.dispatchers.append(self.qualify(local))
                 elif always_raises(stmt):
                     self.raising.append(self.qualify(local))
                     self.mark(stmt, stmt, f"error path: every path of `{stmt.name}` raises")
@@ -334,11 +344,13 @@ class _Walk:
                     if once:
                         self.mark(rest[0], rest[1], once)
                     self.error_paths(stmt, function)
+                    if function is not None and (decided := dispatch_blocks(stmt, rest)):
+                        self.dispatch_tests.setdefault(self.qualify(function), []).extend(decided)
                     if function is not None and (period := rare_block(stmt, self.lib, body[:index])):
                         self.mark(stmt.body[0], stmt.body[-1], period)
                     if function is not None and rest and (later := compaction_after(stmt, body[index + 1:], self.lib)):
                         self.mark(rest[0], rest[1], later)
-                    cache = self.cache_fill(stmt, body[:index]) if function is not None else None
+                    cache = self.cache_fill(stmt, body[:index], function) if function is not None else None
                     if cache is not None:
                         how = "once per new largest size" if isinstance(stmt.test.ops[0], GROWTH) else "once per key"
                         self.mark(stmt.body[0], stmt.body[-1], f"fills the module's cache `{cache}`: runs {how}")
@@ -417,7 +429,12 @@ class _Walk:
                     end = getattr(branch[-1], "end_lineno", None) or branch[-1].lineno
                     self.tails.setdefault(self.qualify(function), []).append((branch[0].lineno, end, line))
 
-    def cache_fill(self, stmt: ast.If, before: list) -> str | None:
+    def module_params(self, function: str) -> tuple[frozenset, frozenset]:
+        """The parameters of `function` declared an `nn.Module`, and those declared a list of them."""
+        node, types = self.functions[function], self.lib.module_types
+        return module_params(node, self.aliases, types), module_params(node, self.aliases, types, containers=True)
+
+    def cache_fill(self, stmt: ast.If, before: list, function: str) -> str | None:
         """The module-level dict an `if` fills on a miss, else None: `if key not in _CACHE:
         _CACHE[key] = build(...)`, or `geometry = _GEOMETRY.get(key)` then `if geometry is None:
         ... _GEOMETRY[key] = geometry`. The process keeps such a dict for its lifetime, so the
@@ -446,7 +463,7 @@ class _Walk:
             cache, key = looked_up
         else:
             return None
-        if cache not in self.module_names or by_identity(key, before):
+        if cache not in self.module_names or by_identity(key, before, self.module_params(function)):
             return None
         stored = any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == cache
                      for node in stmt.body for inner in ast.walk(node) if isinstance(inner, ast.Assign)
@@ -562,7 +579,9 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     {function: [(start, end, parameter)]} of None-guards on parameters, (functions all of whose
     paths raise, {function: [(start, end, line of the call the block ends in)]}), (the module's
     names bound conditionally or by assignment, {function: [(start, end, qualified name)]} of
-    the lines that run only when a module-level name is None): modulenames.py)."""
+    the lines that run only when a module-level name is None): modulenames.py), (functions that
+    tell whether their inputs are on CUDA, {function: [(start, end, line of the test's call)]}:
+    cuda_dispatch.py)."""
     walk = _Walk(module, aliases, library)
     walk.module_names = _module_names(tree)
     walk.foreign = foreign_stores(tree)
@@ -571,4 +590,4 @@ def file_branches(tree: ast.Module, module: str, aliases: dict, library: Library
     walk.block(tree.body, [], None)
     walk.cold.extend(unbound_reads(tree, unbound_on_cuda(tree, walk.conditions.evaluate)))  # unbound_names.py
     return tuple(sorted(walk.cold)), walk.dispatch, walk.guards, (tuple(walk.raising), walk.tails), \
-        (sites.bindings, sites.guards)
+        (sites.bindings, sites.guards), (tuple(walk.dispatchers), walk.dispatch_tests)

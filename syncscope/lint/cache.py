@@ -34,10 +34,10 @@ import tempfile
 import zlib
 from dataclasses import replace
 
-CACHE_FORMAT = 70  # bump when RawResult or a record it holds (records.py) changes shape
+CACHE_FORMAT = 71  # bump when RawResult or a record it holds (records.py) changes shape
 # what only the whole-program pass reads
 FACT_FIELDS = ("exports", "imports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes",
-               "straight", "loops", "bases", "error_paths", "name_bindings", "name_guards",
+               "straight", "loops", "bases", "error_paths", "cuda_tests", "name_bindings", "name_guards",
                "const_guards", "const_literals", "const_passes", "memos",
                "none_config", "name_uses", "foreign_exports", "switch_words", "attr_classes")
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)

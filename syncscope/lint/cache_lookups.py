@@ -1,7 +1,7 @@
 """How a branch reads a cache before filling it (branches.py's `cache_fill`): the entry a
 `name = DICT.get(key)` looked up, the capacity read from it that a growth test compares with the
 size asked for, and keys that are an object's identity (a cache keyed by `id(x)` refills for every
-new object, so it is no once-per-key cache)."""
+new object, so it is no once-per-key cache, unless the object is a module of the model)."""
 
 from __future__ import annotations
 
@@ -40,9 +40,11 @@ def capacity_of(node: ast.AST, before: list) -> tuple[str, ast.AST] | None:
     return None
 
 
-def by_identity(key: ast.AST, before: list) -> bool:
+def by_identity(key: ast.AST, before: list, modules=(frozenset(), frozenset())) -> bool:
     """Whether the key (or the local it names, assigned among `before`) reads an object's
-    identity: `id(...)` or `.data_ptr()`."""
+    identity: `id(...)` or `.data_ptr()`. `modules`: the function's parameters declared an
+    `nn.Module`, and those declared a list of them (memo_params.module_params): `id(layer)` and
+    `id(layers[0])` read a module's identity, which stays the same while the model lives."""
     nodes = [key]
     if isinstance(key, ast.Name):
         nodes += [stmt.value for stmt in before if isinstance(stmt, ast.Assign)
@@ -51,10 +53,23 @@ def by_identity(key: ast.AST, before: list) -> bool:
         for inner in ast.walk(node):
             if isinstance(inner, ast.Call):
                 called = inner.func
-                if (isinstance(called, ast.Name) and called.id == "id") or \
-                        (isinstance(called, ast.Attribute) and called.attr == "data_ptr"):
+                if isinstance(called, ast.Name) and called.id == "id":
+                    if not _of_module(inner, *modules):
+                        return True
+                elif isinstance(called, ast.Attribute) and called.attr == "data_ptr":
                     return True
     return False
+
+
+def _of_module(call: ast.Call, modules: frozenset, module_lists: frozenset) -> bool:
+    """`id(layer)` of a module parameter, or `id(layers[0])` of an item of a list of them."""
+    if len(call.args) != 1 or call.keywords:
+        return False
+    arg = call.args[0]
+    if isinstance(arg, ast.Name):
+        return arg.id in modules
+    return isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and arg.value.id in module_lists \
+        and isinstance(arg.slice, ast.Constant) and type(arg.slice.value) is int
 
 
 def filled_after(stmt: ast.If, rest: list, before: list, module_names: frozenset) -> str | None:

@@ -21,6 +21,7 @@ def decided_lines(program, edges: dict, results: dict, library=None, texts=None,
     fills once (memo.py); the methods of a class built only behind a switch that is off by
     default (optin.py); lines under an environment switch the tree declares off and never sets
     (env_switches.py)."""
+    from .cuda_dispatch import dispatch_lines
     from .errorpaths import error_lines
     from .flagguards import flag_lines
     from .memo import memo_lines
@@ -32,7 +33,8 @@ def decided_lines(program, edges: dict, results: dict, library=None, texts=None,
     stores: dict = {}
     switches = off_switches(results, texts, stores, switch_fields(results))  # read by both: a switch off by default
     found = [flag_lines(program, edges, results, binds, texts, switches), error_lines(program, edges, results),
-             name_lines(program, results), optin_lines(program, edges, results, texts, switches)]
+             name_lines(program, results), optin_lines(program, edges, results, texts, switches),
+             dispatch_lines(program, edges, results)]
     found.append(env_switch_lines(program, results, stores, texts))
     if library is not None:
         found.append(memo_lines(program, results, library, cold_name))

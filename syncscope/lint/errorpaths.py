@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 
+from .callblocks import decided_blocks, recorded_functions
 from .nodewalk import own_nodes
 
 _LEAVES = (ast.Return, ast.Break, ast.Continue, ast.Yield, ast.YieldFrom)
@@ -86,9 +87,7 @@ def tail_call_line(body) -> int | None:
 def error_lines(program, edges: dict, results: dict) -> dict[str, list]:
     """{path: [(start, end, why)]}: the blocks that end in a call every resolved target of which
     always raises."""
-    raising: set[str] = set()
-    for result in results.values():
-        raising.update((getattr(result, "error_paths", None) or ((), {}))[0])
+    raising = recorded_functions(results, "error_paths")
     if not raising:
         return {}
     # a method resolved by the receiver's declared class may run a subclass's override: it
@@ -105,19 +104,8 @@ def error_lines(program, edges: dict, results: dict) -> dict[str, list]:
             return False
         return owner not in program.classes or all(m in raising for m in methods.get(short, ()))
 
-    found: dict[str, list] = {}
-    for result in results.values():
-        for qualname, tails in (getattr(result, "error_paths", None) or ((), {}))[1].items():
-            out = edges.get(qualname)
-            if not out:
-                continue
-            for start, end, line in tails:
-                targets = {target for call, target, _ in out if call.line == line}
-                if targets and all(raises(t) for t in targets):
-                    short = sorted(targets)[0].rsplit(".", 1)[-1]
-                    found.setdefault(program.path_of[qualname], []).append(
-                        (start, end, f"error path: the block ends in a call to `{short}`, every path of which raises"))
-    return found
+    return decided_blocks(program, edges, results, "error_paths", raises,
+                          lambda short: f"error path: the block ends in a call to `{short}`, every path of which raises")
 
 
 def always_exits(body) -> bool:

@@ -165,7 +165,8 @@ def _suppressions(table, out: list):
 
 
 def _error_paths(value, out: list):
-    """(functions whose every path raises, {function: [(start, end, line)]})."""
+    """(functions whose every path raises, {function: [(start, end, line)]}); the same shape
+    for `cuda_tests` (functions that tell where their inputs live, and the blocks they decide)."""
     if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict)):
         return ("not error paths", value)
     return (value[0], _values(_each(_positions(0, 1, 2)))(value[1], out))
@@ -220,6 +221,7 @@ _STRIP = {
     "dispatch": _values(_each(_positions(0))),
     "guards": _values(_each(_positions(0, 1))),
     "error_paths": _error_paths,
+    "cuda_tests": _error_paths,
     "name_guards": _values(_each(_positions(0, 1))),
     "flag_guards": _values(_each(_positions(0, 1))),
     "flag_passes": _keyed_by_line_column,

@@ -43,7 +43,7 @@ from .ast_annotations import dotted
 from .memo_funcs import MEMOIZED, module_aliases, value_memo
 from .memo_keys import changed_field, grown_field, kept_while, looked_up
 from .memo_owners import BuiltOnce
-from .memo_params import MODULE_KEY, PARAM, module_keyed_memo, module_params, param_memo
+from .memo_params import PARAM, module_params, param_memo
 from .modules import ModuleKinds
 from .root_fills import FILLED, fallback_why, mark_filled
 
@@ -251,13 +251,9 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
                 mark_filled(stmt, f"{module}.{prefix}{stmt.name}." if module else f"{prefix}{stmt.name}.", found)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out: list = []
-                params = module_params(stmt, aliases or {}, module_types)
-                held = param_memo(stmt, params)
+                held = param_memo(stmt, module_params(stmt, aliases or {}, module_types))
                 if held is not None:
                     out.append(held)
-                keyed = module_keyed_memo(stmt, params, module_params(stmt, aliases or {}, module_types, containers=True))
-                if keyed is not None:
-                    out.append(keyed)
                 if stmt.decorator_list:
                     if not type_aliases:
                         type_aliases.append(module_aliases(tree))
@@ -364,14 +360,10 @@ def memo_lines(program, results: dict, library, cold_name=None) -> dict[str, lis
                     (start, end, f"runs once per module: fills `{field}` on first use, and "
                                  f"`{field.split('.')[0]}` is declared an nn.Module, built with the model, "
                                  f"so it lives across steps"))
-            elif method == MODULE_KEY:
-                found.setdefault(program.path_of[qualname], []).append(
-                    (start, end, f"runs once per module: fills `{field}` on first use, and the module "
-                                 f"is declared an nn.Module, built with the model, so it lives across steps"))
             elif method == MEMOIZED and owner not in program.classes:
                 # a module function memoized on Python values (memo_funcs.py)
                 found.setdefault(program.path_of[qualname], []).append((start, end, _MEMOIZED_WHY.format(field)))
-        items = [item for item in items if item[3] not in (PARAM, MODULE_KEY) and (item[3] != MEMOIZED or owner in program.classes)]
+        items = [item for item in items if item[3] != PARAM and (item[3] != MEMOIZED or owner in program.classes)]
         if not items or owner not in program.classes:
             continue
         server = serves(owner)

@@ -6,9 +6,9 @@
         scales = resolve_scales(layer)     # runs once per layer
         layer._wrapper = Wrapper(scales)
 
-The same holds for a module-level cache keyed by such a module's identity
-(`_CACHE[id(layer)] = build(layer)` under `if cached is None:`, `module_keyed_memo`): filled
-once per module.
+The same annotations tell branches.py's module-level cache fills keyed by a module's identity
+(`_CACHE[id(layer)]`, `_CACHE[id(layers[0])]` for `layers: list[nn.Module]`) from ones keyed by
+a tensor's: the module's identity is the same every step.
 
 memo.py decides such fills on `self`, whose owner's class says how long it lives. Here the
 object is a parameter, and its annotation says it: a parameter declared as an `nn.Module`
@@ -26,7 +26,6 @@ import fnmatch
 from .ast_annotations import dotted
 
 PARAM = "<param>"  # in place of the filling method: a field of a module parameter (memo_lines)
-MODULE_KEY = "<module key>"  # ...: a module-level cache keyed by a module parameter's identity
 
 
 def module_params(function, aliases: dict, module_types: tuple, containers: bool = False) -> frozenset:
@@ -113,74 +112,6 @@ def param_memo(function, params: frozenset) -> tuple | None:
             continue
         if _stores(rest, field):
             return (rest[0].lineno, _end(rest[-1]), field, PARAM)
-    return None
-
-
-def module_keyed_memo(function, params: frozenset, lists: frozenset) -> tuple | None:
-    """(start, end, "CACHE[id(layer)]", MODULE_KEY): the body of a top-level `if` that fills a
-    module-level cache under a module parameter's identity, else None:
-
-        key = id(linears[0])                  # linears: list[nn.Module]
-        cached = _CACHE.get(key)
-        if cached is None:                    # or `if key not in _CACHE:`
-            cached = build(linears)           # runs once per module
-            _CACHE[key] = cached
-
-    A module lives as long as the model, so its identity is a key that later steps hit (a
-    tensor's identity is not: a new one every step, analyzer._keys_by_identity). The test must
-    be the plain one on that cache and key: `if cached is None or cached.n < n:` rebuilds when
-    `n` grows, and `if flag is None:` is no lookup."""
-    if not params and not lists:
-        return None
-    bound = {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
-    keys: dict[str, str] = {}  # local -> the module whose identity it holds
-    found: dict[str, tuple] = {}  # local -> (cache, module) of `local = CACHE.get(key)`
-
-    def identity(node) -> str | None:
-        """`id(layer)`, `id(linears[0])` (or a local holding one) -> "layer", "linears[0]"."""
-        if isinstance(node, ast.Name) and node.id not in params:
-            return keys.get(node.id)
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id"
-                and len(node.args) == 1 and not node.keywords):
-            return None
-        arg = node.args[0]
-        if isinstance(arg, ast.Name) and arg.id in params:
-            return arg.id
-        if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and arg.value.id in lists \
-                and isinstance(arg.slice, ast.Constant) and type(arg.slice.value) is int:
-            return f"{arg.value.id}[{arg.slice.value}]"
-        return None
-
-    def cache(node) -> str | None:
-        """A module-level name (the function binds no such local)."""
-        return node.id if isinstance(node, ast.Name) and node.id not in bound | params | lists else None
-
-    for stmt in function.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            local, value = stmt.targets[0].id, stmt.value
-            if identity(value) is not None:
-                keys[local] = identity(value)
-            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get" \
-                    and cache(value.func.value) and value.args and identity(value.args[0]) is not None:
-                found[local] = (value.func.value.id, identity(value.args[0]))
-            continue
-        if not isinstance(stmt, ast.If) or stmt.orelse:
-            continue
-        test = stmt.test
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-            continue
-        op, right = test.ops[0], test.comparators[0]
-        if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None \
-                and isinstance(test.left, ast.Name):
-            wanted = found.get(test.left.id)  # `cached = CACHE.get(key)`, then `if cached is None:`
-        elif isinstance(op, ast.NotIn) and cache(right) and identity(test.left) is not None:
-            wanted = (right.id, identity(test.left))  # `if key not in CACHE:`
-        else:
-            continue
-        stores = {(cache(target.value), identity(target.slice)) for inner in stmt.body if isinstance(inner, ast.Assign)
-                  for target in inner.targets if isinstance(target, ast.Subscript)}
-        if wanted is not None and wanted in stores:
-            return (stmt.body[0].lineno, _end(stmt.body[-1]), f"{wanted[0]}[id({wanted[1]})]", MODULE_KEY)
     return None
 
 

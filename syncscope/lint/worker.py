@@ -52,6 +52,9 @@ class RawResult:
     # error paths (errorpaths.py): (functions all of whose paths raise, function -> [(start, end,
     # line)] of blocks that end in a call, an error path when that call always raises)
     error_paths: tuple = ((), {})
+    # kernels that dispatch on where their inputs live (cuda_dispatch.py): (functions that tell,
+    # function -> [(start, end, line)] of the blocks a call of one decides)
+    cuda_tests: tuple = ((), {})
     # module-level names and None (modulenames.py): the names bound on CUDA conditionally or by
     # assignment -> their bindings; function -> [(start, end, qualified name)] of the lines that
     # run only when such a name is None
@@ -235,7 +238,7 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.functions, result.classes, result.attr_classes = \
         file_facts(tree, module, aliases, name_hints or config.name_hints, is_cold)
     from .branches import file_branches
-    result.branch_cold, result.dispatch, result.guards, result.error_paths, names = \
+    result.branch_cold, result.dispatch, result.guards, result.error_paths, names, result.cuda_tests = \
         file_branches(tree, module, aliases, config.library())
     result.name_bindings, result.name_guards = names
     from .flagguards import file_flags

@@ -1,5 +1,5 @@
-"""A module-level cache keyed by a module's identity is filled once per module (memo_params.py
-`module_keyed_memo`). SGLang 0.5.23's DSpark draft model stacks its layers' KV weights once,
+"""A module-level cache keyed by a module's identity is filled once per module (branches.py
+`cache_fill`, cache_lookups.py `by_identity` with the function's module parameters). SGLang 0.5.23's DSpark draft model stacks its layers' KV weights once,
 under `id(wkv_linears[0])` (`wkv_linears: list[torch.nn.Module]`), and checks the stacked
 scales with an `assert torch.all(...)` inside the build; every per-step call after the first
 hits the cache. A cache keyed by a tensor's identity (`id(cu_seqlens)`: a new tensor every
@@ -79,10 +79,10 @@ def test_other_keys_and_tests_keep_the_sync(tmp_path):
         assert ("pkg/model.py", 13, "SYN601") in found or ("pkg/model.py", 13, "SYN602") in found, (after, found)
 
 
-def test_the_why_names_the_cache_and_its_key(tmp_path):
+def test_the_why_names_the_cache(tmp_path):
     run = lint_package(tmp_path, {"stack.py": STACK, "model.py": MODEL}, include_cold=True)
     [cold] = [f for f in run.findings if f.site.path == "pkg/stack.py" and f.code == "SYN602"]
-    assert cold.cold.startswith("runs once per module: fills `_STACKED_CACHE[id(linears[0])]` on first use")
+    assert cold.cold == "fills the module's cache `_STACKED_CACHE`: runs once per key"
 
 
 def test_containers_of_modules_are_read_from_the_annotation():
