@@ -69,12 +69,13 @@ def test_the_reference_after_a_dispatch_on_cuda_never_syncs(tmp_path):
 
 def test_a_helper_that_may_say_otherwise_decides_nothing(tmp_path):
     # INVALID twins: a helper that also returns a switch, one that may end without a return
-    # (None: the reference runs), a test that is more than the call, and a helper named alike
-    # that returns something else
+    # (None: the reference runs), one that compares `device.type` (not read here), a coroutine
+    # function (its call is a coroutine, always true), and a test that is more than the call
     synced = [("pkg/kernel.py", 10, "SYN601"), ("pkg/kernel.py", 16, "SYN201")]
     for dispatch in (DISPATCH.replace("return value.is_cuda", "return value.is_cuda or FORCE_TRITON"),
                      DISPATCH.replace('        raise AssertionError("kernel dispatch requires at least one tensor argument")\n', ""),
-                     DISPATCH.replace("return value.is_cuda", "return value.device.type == 'cuda'")):
+                     DISPATCH.replace("return value.is_cuda", "return value.device.type == 'cuda'"),
+                     DISPATCH.replace("def inputs_on_cuda", "async def inputs_on_cuda")):
         assert dispatch != DISPATCH
         assert _lint(tmp_path, dispatch=dispatch) == synced, dispatch
     both = KERNEL.replace("if inputs_on_cuda(*args, **kwargs):", "if inputs_on_cuda(*args, **kwargs) and USE_TRITON:")

@@ -37,8 +37,8 @@ from .nodewalk import own_nodes
 def is_dispatcher(function) -> bool:
     """Every `return` of `function` hands back an `.is_cuda`, and it ends in `return` / `raise`."""
     last = function.body[-1] if function.body else None
-    if function.decorator_list or not isinstance(last, (ast.Return, ast.Raise)):
-        return False
+    if function.decorator_list or isinstance(function, ast.AsyncFunctionDef) or not isinstance(last, (ast.Return, ast.Raise)):
+        return False  # a coroutine function hands back a coroutine, always true
     if isinstance(last, ast.Return) and not (isinstance(last.value, ast.Attribute) and last.value.attr == "is_cuda"):
         return False  # most functions: no walk of the body
     found = False
