@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 
 from .callblocks import decided_blocks, recorded_functions
+from .lines import last_line
 from .nodewalk import own_nodes
 
 
@@ -62,12 +63,12 @@ def dispatch_blocks(stmt: ast.If, rest: tuple | None) -> list[tuple[int, int, in
         return []
     line = test.lineno
     if negated:
-        return [(stmt.body[0].lineno, _end(stmt.body[-1]), line)]
+        return [(stmt.body[0].lineno, last_line(stmt.body[-1]), line)]
     found = []
     if stmt.orelse:
-        found.append((stmt.orelse[0].lineno, _end(stmt.orelse[-1]), line))
+        found.append((stmt.orelse[0].lineno, last_line(stmt.orelse[-1]), line))
     elif rest is not None and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
-        found.append((rest[0].lineno, _end(rest[1]), line))
+        found.append((rest[0].lineno, last_line(rest[1]), line))
     return found
 
 
@@ -85,6 +86,3 @@ def dispatch_lines(program, edges: dict, results: dict) -> dict[str, list]:
 def _called_name(func) -> str:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
-
-def _end(stmt) -> int:
-    return getattr(stmt, "end_lineno", None) or stmt.lineno

@@ -13,6 +13,11 @@ from __future__ import annotations
 import ast
 
 
+def last_line(node: ast.AST) -> int:
+    """A node's last line (`end_lineno`; its first line where a node made by hand has none)."""
+    return getattr(node, "end_lineno", None) or node.lineno
+
+
 def spans_of(body: list[ast.stmt]) -> list[tuple[int, int, int]]:
     """(first line, last line, subtree size) of every statement of `body` and everything nested
     in it, in pre-order. (Where `ast` cannot parse what libcst could, worker.py falls back to

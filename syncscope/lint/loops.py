@@ -32,6 +32,7 @@ import ast
 import builtins
 
 from .ast_annotations import dotted
+from .lines import last_line
 from .nodewalk import DEFINITIONS, function_code, own_nodes
 from .steploops import names_generation, names_steps
 
@@ -39,10 +40,6 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _CALL = frozenset({ast.Call})
 SELF_MADE = "<self>"  # `cls(...)`, `type(self)(...)`: the maker's own class (constructions)
-
-
-def _end(node) -> int:
-    return getattr(node, "end_lineno", None) or node.lineno
 
 
 class _Walk:
@@ -69,7 +66,7 @@ class _Walk:
                 self.straight[self.qualify(local)] = straight
                 if loops:
                     self.loops[self.qualify(local)] = loops
-                self.spans[self.qualify(local)] = (stmt.lineno, _end(stmt))
+                self.spans[self.qualify(local)] = (stmt.lineno, last_line(stmt))
                 self.constructions(_own_calls(stmt), self.qualify(".".join(classes)) if classes else None,
                                    self.qualify(local))
                 self.definitions(_nested(stmt.body), classes, local)
@@ -134,7 +131,7 @@ class _Walk:
                 out.append([start, end])
 
         def enter(stmt, owner: int, steps: bool, items: bool = False) -> int:
-            loops.append([stmt.lineno, _end(stmt), steps, owner, items])
+            loops.append([stmt.lineno, last_line(stmt), steps, owner, items])
             owned.append([])
             return len(loops) - 1
 
@@ -165,7 +162,7 @@ class _Walk:
                     continue
                 blocks = _blocks(stmt)
                 if not blocks:
-                    add(owner, stmt.lineno, _end(stmt))
+                    add(owner, stmt.lineno, last_line(stmt))
                     continue
                 add(owner, stmt.lineno, blocks[0][0].lineno - 1 if blocks[0][0].lineno > stmt.lineno else stmt.lineno)
                 for block in blocks:

@@ -40,6 +40,7 @@ import fnmatch
 import re
 
 from .ast_annotations import dotted
+from .lines import last_line
 from .memo_funcs import MEMOIZED, module_aliases, value_memo
 from .memo_keys import changed_field, grown_field, kept_while, looked_up
 from .memo_owners import BuiltOnce
@@ -171,10 +172,6 @@ def _named_for(method: str, field: str) -> bool:
         all(w in method_words for w in field_words)
 
 
-def _end(stmt) -> int:
-    return getattr(stmt, "end_lineno", None) or stmt.lineno
-
-
 def _block(body, local: dict, out: list, setters: frozenset) -> None:
     local = dict(local)  # `v = self.x` seen so far in this block
     for index, stmt in enumerate(body):
@@ -202,19 +199,19 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
                 if how is True:
                     left = stmt.test.left if isinstance(stmt.test, ast.Compare) else None
                     how = KEYED if isinstance(left, ast.Name) and (KEYED, left.id) in local else None
-                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), missing, how))
+                out.append((stmt.body[0].lineno, last_line(stmt.body[-1]), missing, how))
                 _block(stmt.orelse, local, out, setters)
                 continue
             changed = changed_field(stmt.test, body[:index])
             if changed is not None and _fills(stmt.body, changed, setters) is True:
                 # `if self._addresses != pointers: ...; self._addresses = pointers`: once per new key
-                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), changed, KEYED))
+                out.append((stmt.body[0].lineno, last_line(stmt.body[-1]), changed, KEYED))
                 _block(stmt.orelse, local, out, setters)
                 continue
             grown = grown_field(stmt.test, local)
             if grown is not None and _fills(stmt.body, grown) is True:
                 # `if n > self.max_n: self.max_n = n; rebuild`: once per new largest size
-                out.append((stmt.body[0].lineno, _end(stmt.body[-1]), grown, GROWN))
+                out.append((stmt.body[0].lineno, last_line(stmt.body[-1]), grown, GROWN))
                 _block(stmt.orelse, local, out, setters)
                 continue
             present = _present(stmt.test, local)
@@ -223,7 +220,7 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
                 else False
             if how:
                 # `if v is not None: return v` then build and store: the rest of the block fills it
-                out.append((rest[0].lineno, _end(rest[-1]), present, how if isinstance(how, str) else None))
+                out.append((rest[0].lineno, last_line(rest[-1]), present, how if isinstance(how, str) else None))
                 return
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
@@ -267,7 +264,7 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
                     continue
                 if any((dotted(d) or "").rsplit(".", 1)[-1] == "cached_property" for d in stmt.decorator_list):
                     # `@cached_property`: the body fills the instance's `__dict__` on first read
-                    out.append((stmt.body[0].lineno, _end(stmt.body[-1]), stmt.name, None))
+                    out.append((stmt.body[0].lineno, last_line(stmt.body[-1]), stmt.name, None))
                 _block(stmt.body, {}, out, setters)
                 if out:
                     local = f"{prefix}{stmt.name}"

@@ -24,6 +24,7 @@ import ast
 import fnmatch
 
 from .ast_annotations import dotted
+from .lines import last_line
 
 PARAM = "<param>"  # in place of the filling method: a field of a module parameter (memo_lines)
 
@@ -111,9 +112,6 @@ def param_memo(function, params: frozenset) -> tuple | None:
         if field is None or stmt.orelse or not rest or not isinstance(stmt.body[-1], ast.Return):
             continue
         if _stores(rest, field):
-            return (rest[0].lineno, _end(rest[-1]), field, PARAM)
+            return (rest[0].lineno, last_line(rest[-1]), field, PARAM)
     return None
 
-
-def _end(stmt) -> int:
-    return getattr(stmt, "end_lineno", None) or stmt.lineno

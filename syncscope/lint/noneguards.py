@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import ast
 
+from .lines import last_line
+
 EITHER = " or "  # joins the parameters of a guard `if p is None or q is None:`
 
 
@@ -27,7 +29,7 @@ def none_guard(stmt: ast.If, params, nullable) -> tuple[int, int, str] | None:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         either = [_none_test(part, params, nullable, ast.Is) for part in test.values]
         if all(either):
-            return (stmt.body[0].lineno, _end(stmt.body[-1]), EITHER.join(either))
+            return (stmt.body[0].lineno, last_line(stmt.body[-1]), EITHER.join(either))
         return None
     tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     for part in tests:
@@ -41,7 +43,7 @@ def none_guard(stmt: ast.If, params, nullable) -> tuple[int, int, str] | None:
         if param is None:
             continue
         body = stmt.body if isinstance(part.ops[0], ast.Is) else stmt.orelse
-        return (body[0].lineno, _end(body[-1]), param) if body else None
+        return (body[0].lineno, last_line(body[-1]), param) if body else None
     return None
 
 
@@ -56,6 +58,3 @@ def _none_test(part, params, nullable, op) -> str | None:
         return None
     return param
 
-
-def _end(stmt) -> int:
-    return getattr(stmt, "end_lineno", None) or stmt.lineno
