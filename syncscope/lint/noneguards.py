@@ -33,22 +33,20 @@ def none_guard(stmt: ast.If, params, nullable) -> tuple[int, int, str] | None:
         return None
     tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     for part in tests:
-        if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.left, ast.Name)
-                and isinstance(part.comparators[0], ast.Constant) and part.comparators[0].value is None
-                and isinstance(part.ops[0], (ast.Is, ast.IsNot))):
-            continue
-        if isinstance(part.ops[0], ast.IsNot) and len(tests) > 1:
-            continue  # `p is not None and q`: its `else` runs for other reasons too
-        param = _none_test(part, params, nullable, type(part.ops[0]))
+        param = _none_test(part, params, nullable, (ast.Is, ast.IsNot))
         if param is None:
             continue
-        body = stmt.body if isinstance(part.ops[0], ast.Is) else stmt.orelse
+        negated = isinstance(part.ops[0], ast.IsNot)
+        if negated and len(tests) > 1:
+            continue  # `p is not None and q`: its `else` runs for other reasons too
+        body = stmt.orelse if negated else stmt.body
         return (body[0].lineno, last_line(body[-1]), param) if body else None
     return None
 
 
 def _none_test(part, params, nullable, op) -> str | None:
-    """The parameter `part` tests with `op` against None (`p is None`), one a caller may pass."""
+    """The parameter `part` tests with `op` (a comparison type, or a tuple of them) against None
+    (`p is None`), one a caller may pass."""
     if not (isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], op)
             and isinstance(part.left, ast.Name) and isinstance(part.comparators[0], ast.Constant)
             and part.comparators[0].value is None):
