@@ -152,15 +152,26 @@ def test_construction_facts_of_a_file():
         def build():
             return Tower()
 
+        def pick(norm: "Norm | None" = None):
+            chosen = norm or Norm()
+            return chosen
+
+        def pick_again(norm=None):
+            if norm is None:
+                norm = Norm()
+            return norm
+
         DEFAULT = Norm()
     """)
     _, _, _, makes = file_loops(ast.parse(source), "m", {"nn": "torch.nn", "Block": "pkg.layers.Block",
                                                          "make": "pkg.layers.make"})
-    # with the function each construction is in (None: a module-level statement; memo_owners.py)
-    assert set(makes) == {("m.Tower", "torch.nn.ModuleList", "m.Tower.__init__"),
-                          ("m.Tower", "pkg.layers.Block", "m.Tower.__init__"),
-                          ("m.Tower", "m.Norm", "m.Tower.__init__.inner"), (None, "m.Tower", "m.build"),
-                          (None, "m.Norm", None)}
+    # with the function each construction is in (None: a module-level statement; memo_owners.py),
+    # and the parameter a fallback construction stands in for (`norm or Norm()`, `if norm is None:`)
+    assert set(makes) == {("m.Tower", "torch.nn.ModuleList", "m.Tower.__init__", None),
+                          ("m.Tower", "pkg.layers.Block", "m.Tower.__init__", None),
+                          ("m.Tower", "m.Norm", "m.Tower.__init__.inner", None), (None, "m.Tower", "m.build", None),
+                          (None, "m.Norm", "m.pick", "norm"), (None, "m.Norm", "m.pick_again", "norm"),
+                          (None, "m.Norm", None, None)}
 
 
 # a diffusion VAE (any module defined under SGLang diffusion's `models/vaes/`, the component

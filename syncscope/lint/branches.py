@@ -35,7 +35,7 @@ import re
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .comparetests import compare_test, precondition
 from .errorpaths import always_raises, error_block, tail_call_line
-from .exprguards import guarded_ifexp, ifexp_guard, nullable_required
+from .exprguards import guarded_ifexp, ifexp_guard, nullable_required, or_guard
 from .initflags import once_after
 from .keyword_dicts import keyword_dicts
 from .local_modules import module_receiver, note_import
@@ -387,6 +387,11 @@ class _Walk:
                 if found is not None:  # `cpu if cpu is not None else t.cpu()`: exprguards.py
                     self.guards.setdefault(self.qualify(function), []).append(found)
                 self.decided_arm(stmt, around)
+            if function is not None and isinstance(getattr(stmt, "value", None), ast.BoolOp):
+                around = (body[index - 1].end_lineno if index else 0, rest[0].lineno if rest else 1 << 30)
+                found = or_guard(stmt, self.functions[function], self.nullable.get(function, ()), *around)
+                if found is not None:  # `cache = plan_cache or PlanCache()`: exprguards.py
+                    self.guards.setdefault(self.qualify(function), []).append(found)
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self.calls(child, function)

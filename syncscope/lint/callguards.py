@@ -29,7 +29,8 @@ def decided_lines(program, edges: dict, results: dict, library=None, texts=None,
     from .optin import off_switches, optin_lines
     from .env_switches import env_switch_lines, switch_fields
 
-    guarded = guarded_lines(program, edges, results, cold_name)
+    given: set = set()  # (function, parameter): every call passes it (memo.py asks, through memo_owners.py)
+    guarded = guarded_lines(program, edges, results, cold_name, given)
     stores: dict = {}
     switches = off_switches(results, texts, stores, switch_fields(results))  # read by both: a switch off by default
     found = [flag_lines(program, edges, results, binds, texts, switches), error_lines(program, edges, results),
@@ -37,14 +38,14 @@ def decided_lines(program, edges: dict, results: dict, library=None, texts=None,
              dispatch_lines(program, edges, results)]
     found.append(env_switch_lines(program, results, stores, texts))
     if library is not None:
-        found.append(memo_lines(program, results, library, cold_name))
+        found.append(memo_lines(program, results, library, cold_name, frozenset(given)))
     for table in found:
         for path, lines in table.items():
             guarded[path] = guarded.get(path, []) + lines
     return guarded
 
 
-def guarded_lines(program, edges: dict, results: dict, cold_name=None) -> dict[str, list]:
+def guarded_lines(program, edges: dict, results: dict, cold_name=None, given_out: set | None = None) -> dict[str, list]:
     """Lines that run only when a parameter is None (`if chunk_indices is None:`) in functions
     every caller in the tree passes that parameter to: {path: [(start, end, why)]}. A call
     with `*args`/`**kwargs` may pass it unseen: it counts as leaving it out, and so does a
@@ -52,7 +53,7 @@ def guarded_lines(program, edges: dict, results: dict, cold_name=None) -> dict[s
     (`skip-functions`: vLLM's `_warm_causal_conv1d_fwd_kernel` calls the kernel with
     `metadata=None` at start-up; the per-step walk never enters it, reachability.enterable).
     A required parameter typed `Optional[X]` has no such guards (branches.py): its callers pass
-    None."""
+    None. `given_out` receives (function, parameter) of each plain guard decided so."""
     guards: dict[str, list] = {}
     for result in results.values():
         for qualname, items in (getattr(result, "guards", None) or {}).items():
@@ -92,6 +93,8 @@ def guarded_lines(program, edges: dict, results: dict, cold_name=None) -> dict[s
                     why = f"runs only when one of {', '.join(f'`{n}`' for n in names)} is None, and every caller passes them all"
                 else:
                     why = f"runs only when `{param}` is None, and every caller passes it"
+                    if given_out is not None:
+                        given_out.add((qualname, param))
                 found.setdefault(program.path_of[qualname], []).append((start, end, why))
     return found
 

@@ -19,6 +19,13 @@ blocks a call's arguments decide: SGLang's `get_token_ids_logprobs_raw` collects
 `vals.append(row if no_copy_to_cpu else row.tolist())`, and its per-step callers pass
 `no_copy_to_cpu=True` (the `.tolist()` never runs for them). There the statement may also be a
 list's `append`/`extend` of the expression, and the test must hold no call of its own.
+
+And the shortest form, `cache = plan_cache or PlanCache()` (`or_guard`): the object is built only
+when the caller gives none. `or` takes the fallback for any false value, not only None, so the
+parameter must be declared an optional object of a class (`plan_cache: PlanCache | None = None`),
+not a container, a number, a string or a tensor (an empty list is false too); an object of a
+class is true unless the class says otherwise. vLLM's MiniMax-M3 `prepare_decode_metadata` and
+its one caller, which passes the builder's `plan_cache`.
 """
 
 from __future__ import annotations
@@ -128,6 +135,80 @@ def ifexp_blocks(body: list, compile_test) -> list[tuple[int, int, tuple]]:
             continue
         found.append((arm.lineno, getattr(arm, "end_lineno", None) or arm.lineno, test if is_body else ("not", test)))
     return found
+
+
+# declared types whose objects may be false while not None: `p or fallback` takes the fallback then
+_MAYBE_FALSE = frozenset({"Tensor", "List", "Dict", "Tuple", "Set", "FrozenSet", "Sequence", "Mapping",
+                          "MutableMapping", "MutableSequence", "Iterable", "Collection", "Any", "Deque",
+                          "OrderedDict", "DefaultDict", "Counter", "ndarray", "Size"})
+
+
+def or_fallback(stmt, function: ast.FunctionDef | ast.AsyncFunctionDef, nullable) -> tuple[str, ast.expr] | None:
+    """(parameter, fallback) of `x = p or fallback` / `return p or fallback`, where `p` is a
+    parameter of `function` declared an optional object of a class (module docstring) that a
+    caller may pass, and `fallback` holds a call; else None."""
+    if not isinstance(stmt, _VALUED) or (isinstance(stmt, ast.Assign) and not all(isinstance(t, ast.Name) for t in stmt.targets)) \
+            or (isinstance(stmt, ast.AnnAssign) and not isinstance(stmt.target, ast.Name)):
+        return None
+    value = stmt.value
+    if not (isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2
+            and isinstance(value.values[0], ast.Name) and _has_call(value.values[1])):
+        return None
+    param = value.values[0].id
+    if param in ("self", "cls") or param in nullable:
+        return None
+    args = function.args
+    declared = next((a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == param), None)
+    if declared is None or not _admits_none(declared) or not _object_of_a_class(declared):
+        return None
+    return param, value.values[1]
+
+
+def _object_of_a_class(annotation: ast.AST) -> bool:
+    """`PlanCache | None`, `Optional["PlanCache"]`, `mod.PlanCache | None`: one capitalized class
+    besides None, not one whose objects may be false (`_MAYBE_FALSE`)."""
+    names = [name for name in _type_names(annotation) if name != "None"]
+    return len(names) == 1 and names[0][:1].isupper() and names[0] not in _MAYBE_FALSE
+
+
+def _type_names(node: ast.AST) -> list[str]:
+    """The types a union names: `A | None` -> ["A", "None"]; a generic (`List[int]`) by its own
+    name; "?" for what is neither."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _type_names(node.left) + _type_names(node.right)
+    if isinstance(node, ast.Subscript):
+        outer = _type_names(node.value)
+        if outer in (["Optional"], ["Union"]):
+            inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return [name for item in inner for name in _type_names(item)] + (["None"] if outer == ["Optional"] else [])
+        return outer
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return ["None"]
+        if isinstance(node.value, str):
+            try:
+                return _type_names(ast.parse(node.value, mode="eval").body)
+            except SyntaxError:
+                return ["?"]
+        return ["?"]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, ast.Name):
+        return [node.id]
+    return ["?"]
+
+
+def or_guard(stmt, function, nullable, before: int, after: int) -> tuple[int, int, str] | None:
+    """(first line, last line, parameter) of `or_fallback`'s fallback, when no other statement
+    shares its lines (`before` / `after`: as for `guarded_ifexp`)."""
+    found = or_fallback(stmt, function, nullable)
+    if found is None:
+        return None
+    param, fallback = found
+    start, end = fallback.lineno, getattr(fallback, "end_lineno", None) or fallback.lineno
+    if start <= before or end >= after:
+        return None
+    return start, end, param
 
 
 def nullable_required(args: ast.arguments) -> frozenset:

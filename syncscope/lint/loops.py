@@ -32,7 +32,9 @@ import ast
 import builtins
 
 from .ast_annotations import dotted
+from .exprguards import nullable_required, or_fallback
 from .lines import last_line
+from .noneguards import EITHER, none_guard
 from .nodewalk import DEFINITIONS, function_code, own_nodes
 from .steploops import names_generation, names_steps
 
@@ -68,7 +70,7 @@ class _Walk:
                     self.loops[self.qualify(local)] = loops
                 self.spans[self.qualify(local)] = (stmt.lineno, last_line(stmt))
                 self.constructions(_own_calls(stmt), self.qualify(".".join(classes)) if classes else None,
-                                   self.qualify(local))
+                                   self.qualify(local), _fallback_calls(stmt))
                 self.definitions(_nested(stmt.body), classes, local)
             elif isinstance(stmt, ast.ClassDef):
                 names = classes + [stmt.name]
@@ -86,12 +88,16 @@ class _Walk:
                 for handler in getattr(stmt, "handlers", ()) or ():
                     self.definitions(handler.body, classes, None)
 
-    def constructions(self, calls: list, maker: str | None, function: str | None = None) -> None:
+    def constructions(self, calls: list, maker: str | None, function: str | None = None,
+                      fallbacks: dict | None = None) -> None:
         """The classes these calls of some code construct (`Mistral3Model(config)`,
-        `nn.ModuleList([Layer(c) for _ in range(n)])`), as (maker, class, function): the class
-        whose code it is, or None for a module-level function or statement; and the function
-        the call is in, or None for a module- or class-level statement. A function nested in a
-        method builds for that method's class (definitions() walks it with the same maker).
+        `nn.ModuleList([Layer(c) for _ in range(n)])`), as (maker, class, function, parameter):
+        the class whose code it is, or None for a module-level function or statement; the
+        function the call is in, or None for a module- or class-level statement; and the
+        parameter whose absence the construction stands in for (`cache = plan_cache or
+        PlanCache()`: exprguards.or_fallback; `fallbacks`, id of the call -> the parameter), else
+        None. A function nested in a method builds for that method's class (definitions() walks
+        it with the same maker).
         `cls(...)` and `type(self)(...)` in a class's code build that class or a subclass: made
         is `SELF_MADE` + the class then, which no other reader resolves (memo.py asks where a
         class is built)."""
@@ -99,7 +105,7 @@ class _Walk:
             func = node.func
             if maker is not None and ((isinstance(func, ast.Name) and func.id == "cls") or (
                     isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type")):
-                self.makes.add((maker, SELF_MADE + maker, function))
+                self.makes.add((maker, SELF_MADE + maker, function, None))
                 continue
             made = self.base(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
             if made is None and isinstance(func, (ast.Name, ast.Attribute)):
@@ -107,10 +113,10 @@ class _Walk:
                 # `SELF_MADE` + `?` + its name, which no reader resolves but memo_owners.py counts
                 name = dotted(func)
                 if name and name.rsplit(".", 1)[-1][:1].isupper():
-                    self.makes.add((maker, f"{SELF_MADE}?{name}", function))
+                    self.makes.add((maker, f"{SELF_MADE}?{name}", function, (fallbacks or {}).get(id(node))))
                 continue
             if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
-                self.makes.add((maker, made, function))
+                self.makes.add((maker, made, function, (fallbacks or {}).get(id(node))))
 
     def once(self, body, first: int) -> tuple[tuple, tuple]:
         """The line ranges of `body` (a function's, starting at its `def` line) that run once
@@ -232,6 +238,33 @@ def file_loops(tree: ast.Module, module: str, aliases: dict):
     return file_loop_facts(tree, module, aliases)[:4]
 
 
+def _fallback_calls(function) -> dict:
+    """{id of a call: parameter} for the calls that run only when the caller leaves a parameter
+    out: the fallback of the function's own `x = p or PlanCache()` statements
+    (exprguards.or_fallback) and the block of `if p is None: p = PlanCache()` (noneguards.py)."""
+    found = {}
+    nullable = params = None
+    for node in function_code(function):
+        kind = type(node)
+        if kind is not ast.If and (kind is not ast.Assign and kind is not ast.Return or type(node.value) is not ast.BoolOp):
+            continue
+        if nullable is None:
+            args = function.args
+            nullable = nullable_required(args)
+            params = frozenset(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
+        if kind is ast.If:
+            guard = none_guard(node, params, nullable)
+            if guard is None or EITHER in guard[2]:
+                continue
+            block = node.body if guard[0] == node.body[0].lineno else node.orelse
+            found.update((id(call), guard[2]) for stmt in block for call in ast.walk(stmt) if type(call) is ast.Call)
+            continue
+        shaped = or_fallback(node, function, nullable)
+        if shaped is not None:
+            found.update((id(call), shaped[0]) for call in ast.walk(shaped[1]) if type(call) is ast.Call)
+    return found
+
+
 def _own_calls(function) -> list:
     """The calls of a function's own code, its lambdas' included, not its nested definitions'
     (definitions() walks those on their own), in no particular order: nodewalk.function_code,
@@ -249,5 +282,5 @@ def file_loop_facts(tree: ast.Module, module: str, aliases: dict):
     defined = {n.name for n in tree.body if isinstance(n, _DEFS)}
     walk = _Walk(module, aliases, defined)
     walk.definitions(tree.body, [], None)
-    return (walk.straight, walk.bases, walk.spans, tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1], m[2] or ""))),
+    return (walk.straight, walk.bases, walk.spans, tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1], m[2] or "", m[3] or ""))),
             walk.loops)

@@ -14,6 +14,7 @@ A per-step method often builds something on first use and keeps it:
     if not hasattr(self, "freqs"): self.register_buffer("freqs", build(...))   # a setter stores it
     if self._addresses != pointers: ...; self._addresses = pointers   # pointers: data_ptr()s of its buffers
     meta = self._meta.get(key); if meta is None: ...; self._meta[key] = meta  # the same kind of key
+    plan = self.plans.get(key); if plan is None: ...; self.plans[key] = plan  # any key but an identity
     if self.step_index is None: self._init_step_index(t)   # the method named for the field fills it
     if self.step_index is None: self._step_index = find(t)  # a property `step_index` reads `_step_index`
 
@@ -42,7 +43,7 @@ import re
 from .ast_annotations import dotted
 from .lines import last_line
 from .memo_funcs import MEMOIZED, module_aliases, value_memo
-from .memo_keys import changed_field, grown_field, kept_while, looked_up
+from .memo_keys import changed_field, dict_entry, grown_field, kept_while, looked_up
 from .memo_owners import BuiltOnce
 from .memo_params import PARAM, module_params, param_memo
 from .modules import ModuleKinds
@@ -161,6 +162,7 @@ _MEMOIZED_WHY = "runs once per key: `{}` is memoized and every parameter is decl
 GROWN = "<grown>"  # in place of the filling method: the block grows the field (memo_keys.grown_field)
 TWIN = "<twin>"  # the block stores `self._x` for a test of `self.x`, a property of the class (memo_lines)
 KEYED = "<keyed>"  # the block rebuilds the field when a key of addresses changes (memo_keys.changed_field)
+PER_KEY = "<per-key>"  # the block fills one entry of a dict on `self` for a new key (memo_keys.dict_entry)
 _BUILD_WORDS = frozenset(("init", "build", "create", "compute", "make", "setup", "prepare"))
 
 
@@ -172,6 +174,13 @@ def _named_for(method: str, field: str) -> bool:
         all(w in method_words for w in field_words)
 
 
+def _entry_kind(left, local: dict) -> str | None:
+    """KEYED or PER_KEY when the tested local holds a dict's entry looked up so, else None."""
+    if not isinstance(left, ast.Name):
+        return None
+    return KEYED if (KEYED, left.id) in local else PER_KEY if (PER_KEY, left.id) in local else None
+
+
 def _block(body, local: dict, out: list, setters: frozenset) -> None:
     local = dict(local)  # `v = self.x` seen so far in this block
     for index, stmt in enumerate(body):
@@ -179,14 +188,18 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
             # `v = self._meta.get(key)` with a key of addresses: `v` is that memo's entry
             field = _self_field(stmt.value)
             keyed = looked_up(stmt.value, body[:index]) if field is None else None
-            if field is not None or keyed is not None:
-                local[stmt.targets[0].id] = field or keyed
+            # `plan = self.plans.get(key)` with any other key but an identity: one entry per key
+            per_key = dict_entry(stmt.value, body[:index]) if field is None and keyed is None else None
+            name = stmt.targets[0].id
+            if field is not None or keyed is not None or per_key is not None:
+                local[name] = field or keyed or per_key
             else:
-                local.pop(stmt.targets[0].id, None)
-            if keyed is not None:
-                local[(KEYED, stmt.targets[0].id)] = True
-            else:
-                local.pop((KEYED, stmt.targets[0].id), None)
+                local.pop(name, None)
+            for marker, on in ((KEYED, keyed is not None), (PER_KEY, per_key is not None)):
+                if on:
+                    local[(marker, name)] = True
+                else:
+                    local.pop((marker, name), None)
         if isinstance(stmt, ast.If):
             # not `if self.x is None or bs != self.bs:`: what forces a rebuild may change every step
             missing = _missing(stmt.test, local)
@@ -198,7 +211,7 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
                 # where `v = self._meta.get(key)` looked it up by a key of addresses)
                 if how is True:
                     left = stmt.test.left if isinstance(stmt.test, ast.Compare) else None
-                    how = KEYED if isinstance(left, ast.Name) and (KEYED, left.id) in local else None
+                    how = _entry_kind(left, local)
                 out.append((stmt.body[0].lineno, last_line(stmt.body[-1]), missing, how))
                 _block(stmt.orelse, local, out, setters)
                 continue
@@ -220,7 +233,9 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
                 else False
             if how:
                 # `if v is not None: return v` then build and store: the rest of the block fills it
-                out.append((rest[0].lineno, last_line(rest[-1]), present, how if isinstance(how, str) else None))
+                first = stmt.test.values[0] if isinstance(stmt.test, ast.BoolOp) else stmt.test
+                out.append((rest[0].lineno, last_line(rest[-1]), present, how if isinstance(how, str) else
+                            _entry_kind(first.left, local)))
                 return
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(stmt, field, None)
@@ -274,10 +289,11 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
     return found
 
 
-def memo_lines(program, results: dict, library, cold_name=None) -> dict[str, list]:
+def memo_lines(program, results: dict, library, cold_name=None, given: frozenset = frozenset()) -> dict[str, list]:
     """{path: [(start, end, why)]}: the memo fills of classes that serve steps (see above), or
     whose objects the tree builds only in code that runs once (memo_owners.py; `cold_name`:
-    the names of such code, config.cold_function)."""
+    the names of such code, config.cold_function; `given`: (function, parameter) every call
+    passes, callguards.guarded_lines)."""
     memos: dict[str, list] = {}
     for result in results.values():
         memos.update(getattr(result, "memos", None) or {})
@@ -344,7 +360,7 @@ def memo_lines(program, results: dict, library, cold_name=None) -> dict[str, lis
                 found = below[0]
         return found
 
-    built = BuiltOnce(program, results, bases, subclasses, cold_name)
+    built = BuiltOnce(program, results, bases, subclasses, cold_name, given)
     found: dict[str, list] = {}
     for qualname, items in memos.items():
         owner = qualname.rpartition(".")[0]
@@ -389,6 +405,8 @@ def memo_lines(program, results: dict, library, cold_name=None) -> dict[str, lis
                 how = f"runs once per new largest size: grows `self.{field}` past its cached size"
             elif method == KEYED:
                 how = f"runs once per key: rebuilds `self.{field}` when the addresses of its own buffers change"
+            elif method == PER_KEY:
+                how = f"runs once per key: fills the entry of `self.{field}` that a new key misses"
             elif method == TWIN:
                 how = f"runs once per object: fills `self._{field}`, which the property `{field}` reads, on first use"
             elif method is not None and roots.match(method):

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 
+from .cache_lookups import by_identity
+
 
 def _field_of(node, local: dict) -> str | None:
     """The memo field an expression reads, down its attributes, subscripts and calls:
@@ -204,11 +206,25 @@ def changed_field(test, before: list) -> str | None:
 
 def looked_up(value, before: list) -> str | None:
     """`self.c.get(key)` (or `.get(key, None)`) with a key of addresses: "c"."""
+    found = _self_get(value)
+    return found[0] if found is not None and of_addresses(found[1], before) else None
+
+
+def dict_entry(value, before: list) -> str | None:
+    """`self.c.get(key)` (or `.get(key, None)`) with a key that reads no object's identity
+    (`id(t)`, `t.data_ptr()`: new with each new tensor): "c". The dict keeps one entry per key
+    (a shape, a configuration), so its miss runs once per new key, as a module-level dict's
+    (branches.cache_fill); `key not in self.c` (memo._missing) is the same fill."""
+    found = _self_get(value)
+    return found[0] if found is not None and not by_identity(found[1], before) else None
+
+
+def _self_get(value) -> tuple[str, ast.AST] | None:
+    """("c", key) of `self.c.get(key)` or `self.c.get(key, None)`."""
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get" \
             and 1 <= len(value.args) <= 2 and not value.keywords:
         owner = value.func.value
         if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self" \
-                and (len(value.args) == 1 or (isinstance(value.args[1], ast.Constant) and value.args[1].value is None)) \
-                and of_addresses(value.args[0], before):
-            return owner.attr
+                and (len(value.args) == 1 or (isinstance(value.args[1], ast.Constant) and value.args[1].value is None)):
+            return owner.attr, value.args[0]
     return None

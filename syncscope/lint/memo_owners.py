@@ -14,7 +14,10 @@ request by `_allocate_causal_kv_cache`.
 Not told so (the fill stays a sync for its callers): a class the tree never builds (a library
 or a registry makes it: its lifetime is unknown), one that any per-step or ordinary function
 builds (`KVCache(...)` inside `forward`), and one whose objects may come from `cls(...)` /
-`type(self)(...)` in code of the class, a base or a subclass that is not named so. The
+`type(self)(...)` in code of the class, a base or a subclass that is not named so. A
+construction that stands in for a parameter the caller left out (`cache = plan_cache or
+PlanCache()`) is no place the object is built when every caller passes that parameter
+(`given`: callguards.guarded_lines decides it, as for `if plan_cache is None:`). The
 construction sites are loops.py's (`makes`, with the function each is in): no pass of its own.
 """
 
@@ -29,7 +32,8 @@ class BuiltOnce:
     """`why(cls)`: the reason `cls`'s objects live across steps, by where they are built; None
     when some place may build one every step, or none is known."""
 
-    def __init__(self, program, results: dict, bases: dict, subclasses: dict, cold_name) -> None:
+    def __init__(self, program, results: dict, bases: dict, subclasses: dict, cold_name,
+                 given: frozenset = frozenset()) -> None:
         self.program = program
         self.bases = bases
         self.subclasses = subclasses
@@ -39,7 +43,9 @@ class BuiltOnce:
         # that builds it): by the class's short name, so they count for any class so named
         self.unresolved: dict[str, set] = {}
         for result in results.values():
-            for maker, made, function in getattr(result, "makes", ()) or ():
+            for maker, made, function, fallback in getattr(result, "makes", ()) or ():
+                if fallback is not None and (function, fallback) in given:
+                    continue  # `cache = plan_cache or PlanCache()`, and every caller gives one
                 if made.startswith(SELF_MADE + "?"):
                     name = made[len(SELF_MADE) + 1:].rsplit(".", 1)[-1]
                     self.unresolved.setdefault(name, set()).add((maker, function, False))

@@ -50,7 +50,7 @@ class ModuleKinds:
         # None for a module-level function or statement}
         self.makers: dict[str, set] = {}
         for result in results.values():
-            for maker, made, _function in getattr(result, "makes", ()) or ():
+            for maker, made, *_ in getattr(result, "makes", ()) or ():
                 inner = program.chase(made, True)
                 if inner is not None:
                     self.makers.setdefault(inner, set()).add(maker)

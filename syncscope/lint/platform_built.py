@@ -50,7 +50,7 @@ def built_elsewhere(program, results: dict, cold: dict, other_platform: dict, su
     path_of_module = {result.module: path for path, result in results.items() if result.module}
     builders: dict[str, set] = {}  # class -> {(path, the class whose code builds it, or None)}
     for path, result in results.items():
-        for maker, made, _function in getattr(result, "makes", ()) or ():
+        for maker, made, *_ in getattr(result, "makes", ()) or ():
             inner = program.chase(made, True)
             if inner is not None:
                 builders.setdefault(inner, set()).add((path, maker))

@@ -161,7 +161,7 @@ class PerStep:
         imports = {result.module: getattr(result, "imports", ()) for result in results.values() if result.module}
         builders: dict[str, set] = {}
         for result in results.values():
-            for _maker, made, _function in getattr(result, "makes", ()) or ():
+            for _maker, made, *_ in getattr(result, "makes", ()) or ():
                 inner = program.chase(made, True)
                 if inner is not None and result.module:
                     builders.setdefault(inner, set()).add(result.module)
