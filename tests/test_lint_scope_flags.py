@@ -45,6 +45,23 @@ def test_a_field_set_only_from_a_platform_test_carries_it(tmp_path):
     assert "self.sync_comm" in cold[("pkg/moe.py", 16)] and "is_rocm" in cold[("pkg/moe.py", 16)]
 
 
+def test_a_field_set_from_a_local_that_holds_a_platform_test_carries_it(tmp_path):
+    # VALID: `rocm = current_platform.is_rocm()` then `self.sync_comm = rocm` (SGLang's DFlash
+    # worker keeps `supports_gpu_triton` in three fields that way)
+    source = FIELD.replace("self.sync_comm = current_platform.is_rocm()",
+                           "rocm = current_platform.is_rocm()\n            self.sync_comm = rocm")
+    assert source != FIELD
+    files = {"platforms.py": PLATFORMS, "moe.py": source}
+    assert where(lint_package(tmp_path, files)) == []
+    cold = cold_reasons(lint_package(tmp_path, files, include_cold=True))
+    assert "self.sync_comm" in cold[("pkg/moe.py", 17)] and "is_rocm" in cold[("pkg/moe.py", 17)], cold
+    # INVALID: the local is bound again from something no test decides
+    twice = source.replace("self.sync_comm = rocm", "rocm = rocm or torch.cuda.device_count() > 1\n"
+                           "            self.sync_comm = rocm")
+    run = lint_package(tmp_path, {"platforms.py": PLATFORMS, "moe.py": twice})
+    assert "SYN502" in [c for _, _, c in where(run)], where(run)
+
+
 def test_a_field_also_set_from_anything_else_stays_unknown(tmp_path):
     # another method turns it on from a value no test decides: the sync may run on CUDA
     source = FIELD.replace("def forward(self, x: torch.Tensor):",

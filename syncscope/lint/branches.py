@@ -34,7 +34,7 @@ import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
 from .comparetests import compare_test, precondition
-from .errorpaths import always_raises, error_block, tail_call_line
+from .errorpaths import always_raises, assert_message, error_block, tail_call_line
 from .exprguards import guarded_ifexp, ifexp_guard, nullable_required, or_guard
 from .initflags import once_after
 from .keyword_dicts import keyword_dicts
@@ -363,6 +363,8 @@ class _Walk:
                 value, why = self.conditions.evaluate(stmt.test)
                 if value is False and rest and not precondition(stmt, value):
                     self.mark(rest[0], rest[1], why)
+                if (message := assert_message(stmt, rest[0] if rest else None)) is not None:
+                    self.mark(message, message, "error path: an `assert`'s message, evaluated only when it fails")
             if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
                 self.in_try += 1
                 self.block(stmt.body, classes, function)
@@ -381,17 +383,16 @@ class _Walk:
             if isinstance(stmt, ast.Match):
                 for case in stmt.cases:
                     self.block(case.body, classes, function)
-            if function is not None and isinstance(getattr(stmt, "value", None), ast.IfExp):
+            if function is not None and isinstance(getattr(stmt, "value", None), (ast.IfExp, ast.BoolOp)):
                 around = (body[index - 1].end_lineno if index else 0, rest[0].lineno if rest else 1 << 30)
-                found = ifexp_guard(stmt, self.params.get(function, ()), self.nullable.get(function, ()), *around)
-                if found is not None:  # `cpu if cpu is not None else t.cpu()`: exprguards.py
+                # `cpu if cpu is not None else t.cpu()`, `cache = plan_cache or PlanCache()`: exprguards.py
+                found = ifexp_guard(stmt, self.params.get(function, ()), self.nullable.get(function, ()), *around) \
+                    if isinstance(stmt.value, ast.IfExp) else or_guard(stmt, self.functions[function],
+                                                                       self.nullable.get(function, ()), *around)
+                if found is not None:
                     self.guards.setdefault(self.qualify(function), []).append(found)
-                self.decided_arm(stmt, around)
-            if function is not None and isinstance(getattr(stmt, "value", None), ast.BoolOp):
-                around = (body[index - 1].end_lineno if index else 0, rest[0].lineno if rest else 1 << 30)
-                found = or_guard(stmt, self.functions[function], self.nullable.get(function, ()), *around)
-                if found is not None:  # `cache = plan_cache or PlanCache()`: exprguards.py
-                    self.guards.setdefault(self.qualify(function), []).append(found)
+                if isinstance(stmt.value, ast.IfExp):
+                    self.decided_arm(stmt, around)
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self.calls(child, function)

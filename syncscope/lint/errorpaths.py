@@ -11,7 +11,9 @@ runs only when the step is about to fail. Three shapes, all cold:
 * a block that ends in a call to such a function (`if bad: self._raise_stale(...)`), decided
   over the whole program once calls are resolved (`error_lines`), since the function may live
   in another file.
-A block inside a `try` body is left alone: the same function may catch the exception and go on
+And an `assert`'s message (`assert ok, f"... {pages.tolist()}"`), built only when the test fails
+(SGLang's SWA component prints the pages it found dead), where it has lines of its own: lines are
+the unit of coldness. A block inside a `try` body is left alone: the same function may catch the exception and go on
 (an exception used as control flow). branches.py walks the file and calls the predicates here.
 
 Everything recorded is plain tuples: it is pickled into the lint cache.
@@ -72,6 +74,17 @@ def always_raises(function) -> bool:
             if (exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "")) == "NotImplementedError":
                 return False
     return True
+
+
+def assert_message(stmt: ast.Assert, following) -> ast.expr | None:
+    """The message of `stmt` when no line of it holds the test or `following` (the statement
+    after it in the block, or None), else None."""
+    message = stmt.msg
+    if message is None or message.lineno <= (stmt.test.end_lineno or stmt.test.lineno):
+        return None
+    if following is not None and following.lineno <= (message.end_lineno or message.lineno):
+        return None
+    return message
 
 
 def tail_call_line(body) -> int | None:

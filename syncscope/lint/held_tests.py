@@ -25,7 +25,9 @@ The same holds for a local assigned once: `check_page_mappings = ps > 1 and
 self.allocator.debug_mode` then `if check_page_mappings:` (SGLang's SWA allocator checks its page
 mappings only in its debug mode): a local bound by exactly one plain assignment in its function
 (no other store: loop target, `with ... as`, `:=`, augmented, deleted, global/nonlocal) carries
-the test it was given.
+the test it was given; so does such a local stored into a field (`supports_gpu_triton = is_cuda()
+or is_hip() or is_xpu()` then `self._use_triton_compact_rebuild = supports_gpu_triton`: SGLang's
+DFlash worker keeps its two-sync compact rebuild only for platforms without GPU Triton).
 
 And a module-level name bound once: `_validate_indices = envs.SGLANG_VALIDATE_..._INDICES.get()`
 then `if _validate_indices and not in_capture:` in a method (SGLang's mamba backend validates its
@@ -101,7 +103,12 @@ def class_fields(cls: ast.ClassDef, evaluate, foreign: frozenset) -> dict[str, t
                         and getattr(node, "value", None) is not None
                     if plain and type(node.value) is ast.Constant and type(node.value.value) is bool:
                         literals.setdefault(name, []).append((node, method))
-                    values.setdefault(name, []).append(evaluate(node.value) if plain else (None, ""))
+                    stored = node.value if plain else None
+                    if type(stored) is ast.Name:
+                        # `gpu_triton = is_cuda() or is_hip()` then `self.use_triton = gpu_triton`:
+                        # a local of the method bound once holds the test it was given
+                        stored = _bound_once(method)[0].get(stored.id, stored)
+                    values.setdefault(name, []).append(evaluate(stored) if plain else (None, ""))
     fields = {}
     for name, results in values.items():
         if name in foreign:
@@ -200,6 +207,13 @@ def _tested_locals(function) -> dict[str, ast.expr]:
     """{local: the value it is bound to} for the locals of `function` bound once, by a plain
     assignment, and read by a test (`if`, `while`, `assert`, a conditional expression) or passed
     to a call: only those can matter, and evaluating the others is most of the cost."""
+    bound, wanted = _bound_once(function)
+    return {name: value for name, value in bound.items() if name in wanted}
+
+
+def _bound_once(function) -> tuple[dict[str, ast.expr], set]:
+    """({local: the value it is bound to} for the locals of `function` bound once, by a plain
+    assignment; the names a test reads or a call is passed)."""
     cached = _candidates_of.get(function)
     if cached is not None:
         return cached
@@ -227,9 +241,9 @@ def _tested_locals(function) -> dict[str, ast.expr]:
     args = function.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
     found = {name: values[0] for name, values in stores.items()
-             if name in wanted and name not in params and len(values) == 1 and values[0] is not None}
-    _candidates_of[function] = found
-    return found
+             if name not in params and len(values) == 1 and values[0] is not None}
+    _candidates_of[function] = found, wanted
+    return found, wanted
 
 
 def function_locals(function, evaluate) -> dict[str, tuple[bool, str]]:
