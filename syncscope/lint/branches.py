@@ -33,6 +33,7 @@ import functools
 import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
+from .capability_tests import capability_test
 from .comparetests import compare_test, precondition
 from .errorpaths import always_raises, assert_message, error_block, tail_call_line
 from .exprguards import guarded_ifexp, ifexp_guard, nullable_required, or_guard
@@ -115,7 +116,7 @@ class Conditions:
                     if self.lib.env_check(first.value):
                         return False, f"check switch `{first.value}` (off by default)"
                 return None, ""
-            return self._named(name)
+            return capability_test(node, name, self.lib.capability_tests) or self._named(name)
         if isinstance(node, (ast.Name, ast.Attribute)):
             return self._named(_dotted(node) or "")
         return None, ""
