@@ -4,7 +4,8 @@
 
 A verdict (a row `| # | rule | where | verdict | evidence |` of `<dir>/<tree>_*_verdicts.md`,
 docs/data/judge_brief.md) counts when its finding, (rule, path:line), is still among the
-report's default (`"category": "per-step"`) findings. Prints the pooled share of "real" and of
+report's default (`"category": "per-step"`) findings; the path may be written from any directory
+down (a reader who left out `srt/`), and findings of one rule on one line count once. Prints the pooled share of "real" and of
 "real and per step" (`R P`) verdicts, and the same averaged per finding (each finding with
 verdicts weighs the same, however often the samples drew it): the second estimates the report's
 precision, the first how the drawn findings were judged. `--worst N` lists the N findings with
@@ -47,9 +48,22 @@ def main(argv=None) -> int:
     with open(args.report) as handle:
         default = [f for f in json.load(handle) if f.get("category") == "per-step"]
     table = verdicts(args.tree, args.directories)
-    judged = []
+    # by (rule, line): a reader may drop more of the path than the package (`models/x.py` for
+    # `srt/models/x.py`); findings on one line under one rule (two columns) count once
+    by_line: dict[tuple, list[str]] = collections.defaultdict(list)
+    for (rule, where), given in table.items():
+        path, _, line = where.rpartition(":")
+        by_line[(rule, line)].append(path)
+    judged, seen = [], set()
     for finding in default:
-        given = table.get((finding["code"], f"{finding['path'].split('/', 1)[1]}:{finding['line']}"), [])
+        key = (finding["code"], finding["path"], finding["line"])
+        if key in seen:
+            continue
+        seen.add(key)
+        inside = finding["path"].split("/", 1)[1]
+        given = [v for path in by_line.get((finding["code"], str(finding["line"])), ())
+                 if inside == path or inside.endswith("/" + path)
+                 for v in table[(finding["code"], f"{path}:{finding['line']}")]]
         if given:
             judged.append((finding, given))
     every = [v for _, given in judged for v in given]
