@@ -13,8 +13,9 @@ runs only when the step is about to fail. Three shapes, all cold:
   in another file.
 And an `assert`'s message (`assert ok, f"... {pages.tolist()}"`), built only when the test fails
 (SGLang's SWA component prints the pages it found dead), where it has lines of its own: lines are
-the unit of coldness. A block inside a `try` body is left alone: the same function may catch the exception and go on
-(an exception used as control flow). branches.py walks the file and calls the predicates here.
+the unit of coldness. A block inside a `try` body is left alone: the same function may catch
+the exception and go on (an exception used as control flow). branches.py walks the file and
+calls the predicates here.
 
 Everything recorded is plain tuples: it is pickled into the lint cache.
 """

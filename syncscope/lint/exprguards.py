@@ -147,8 +147,8 @@ def or_fallback(stmt, function: ast.FunctionDef | ast.AsyncFunctionDef, nullable
     """(parameter, fallback) of `x = p or fallback` / `return p or fallback`, where `p` is a
     parameter of `function` declared an optional object of a class (module docstring) that a
     caller may pass, and `fallback` holds a call; else None."""
-    if not isinstance(stmt, _VALUED) or (isinstance(stmt, ast.Assign) and not all(isinstance(t, ast.Name) for t in stmt.targets)) \
-            or (isinstance(stmt, ast.AnnAssign) and not isinstance(stmt.target, ast.Name)):
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    if not isinstance(stmt, _VALUED) or not all(isinstance(t, ast.Name) for t in targets):
         return None
     value = stmt.value
     if not (isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2

@@ -246,7 +246,8 @@ def _fallback_calls(function) -> dict:
     nullable = params = None
     for node in function_code(function):
         kind = type(node)
-        if kind is not ast.If and (kind is not ast.Assign and kind is not ast.Return or type(node.value) is not ast.BoolOp):
+        if kind is not ast.If and (kind is not ast.Assign and kind is not ast.Return
+                                   or type(node.value) is not ast.BoolOp):
             continue
         if nullable is None:
             args = function.args
@@ -282,5 +283,5 @@ def file_loop_facts(tree: ast.Module, module: str, aliases: dict):
     defined = {n.name for n in tree.body if isinstance(n, _DEFS)}
     walk = _Walk(module, aliases, defined)
     walk.definitions(tree.body, [], None)
-    return (walk.straight, walk.bases, walk.spans, tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1], m[2] or "", m[3] or ""))),
-            walk.loops)
+    makes = tuple(sorted(walk.makes, key=lambda m: (m[0] or "", m[1], m[2] or "", m[3] or "")))
+    return walk.straight, walk.bases, walk.spans, makes, walk.loops
