@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import ast
 
+from .ast_annotations import dotted, union_members
+
 
 def _plain(node) -> bool:
     while isinstance(node, ast.Attribute):
@@ -166,36 +168,17 @@ def or_fallback(stmt, function: ast.FunctionDef | ast.AsyncFunctionDef, nullable
 
 def _object_of_a_class(annotation: ast.AST) -> bool:
     """`PlanCache | None`, `Optional["PlanCache"]`, `mod.PlanCache | None`: one capitalized class
-    besides None, not one whose objects may be false (`_MAYBE_FALSE`)."""
-    names = [name for name in _type_names(annotation) if name != "None"]
-    return len(names) == 1 and names[0][:1].isupper() and names[0] not in _MAYBE_FALSE
-
-
-def _type_names(node: ast.AST) -> list[str]:
-    """The types a union names: `A | None` -> ["A", "None"]; a generic (`List[int]`) by its own
-    name; "?" for what is neither."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return _type_names(node.left) + _type_names(node.right)
-    if isinstance(node, ast.Subscript):
-        outer = _type_names(node.value)
-        if outer in (["Optional"], ["Union"]):
-            inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            return [name for item in inner for name in _type_names(item)] + (["None"] if outer == ["Optional"] else [])
-        return outer
-    if isinstance(node, ast.Constant):
-        if node.value is None:
-            return ["None"]
-        if isinstance(node.value, str):
-            try:
-                return _type_names(ast.parse(node.value, mode="eval").body)
-            except SyntaxError:
-                return ["?"]
-        return ["?"]
-    if isinstance(node, ast.Attribute):
-        return [node.attr]
-    if isinstance(node, ast.Name):
-        return [node.id]
-    return ["?"]
+    besides None, not one whose objects may be false (`_MAYBE_FALSE`; a generic by its own name,
+    `List[int]` as `List`)."""
+    members = union_members(annotation)
+    while members is not None and len(members) == 1 and isinstance(members[0], ast.Subscript) \
+            and (dotted(members[0].value) or "").rsplit(".", 1)[-1] == "Optional":
+        members = union_members(members[0].slice)
+    if not members or len(members) != 1:
+        return False
+    member = members[0].value if isinstance(members[0], ast.Subscript) else members[0]
+    name = (dotted(member) or "").rsplit(".", 1)[-1]
+    return name[:1].isupper() and name not in _MAYBE_FALSE
 
 
 def or_guard(stmt, function, nullable, before: int, after: int) -> tuple[int, int, str] | None:
