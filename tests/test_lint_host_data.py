@@ -264,3 +264,36 @@ def test_vllm_request_intake_is_host_only_code(tmp_path):
 
     assert run("vllm", "hasher.py") == []
     assert run("vllm", "encoder.py") == [("vllm/multimodal/encoder.py", 6, "SYN203")]
+
+
+def test_vllm_placeholder_ranges_are_host_data(tmp_path):
+    # vLLM 0.33.0 multimodal/inputs.py `PlaceholderRange.extract_embeds_range`: `nonzero` and
+    # `.tolist()` of `self.is_embed`, a mask the processors build on the host with the request
+    from syncscope.lint.engine import lint_paths
+
+    from lint_helpers import make_config
+
+    source = textwrap.dedent("""
+        import torch
+
+        class PlaceholderRange:
+            def extract_embeds_range(self):
+                starts = torch.nonzero(self.is_embed.int()).flatten()
+                return starts.tolist()
+
+        class Runner:
+            def execute_model(self, pos: PlaceholderRange):
+                return pos.extract_embeds_range()
+    """)
+
+    def run(name: str):
+        root = tmp_path / name.replace(".py", "") / "vllm"
+        (root / "multimodal").mkdir(parents=True)
+        (root / "__init__.py").write_text("")
+        (root / "multimodal" / "__init__.py").write_text("")
+        (root / "multimodal" / name).write_text(source)
+        return where(lint_paths([str(root)], make_config(root.parent, include_cold=False), use_cache=False, jobs=1))
+
+    assert run("inputs.py") == []
+    # the same class in another module is read as any other: its mask may be on the device
+    assert ("vllm/multimodal/ranges.py", 7, "SYN202") in run("ranges.py")
