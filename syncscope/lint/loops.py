@@ -54,6 +54,8 @@ class _Walk:
         self.spans: dict[str, tuple] = {}
         self.makes: set[tuple] = set()
         self.loops: dict[str, tuple] = {}
+        # class -> {attribute: class it names}: `pool_cls = MambaPool` in the class body
+        self.class_fields: dict[str, dict[str, str]] = {}
 
     def qualify(self, local: str) -> str:
         return f"{self.module}.{local}" if self.module else local
@@ -75,6 +77,7 @@ class _Walk:
             elif isinstance(stmt, ast.ClassDef):
                 names = classes + [stmt.name]
                 self.bases[self.qualify(".".join(names))] = tuple(self.base(b) for b in stmt.bases)
+                self.class_fields[self.qualify(".".join(names))] = self.named_classes(stmt.body)
                 self.definitions(stmt.body, names, None)
             elif function is None:
                 # a module- or class-level statement (`_MODEL = Encoder()`, a class attribute)
@@ -108,6 +111,11 @@ class _Walk:
                 self.makes.add((maker, SELF_MADE + maker, function, None))
                 continue
             made = self.base(func) if isinstance(func, (ast.Name, ast.Attribute)) else None
+            if made is None and maker is not None and isinstance(func, ast.Attribute) \
+                    and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                # `self.pool_cls(...)` with `pool_cls = MambaPool` in the class body: builds that
+                # class (SGLang's `HybridReqToTokenPool` makes its `MambaPool` so)
+                made = self.class_fields.get(maker, {}).get(func.attr)
             if made is None and isinstance(func, (ast.Name, ast.Attribute)):
                 # a name this module does not bind (imported inside the function): kept under
                 # `SELF_MADE` + `?` + its name, which no reader resolves but memo_owners.py counts
@@ -117,6 +125,19 @@ class _Walk:
                 continue
             if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
                 self.makes.add((maker, made, function, (fallbacks or {}).get(id(node))))
+
+    def named_classes(self, body) -> dict[str, str]:
+        """The class attributes of a class body that name a class (`pool_cls = MambaPool`,
+        `runner_cls = runners.Runner`): attribute -> the class, qualified."""
+        found = {}
+        for stmt in body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, (ast.Name, ast.Attribute)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                made = self.base(stmt.value)
+                if len(targets) == 1 and isinstance(targets[0], ast.Name) and made \
+                        and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
+                    found[targets[0].id] = made
+        return found
 
     def once(self, body, first: int) -> tuple[tuple, tuple]:
         """The line ranges of `body` (a function's, starting at its `def` line) that run once
