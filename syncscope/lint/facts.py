@@ -377,6 +377,13 @@ class _Scope:
     # -- expressions -------------------------------------------------------------------
     def receiver(self, node) -> tuple | None:
         """(class, hops) of an object expression, when its class can be told."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
+                and len(node.args) == 1 and not node.keywords and "type" not in self.env:
+            # `type(self.base_layer).forward(self, x)`: that object's class, called through the
+            # class (the explicit `self` fills the method's own); vLLM's LoRA wrappers run their
+            # base layer's `forward` so
+            inner = self.receiver(node.args[0])
+            return (inner[0], inner[1], True) if inner is not None and not inner[2] else None
         node, hops = receiver_parts(self, node)  # a local that stands for a field is read as it
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and self.classes:
             return self.file.qualify(".".join(self.classes)), (SUPER, *reversed(hops)), False
