@@ -215,3 +215,54 @@ def test_a_subclass_elsewhere_storing_the_field_keeps_its_branch(tmp_path):
                 self.use_cls_token = True
     """}
     assert encoder_lines(tmp_path, extra=extra) != []
+
+
+# SGLang 0.5.23's waterfill balancer: `self.use_static_waterfill = not
+# envs.SGLANG_DISABLE_STATIC_WATERFILL.get()` (an escape hatch, `EnvBool(False)`), then
+# `if self.use_static_waterfill: return <static plan>`; the dynamic plan after it reads its
+# rank loads back with `int(...)` / `bool(...)` only where the escape hatch is set
+ESCAPE = """
+    import torch
+    from pkg.environ import envs
+
+    class Balancer:
+        def __init__(self, size: int):
+            self.counts = torch.zeros(size, device="cuda")
+            self.use_static = not envs.PKG_ENABLE_RELAY.get()
+
+        def forward(self, x):
+            if self.use_static:
+                return x
+            return self.counts.tolist()
+
+        def step(self, x):
+            if not self.use_static:
+                return self.counts.sum().item()
+            return 0
+"""
+
+
+def test_a_field_kept_from_the_negation_of_an_off_switch_is_on(tmp_path):
+    assert flagged(tmp_path, runner=ESCAPE) == []
+    reasons = cold(tmp_path, runner=ESCAPE)
+    assert len(reasons) == 2 and all("`self.use_static` is off" in str(why) and "PKG_ENABLE_RELAY" in str(why)
+                                     for why in reasons)
+
+
+def test_the_negation_of_a_switch_on_by_default_keeps_the_syncs(tmp_path):
+    assert flagged(tmp_path, runner=ESCAPE.replace("PKG_ENABLE_RELAY", "PKG_OTHER")) == [13, 17]
+
+
+def test_a_negated_field_stored_anything_else_keeps_the_syncs(tmp_path):
+    runner = ESCAPE + """
+        def reset(self):
+            self.use_static = True
+"""
+    assert flagged(tmp_path, runner=runner) == [13, 17]
+
+
+def test_a_field_kept_from_an_off_switch_itself_is_not_read_negated(tmp_path):
+    # `self.use_dynamic = envs.X.get()`: off by default, so `if self.use_dynamic: return` runs its
+    # rest by default, and `if not self.use_dynamic:` its body
+    runner = ESCAPE.replace("not envs.PKG_ENABLE_RELAY.get()", "envs.PKG_ENABLE_RELAY.get()")
+    assert flagged(tmp_path, runner=runner) == [13, 17]

@@ -27,6 +27,11 @@ follow a call into another module. The facts, about code:
 * The body of an `if` whose test needs an off variable, and the rest of a function after a
   top-level `if not <such a test>:` whose body ends in `return` / `raise`, never run by default:
   cold, as any line callguards.decided_lines returns (their calls count for no caller).
+* A field every store of which is the negation of such a test (`self.use_static_waterfill = not
+  envs.SGLANG_DISABLE_STATIC_WATERFILL.get()`: an escape hatch, off by default) is true by
+  default: the rest of a function after a top-level `if self.F:` whose body ends in `return` /
+  `raise`, and the body of `if not self.F:`, need the variable on (SGLang's dynamic waterfill
+  plan, with its `.item()`s, runs only where the static one is switched off).
 
 Per file (`env_facts`, kept in `switch_facts`' fourth and fifth places): the switch functions
 {qualified name: requirement} and the spans [(start, end, requirements)], each requirement
@@ -75,6 +80,23 @@ def _requirements(node) -> list[tuple]:
     return []
 
 
+def _false_requirements(node) -> list[tuple]:
+    """What `node` needs to be false: `self.F` a field stored only negated tests
+    (("notself", F)), `not X` what X needs to be true; each enough."""
+    if type(node) is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":
+        return [("notself", node.attr)]
+    if type(node) is ast.UnaryOp and type(node.op) is ast.Not:
+        return _requirements(node.operand)
+    return []
+
+
+def _stored_requirements(value) -> tuple:
+    """The requirements a stored value carries: a test's, or a negated test's marked ("not", ...)."""
+    if type(value) is ast.UnaryOp and type(value.op) is ast.Not:
+        return tuple(("not",) + r for r in _requirements(value.operand) if r[0] != "self")
+    return tuple(r for r in _requirements(value) if r[0] != "self")
+
+
 def _switch_function(function) -> tuple | None:
     body = function.body
     if body and type(body[0]) is ast.Expr and type(body[0].value) is ast.Constant:
@@ -114,7 +136,10 @@ def env_facts(tree: ast.Module, text: str) -> tuple:
     for stmt in module_statements(tree):
         kind = type(stmt)
         if kind is ast.If:
-            found = _requirements(stmt.test)
+            test = stmt.test
+            found = _requirements(test) or (
+                [r for r in _false_requirements(test.operand) if r[0] == "notself"]
+                if type(test) is ast.UnaryOp and type(test.op) is ast.Not else [])
             if found:
                 tests.append((stmt.body[0].lineno, stmt.body[-1].end_lineno, found))
         elif kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
@@ -125,7 +150,7 @@ def env_facts(tree: ast.Module, text: str) -> tuple:
                         foreign.add(target.attr)  # `a.F = ...`
                         continue
                     plain = kind is not ast.AugAssign and stmt.value is not None
-                    found = tuple(r for r in _requirements(stmt.value) if r[0] != "self") if plain else ()
+                    found = _stored_requirements(stmt.value) if plain else ()
                     stores.setdefault(name, []).append((stmt.lineno, found))
                     continue
                 if kind_of is not ast.Tuple and kind_of is not ast.List and kind_of is not ast.Starred:
@@ -146,9 +171,9 @@ def env_facts(tree: ast.Module, text: str) -> tuple:
             body = stmt.body
             for k in range(len(body) - 1):
                 test = body[k]
-                if type(test) is ast.If and not test.orelse and type(test.test) is ast.UnaryOp \
-                        and type(test.test.op) is ast.Not and type(test.body[-1]) in (ast.Return, ast.Raise):
-                    found = _requirements(test.test.operand)
+                if type(test) is ast.If and not test.orelse and type(test.body[-1]) in (ast.Return, ast.Raise):
+                    # the rest runs only where the test is false
+                    found = _false_requirements(test.test)
                     if found:
                         tests.append((body[k + 1].lineno, stmt.end_lineno, found))
     if not tests:
@@ -166,13 +191,25 @@ def env_facts(tree: ast.Module, text: str) -> tuple:
     for start, end, found in tests:
         needs = []
         for r in _settled(found, functions):
-            if r[0] != "self":
+            if r[0] != "self" and r[0] != "notself":
                 needs.append(r)
             elif (cls := _class_of(start, classes)) is not None:
-                needs.extend(field(cls, r[1]))
+                # `self.F` needs F's stored tests to hold; `not self.F` (F stored only negated
+                # tests) needs them to hold un-negated
+                negated = r[0] == "notself"
+                needs.extend(_polar(held, negated) for held in field(cls, r[1])
+                             if all(x[0] == "not" for x in held[2]) == negated)
         if needs:
             spans.append((start, end, tuple(needs)))
     return functions, tuple(spans)
+
+
+def _polar(held: tuple, negated: bool) -> tuple:
+    """A field requirement as a test of the field needs it: its stores' requirements, un-negated
+    and marked ("off",) when the test needs the field false."""
+    if not negated:
+        return held
+    return (held[0], held[1], tuple(x[1:] for x in held[2]), held[3], held[4], "off")
 
 
 def _settled(found, functions: dict) -> tuple:
@@ -261,6 +298,8 @@ def env_switch_lines(program, results: dict, stores: dict, texts: TextScans) -> 
         if r[2] == (("never",),):
             return f"runs only when `self.{r[1]}` is true, and every store of it in the tree is a literal False or None"
         inner = next((w for x in r[2] if (w := needs_off(x))), None)
+        if inner and len(r) > 5:  # a field stored only negated tests, tested false
+            return f"runs only when `self.{r[1]}` is off, set only to the negation of a test that needs {inner}{tail}"
         return f"runs only when `self.{r[1]}` is on, set only from a test that needs {inner}{tail}" if inner else None
 
     found: dict[str, list] = {}
