@@ -41,6 +41,18 @@ def called_receiver(node, receiver, hops: list, resolve=None) -> tuple | None:
         return None
     return inner[0], (*inner[1], node.func.attr + CALLED, *reversed(hops)), False
 
+def class_receiver(node, receiver, bound) -> tuple | None:
+    """`type(self.base_layer)`: the class of that object's receiver, called through the class
+    (`type(self.base_layer).forward(self, x)` passes `self` in the method's own place); vLLM's
+    LoRA wrappers run their base layer's `forward` so. None for any other expression, or when
+    `type` is a local (`bound`: the function's names) or the object's class cannot be told."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+            and len(node.args) == 1 and not node.keywords) or "type" in bound:
+        return None
+    inner = receiver(node.args[0])
+    return (inner[0], inner[1], True) if inner is not None and not inner[2] else None
+
+
 def required_keywords(args: ast.arguments) -> dict:
     """A function's keyword-only parameters without a default, as a facts entry: a bit mask over
     its `kwonly` names (`{"kwrequired": mask}`, bit i for the i-th; a small int, no new object),

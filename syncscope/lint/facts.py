@@ -18,19 +18,17 @@ from . import provenance as P
 from .ast_annotations import annotation_where, decorator_names, dotted, factory_class, scalar_annotation, annotated_one, given_class
 from .records import CallRecord
 from .vocabulary import (COMBINING_BUILTINS, HOST_DEVICE_KEYWORD, HOST_METHODS, HOST_MODULES, HOST_RESULT_FORMATS, HOST_RESULT_KEYWORD,
-                         JOINING_FUNCTIONS, KEYED_READ_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES,
-                         SAME_PLACE_ATTRS, SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, compares_dtypes,
-                         decorator_kind, entry_place, factory_place, named_attr_place, pass_through,
-                         torch_gives_python)
+                         JOINING_FUNCTIONS, KEYED_READ_METHODS, PY_ATTRS, PY_BUILTINS, PY_METHODS, PY_MODULES, SAME_PLACE_ATTRS,
+                         SPLITTING_METHODS, TORCH_FACTORIES, TORCH_HOST_FUNCTIONS, compares_dtypes, decorator_kind,
+                         entry_place, factory_place, named_attr_place, pass_through, torch_gives_python)
 from .attr_classes import class_field, file_attr_classes, note_class_attr, note_declared, note_module, note_setattr, note_store, note_unwalked
 from .carrier_fields import joined_items
 from .errorpaths import always_exits
 from .field_keys import reads_host_field
 from .field_locals import note_local, receiver_parts
 from .fact_values import DEVICE_FACT as _DEVICE, HOST_FACT as _HOST, NAMED_LIST_FACT as _NAMED_LIST, PY_FACT as _PY, \
-    UNKNOWN_FACT as _UNKNOWN
-from .fact_values import FUNC, METHOD, PROP, SUPER, Fact, called_receiver, combine as _combine, keep_params_made_host, \
-    operate, required_keywords
+    UNKNOWN_FACT as _UNKNOWN, FUNC, METHOD, PROP, SUPER, Fact, called_receiver, class_receiver, combine as _combine, \
+    keep_params_made_host, operate, required_keywords
 from .fact_devices import copy_target, device_place
 from .numberguards import number_params
 from .keyed_args import expanded, string_keys
@@ -377,13 +375,8 @@ class _Scope:
     # -- expressions -------------------------------------------------------------------
     def receiver(self, node) -> tuple | None:
         """(class, hops) of an object expression, when its class can be told."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
-                and len(node.args) == 1 and not node.keywords and "type" not in self.env:
-            # `type(self.base_layer).forward(self, x)`: that object's class, called through the
-            # class (the explicit `self` fills the method's own); vLLM's LoRA wrappers run their
-            # base layer's `forward` so
-            inner = self.receiver(node.args[0])
-            return (inner[0], inner[1], True) if inner is not None and not inner[2] else None
+        if (through := class_receiver(node, self.receiver, self.env)) is not None:  # `type(self.layer)`
+            return through
         node, hops = receiver_parts(self, node)  # a local that stands for a field is read as it
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super" and self.classes:
             return self.file.qualify(".".join(self.classes)), (SUPER, *reversed(hops)), False
