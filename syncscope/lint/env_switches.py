@@ -206,7 +206,7 @@ def env_facts(tree: ast.Module, text: str) -> tuple:
 
 def _polar(held: tuple, negated: bool) -> tuple:
     """A field requirement as a test of the field needs it: its stores' requirements, un-negated
-    and marked ("off",) when the test needs the field false."""
+    and with a sixth element "off" when the test needs the field false (env_switch_lines says so)."""
     if not negated:
         return held
     return (held[0], held[1], tuple(x[1:] for x in held[2]), held[3], held[4], "off")

@@ -41,6 +41,7 @@ def called_receiver(node, receiver, hops: list, resolve=None) -> tuple | None:
         return None
     return inner[0], (*inner[1], node.func.attr + CALLED, *reversed(hops)), False
 
+
 def class_receiver(node, receiver, bound) -> tuple | None:
     """`type(self.base_layer)`: the class of that object's receiver, called through the class
     (`type(self.base_layer).forward(self, x)` passes `self` in the method's own place); vLLM's
