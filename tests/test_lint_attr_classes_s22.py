@@ -113,3 +113,42 @@ def test_a_field_name_that_may_hold_another_class_keeps_the_call_open(tmp_path):
     # no store of that name at all: nothing is known
     bare = SCHEDULER.replace("mamba_allocator", "other_allocator")
     assert SYNC in where(_run(tmp_path, scheduler=bare))
+
+
+# vLLM 0.33.0's Terratorch wrapper: `self.inference_runner = InferenceRunner(config)`, a class of
+# the `terratorch` library, then `self.inference_runner.forward(**kwargs)` in its `forward`. The
+# call reached every in-tree `forward` it could bind to (the attention backends' `impl.forward`),
+# and fifteen attention findings named the wrapper as their per-step root. A field every store of
+# which constructs a library class holds none of the tree's objects.
+LIBRARY = """
+    from abc import ABC
+
+    import torch
+    from torch import nn
+    from runnerlib import InferenceRunner
+
+    class Impl(ABC):  # no module: its `forward` is no root of its own
+        def forward(self, layer, query, **kwargs):
+            return int(query.sum().item())
+
+    class Wrapper(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.inference_runner = {made}
+
+        def forward(self, x, **kwargs):
+            return self.inference_runner.forward(**kwargs)
+"""
+
+
+def test_a_field_only_constructed_from_a_library_class_reaches_no_tree_method(tmp_path):
+    run = lint_package(tmp_path, {"model.py": LIBRARY.format(made="InferenceRunner(config)")}, include_cold=True)
+    found = [f for f in run.findings if f.site.line == 10]
+    assert found and all(f.cold for f in found)
+
+
+def test_a_field_given_something_else_still_reaches_by_name(tmp_path):
+    # a parameter declared with the library class may hold an in-tree subclass
+    source = LIBRARY.format(made="runner").replace("def __init__(self, config):",
+                                                   "def __init__(self, runner: InferenceRunner):")
+    assert ("pkg/model.py", 10, "SYN201") in where(lint_package(tmp_path, {"model.py": source}))

@@ -18,7 +18,9 @@ bound to in the function; `x.a = y.b`, whatever `b` holds (`READ`). A literal `N
 nothing. Class bodies count too (`allocator: Allocator`, a dataclass field; `name = Cls()`).
 Over the tree (`AttributeClasses`): a name is known only when no store is unknown (following the
 names it reads from), every class is defined in the tree, and no class has a property of that
-name. Stores in files for another platform never run on CUDA and are left out. Not seen: a
+name. A name every store of which constructs a library class (`self.inference_runner =
+InferenceRunner(config)`, vLLM's Terratorch wrapper) holds no in-tree object (`library_made`):
+a construction, unlike a declaration, names the object's own class. Stores in files for another platform never run on CUDA and are left out. Not seen: a
 `setattr` whose name is no literal, `__dict__` writes, attributes a library sets: a receiver
 filled only that way would be typed wrongly.
 """
@@ -31,6 +33,7 @@ from .ast_annotations import dotted, factory_class, union_members
 
 UNKNOWN = "?"  # a store whose class cannot be told
 READ = "@"  # prefix: a store of what another attribute name holds (`x.a = y.b`: "@b")
+MADE = "!"  # prefix: a class a construction gives (`x.a = Runner(c)`), not one a declaration allows
 _SETTERS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
 # statements that bind a local name (the `with` forms: their `as` targets)
 _BINDINGS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
@@ -75,7 +78,7 @@ def note_class_attr(file, stmt: ast.Assign, scope) -> None:
     for target in stmt.targets:
         if isinstance(target, ast.Name) and not (isinstance(stmt.value, ast.Constant) and stmt.value.value is None):
             made = _made(file, stmt.value, scope) if isinstance(stmt.value, ast.Call) else None
-            file.attr_classes.setdefault(target.id, set()).add(made or UNKNOWN)
+            file.attr_classes.setdefault(target.id, set()).add(MADE + made if made else UNKNOWN)
 
 
 def class_field(file, info: dict, attr: str, annotation, scope=None) -> None:
@@ -109,7 +112,7 @@ def _stored_classes(scope, value) -> set | None:
     construction), a construction, what another attribute name holds."""
     if isinstance(value, ast.Call):
         made = _made(scope.file, value, scope.local_defs)
-        return {made} if made else None
+        return {MADE + made} if made else None
     if isinstance(value, ast.Attribute):  # `self.mamba_allocator = self.mamba_pool`: what that name holds
         return {READ + value.attr}
     if not isinstance(value, ast.Name) or scope.node is None:
@@ -128,7 +131,7 @@ def _stored_classes(scope, value) -> set | None:
     if not bindings or not all(isinstance(b, ast.Assign) and isinstance(b.value, ast.Call) for b in bindings):
         return None  # an unpacking, a loop variable, a `with` target, or a value of no known class
     classes = {_made(scope.file, b.value, scope.local_defs) for b in bindings}
-    return None if None in classes else classes
+    return None if None in classes else {MADE + made for made in classes}
 
 
 def _bound(node) -> list:
@@ -192,8 +195,19 @@ class AttributeClasses:
                         seen.add(each[len(READ):])
                         pending.append(each[len(READ):])
                     continue
-                chased = self.program.chase(each, True)
+                chased = self.program.chase(each.removeprefix(MADE), True)
                 if chased is None:
                     return None
                 classes.add(chased)
         return tuple(sorted(classes)) if classes else None
+
+    def library_made(self, attr: str) -> bool:
+        """Every store into `attr` in the tree constructs a class from outside it (`self.runner =
+        InferenceRunner(config)`, a `terratorch` class): the object is that library class
+        itself, not an in-tree subclass (a declaration, `runner: Base`, may hold one), so a
+        method called on it runs the library's code. Not so where a store is of no known class,
+        reads another name, or the name is a property of the tree."""
+        stored = self._stored.get(attr)
+        if not stored or attr in self.program.props_by_name:
+            return False
+        return all(each.startswith(MADE) and self.program.chase(each[len(MADE):], True) is None for each in stored)

@@ -34,7 +34,7 @@ import tempfile
 import zlib
 from dataclasses import replace
 
-CACHE_FORMAT = 75  # bump when RawResult or a record it holds (records.py) changes shape
+CACHE_FORMAT = 76  # bump when RawResult or a record it holds (records.py) changes shape
 # what only the whole-program pass reads
 FACT_FIELDS = ("exports", "imports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes",
                "straight", "loops", "bases", "error_paths", "cuda_tests", "name_bindings", "name_guards",

@@ -16,7 +16,10 @@ reaches every method of that name the caller's imports can meet. Four facts narr
   it reported per step;
 - failing that, a field whose name the whole tree only ever stores objects of known in-tree
   classes into (`<chain>.mamba_allocator`, whatever the chain went through) holds only those
-  classes or their subclasses (attr_classes.py).
+  classes or their subclasses (attr_classes.py); one the tree only ever stores constructions of
+  library classes into (`self.inference_runner = InferenceRunner(config)`, vLLM's Terratorch
+  wrapper, a `terratorch` class) holds none of the tree's (`LIBRARY`): its
+  `self.inference_runner.forward(**kwargs)` reached every in-tree `forward` it could bind to.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .fact_values import METHOD
 from .stubs import stub_methods
 
 MODULE = "module"  # a receiver declared as `nn.Module`
+LIBRARY = "library"  # a receiver only ever given constructions of library classes
 
 
 class DeclaredReceivers:
@@ -95,7 +99,9 @@ class DeclaredReceivers:
         if self.attributes is None or not hops or not isinstance(hops[-1], str):
             return None
         held = self.attributes.held(hops[-1])
-        if held is None or any(self.kinds.protocol(cls) for cls in held):
+        if held is None:
+            return LIBRARY if self.attributes.library_made(hops[-1]) else None
+        if any(self.kinds.protocol(cls) for cls in held):
             return None
         return held
 
@@ -106,6 +112,8 @@ class DeclaredReceivers:
         in a class such an object may run it from: theirs, their subclasses' and every class on
         those classes' MROs (a mixin beside the declared class)."""
         owner = target.rpartition(".")[0]
+        if limit == LIBRARY:
+            return False  # a library object runs the library's methods, none of the tree's
         if limit == MODULE:
             return self.kinds.family_may_be_module(owner)
         if self.kinds.request_entry(target):
