@@ -20,9 +20,10 @@ Over the tree (`AttributeClasses`): a name is known only when no store is unknow
 names it reads from), every class is defined in the tree, and no class has a property of that
 name. A name every store of which constructs a library class (`self.inference_runner =
 InferenceRunner(config)`, vLLM's Terratorch wrapper) holds no in-tree object (`library_made`):
-a construction, unlike a declaration, names the object's own class. Stores in files for another platform never run on CUDA and are left out. Not seen: a
-`setattr` whose name is no literal, `__dict__` writes, attributes a library sets: a receiver
-filled only that way would be typed wrongly.
+a construction, unlike a declaration, names the object's own class. Stores in files for another
+platform never run on CUDA and are left out. Not seen: a `setattr` whose name is no literal,
+`__dict__` writes, attributes a library sets: a receiver filled only that way would be typed
+wrongly.
 """
 
 from __future__ import annotations
@@ -210,4 +211,5 @@ class AttributeClasses:
         stored = self._stored.get(attr)
         if not stored or attr in self.program.props_by_name:
             return False
-        return all(each.startswith(MADE) and self.program.chase(each[len(MADE):], True) is None for each in stored)
+        return all(each.startswith(MADE) and self.program.chase(each.removeprefix(MADE), True) is None
+                   for each in stored)
