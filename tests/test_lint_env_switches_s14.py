@@ -220,7 +220,8 @@ def test_a_subclass_elsewhere_storing_the_field_keeps_its_branch(tmp_path):
 # SGLang 0.5.23's waterfill balancer: `self.use_static_waterfill = not
 # envs.SGLANG_DISABLE_STATIC_WATERFILL.get()` (an escape hatch, `EnvBool(False)`), then
 # `if self.use_static_waterfill: return <static plan>`; the dynamic plan after it reads its
-# rank loads back with `int(...)` / `bool(...)` only where the escape hatch is set
+# rank loads back with `int(...)` / `bool(...)` only where the escape hatch is set (here a
+# `.tolist()` and an `.item()` stand for them)
 ESCAPE = """
     import torch
     from pkg.environ import envs
@@ -262,7 +263,7 @@ def test_a_negated_field_stored_anything_else_keeps_the_syncs(tmp_path):
 
 
 def test_a_field_kept_from_an_off_switch_itself_is_not_read_negated(tmp_path):
-    # `self.use_dynamic = envs.X.get()`: off by default, so `if self.use_dynamic: return` runs its
-    # rest by default, and `if not self.use_dynamic:` its body
+    # the field stored the switch itself (`self.use_static = envs.X.get()`): off by default, so
+    # `if self.use_static: return` runs its rest by default, and `if not self.use_static:` its body
     runner = ESCAPE.replace("not envs.PKG_ENABLE_RELAY.get()", "envs.PKG_ENABLE_RELAY.get()")
     assert flagged(tmp_path, runner=runner) == [13, 17]
