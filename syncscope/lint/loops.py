@@ -123,7 +123,7 @@ class _Walk:
                 if name and name.rsplit(".", 1)[-1][:1].isupper():
                     self.makes.add((maker, f"{SELF_MADE}?{name}", function, (fallbacks or {}).get(id(node))))
                 continue
-            if made and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
+            if _names_class(made):
                 self.makes.add((maker, made, function, (fallbacks or {}).get(id(node))))
 
     def named_classes(self, body) -> dict[str, str]:
@@ -134,8 +134,7 @@ class _Walk:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, (ast.Name, ast.Attribute)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 made = self.base(stmt.value)
-                if len(targets) == 1 and isinstance(targets[0], ast.Name) and made \
-                        and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins."):
+                if len(targets) == 1 and isinstance(targets[0], ast.Name) and _names_class(made):
                     found[targets[0].id] = made
         return found
 
@@ -217,6 +216,11 @@ class _Walk:
         else:
             return None
         return f"{target}.{rest}" if rest else target
+
+
+def _names_class(made: str | None) -> bool:
+    """A qualified name that is an in-tree or library class's by its form (capitalized, not a builtin)."""
+    return bool(made) and made.rsplit(".", 1)[-1][:1].isupper() and not made.startswith("builtins.")
 
 
 def _blocks(stmt) -> list[list]:
