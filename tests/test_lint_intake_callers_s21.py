@@ -40,11 +40,12 @@ def _run(tmp_path, name, **overrides):
 
 
 def test_a_call_into_request_intake_or_release_is_no_per_step_sync(tmp_path):
-    # VALID: intake (`add_request`; SGLang's HiSparse `collect_ready_reqs`) and release
-    # (`request_finished`, `finish_request`, the routed experts of a finished request) sync once
-    # per request
+    # VALID: intake (`add_request`; SGLang's HiSparse `collect_ready_reqs` and the admission of
+    # one request, `admit_request_direct`) and release (`request_finished`, `finish_request`,
+    # the routed experts of a finished request) sync once per request
     for name in ("add_request", "request_finished", "collect_ready_reqs", "process_prebuilt",
-                 "_build_hisparse_decode_batch", "finish_request", "_maybe_collect_routed_experts"):
+                 "_build_hisparse_decode_batch", "admit_request_direct", "admit_request_into_staging",
+                 "finish_request", "_maybe_collect_routed_experts"):
         (tmp_path / name).mkdir()
         assert where(_run(tmp_path / name, name)) == [], name
         cold = {f.site.line: f.cold for f in _run(tmp_path / name, name, include_cold=True).findings}
@@ -54,7 +55,8 @@ def test_a_call_into_request_intake_or_release_is_no_per_step_sync(tmp_path):
 
 def test_a_call_into_other_per_step_work_still_syncs(tmp_path):
     # INVALID: a method of another name: the sync and the call into it are per step; so is one
-    # named as a release only of another class (`BeamCoordinator._finish_group` in the facts)
-    for name in ("refresh", "_finish_group"):
+    # named as a release only of another class (`BeamCoordinator._finish_group` in the facts),
+    # and one that admits something other than a request (`admit_tile`)
+    for name in ("refresh", "_finish_group", "admit_tile"):
         (tmp_path / name).mkdir()
         assert where(_run(tmp_path / name, name)) == [CALL, SYNC], name
