@@ -80,6 +80,16 @@ class ColdLines:
         return None
 
 
+def _shared_parts(one: str, other: str) -> int:
+    """How many leading dotted parts two qualified names share."""
+    shared = 0
+    for a, b in zip(one.split("."), other.split(".")):
+        if a != b:
+            break
+        shared += 1
+    return shared
+
+
 def _lifecycle(library) -> tuple:
     """The names of request intake and release: each runs once per request."""
     return (*getattr(library, "request_intake", ()), *getattr(library, "request_release", ()))
@@ -250,13 +260,18 @@ class PerStep:
     def calls_of(self, caller: str):
         """(line, callee) of each call `caller` makes that may run: the resolved calls, and by
         name those on receivers of unknown class."""
+        for line, target, _resolved in self.calls_told(caller):
+            yield line, target
+
+    def calls_told(self, caller: str):
+        """`calls_of`, each call with whether it is resolved (else it goes by name)."""
         path = self.program.path_of[caller]
         resolved = set()
         for call, target, _shift in self.edges.get(caller, ()):
             if target not in self.receivers.stubs:  # a stub's call runs an override: by name (stubs.py)
                 resolved.add((call.line, call.name))
             if self.line_cold(path, call.line) is None:
-                yield call.line, target
+                yield call.line, target, True
         dispatched = self.dispatch.get(caller, ())
         module = self.module_of.get(path)
         owner = caller.rpartition(".")[0]
@@ -275,7 +290,7 @@ class PerStep:
                 if not op and not self.imports.knows(module, target.rpartition(".")[0], owner):
                     continue  # a class of another program part: the two never meet in the imports
                 if op or binds(self.program.functions[target], shape):
-                    yield line, target
+                    yield line, target, False
 
     def candidates(self, name: str) -> list[str]:
         """The methods a call `x.<name>(...)` on a receiver of unknown class may reach, less the
@@ -290,15 +305,29 @@ class PerStep:
         return found
 
     def walk(self, queue: deque) -> None:
-        while queue:
-            caller = queue.popleft()
-            for line, target in self.calls_of(caller):
-                if target not in self.reached and self.enterable(target):
+        """Breadth first from `queue`, a level at a time. A function that several callers of
+        one level reach keeps the nearest as its caller in `why`: a resolved call before one by
+        name, then the caller whose qualified name shares the most dotted parts with its own
+        (SGLang's LLM attention backends, which the diffusion attention's
+        `self.attn_impl.forward(...)` reaches by name, are explained by the LLM's own attention
+        layer, not by the diffusion one whose root sorts first). Which functions are reached,
+        and at what depth, is what a first-come walk finds."""
+        level = list(queue)
+        while level:
+            found: dict[str, tuple] = {}  # target -> (rank, caller, line), in the order first reached
+            for caller in level:
+                for line, target, resolved in self.calls_told(caller):
+                    if target in self.reached or not self.enterable(target):
+                        continue
                     if self.is_intake(target):  # runs once per request: walked last
                         self.intakes.setdefault(target, (caller, line))
                         continue
-                    self.reached[target] = (caller, line)
-                    queue.append(target)
+                    rank = (not resolved, -_shared_parts(caller, target))
+                    if target not in found or rank < found[target][0]:
+                        found[target] = (rank, caller, line)
+            for target, (_rank, caller, line) in found.items():
+                self.reached[target] = (caller, line)
+            level = list(found)
 
     def per_request(self, entries: list[str]) -> None:
         """From the per-request entry points (modules.py): what they call on lines outside
