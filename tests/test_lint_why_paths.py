@@ -17,7 +17,8 @@ BACKEND = """
 """
 
 # a diffusion attention in another part of the program, whose root sorts first: its
-# implementation is a parameter of unknown class, so `attend` goes by name
+# implementation is a parameter of unknown class, so `attend` goes by name (it imports the
+# backend's module, so the two parts meet in the imports: importclosure.py)
 DIFFUSION = """
     import torch
     from pkg.llm.backend import Backend
