@@ -317,11 +317,14 @@ class PerStep:
             found: dict[str, tuple] = {}  # target -> (rank, caller, line), in the order first reached
             for caller in level:
                 for line, target, resolved in self.calls_told(caller):
-                    if target in self.reached or not self.enterable(target):
+                    if target in self.reached:
                         continue
-                    if self.is_intake(target):  # runs once per request: walked last
-                        self.intakes.setdefault(target, (caller, line))
-                        continue
+                    if target not in found:  # (one already found is enterable and no intake)
+                        if not self.enterable(target):
+                            continue
+                        if self.is_intake(target):  # runs once per request: walked last
+                            self.intakes.setdefault(target, (caller, line))
+                            continue
                     rank = (not resolved, -_shared_parts(caller, target))
                     if target not in found or rank < found[target][0]:
                         found[target] = (rank, caller, line)
