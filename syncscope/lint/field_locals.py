@@ -1,4 +1,5 @@
-"""A local bound once to a field of a typed object stands for that field as a receiver.
+"""A local bound once to a field of a typed object, or to what one of its methods returns, stands
+for that expression as a receiver.
 
     def _reclaim_orphans(self, group):
         allocator = self.token_to_kv_pool_allocator     # `token_to_kv_pool_allocator: Base...`
@@ -10,6 +11,11 @@ indices was reported per step. The facts, about code (facts.py's walk of one fun
 * a local bound exactly once in the function, by `name = <typed>.a.b` (the chain's root a name
   whose class the walk knows: `self`, an annotated parameter, a constructed object), is the
   receiver `<typed>.a.b` in a method call made on it (`name.m(...)`, `name.c.m(...)`);
+* so is a local bound exactly once by `name = <typed>.m()` (a method called with no arguments):
+  `courier = self._ensure_courier()` then `courier.submit(i)` is `self._ensure_courier().submit(i)`,
+  whose class the method's return annotation tells (`-> Optional[Courier]`; program.py
+  `returned_class`). SGLang diffusion's layer offload so reached every `submit` of the tree, the
+  streaming VAE decode queue's among them, from the LLM runtime's per-step code;
 * a local bound any other way, or more than once (a second assignment, a loop, a parameter of
   that name), stands for nothing: its calls stay calls on a receiver of unknown class.
 """
@@ -30,10 +36,13 @@ def note_local(scope, name: str, value) -> None:
     known = scope.field_locals
     if name in known:
         return
-    root = value
+    expression = value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and not value.args and not value.keywords:
+        expression = value.func  # `<typed>.m()`: the method's receiver must be typed
+    root = expression
     while isinstance(root, ast.Attribute):
         root = root.value
-    typed = isinstance(value, ast.Attribute) and isinstance(root, ast.Name) and root.id in scope.types
+    typed = isinstance(expression, ast.Attribute) and isinstance(root, ast.Name) and root.id in scope.types
     known[name] = value if typed and _bound_once(scope.node, name) else REBOUND
 
 
