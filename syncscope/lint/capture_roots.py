@@ -48,8 +48,10 @@ def capture_only_roots(walk) -> set[str]:
         path = program.path_of[caller]
         known = set()
         for call, target, _shift in walk.edges.get(caller, ()):
-            resolved.setdefault(target, []).append((path, call.line))
-            known.add((call.line, call.name))
+            if call.name in names:  # only the calls of those names are looked up below
+                known.add((call.line, call.name))
+            if target.rpartition(".")[2] in names:
+                resolved.setdefault(target, []).append((path, call.line))
         owner = caller.rpartition(".")[0]
         owner = owner if owner in program.classes else None
         module = walk.module_of.get(path)
@@ -61,7 +63,7 @@ def capture_only_roots(walk) -> set[str]:
             elif capture_reason(walk.line_cold(path, call.line)):
                 captured.setdefault(call.name, []).append((module, owner))
         for line, name, _op, shape in walk.dispatch.get(caller, ()):
-            if (line, name) not in known:
+            if name in names and (line, name) not in known:
                 unresolved.setdefault(name, []).append((path, line, module, owner, shape))
     found = set()
     for qualname in program.functions:

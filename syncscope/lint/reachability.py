@@ -40,20 +40,16 @@ import fnmatch
 import re
 from collections import deque
 
-from .attr_classes import AttributeClasses
 from .branches import platform_path
 from .capture_roots import capture_only_roots
 from .callguards import binds
 from .toolpaths import tool_path
 from .fact_values import PROP
-from .importclosure import ImportClosure
 from .library import LibraryFacts
-from .modules import ModuleKinds
 from .platform_built import built_elsewhere
-from .platform_picks import overridden_on_cuda
-from .receivers import DeclaredReceivers
 from .request_roots import request_only_roots
 from .startup_roots import startup_only_roots
+from .step_tables import ProgramTables
 from .steploops import StepLoops
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
@@ -103,7 +99,7 @@ class PerStep:
     """Reachability from the per-step roots over the whole program."""
 
     def __init__(self, program, edges: dict, results: dict, library: LibraryFacts, guarded: dict,
-                 cold_name=None, texts=None, built=None, demoted=frozenset()) -> None:
+                 cold_name=None, texts=None, built=None, demoted=frozenset(), tables=None) -> None:
         self.program = program
         # root-named methods that are no root: called once per request (request_roots.py), at
         # start-up (startup_roots.py), or only from code that never runs by default (offpaths.py)
@@ -111,24 +107,15 @@ class PerStep:
         self.cold_name = cold_name  # config.cold_function: names of code that runs once
         self.library = library
         self.cold = cold_lines(results, guarded)
-        self.other_platform = {path: platform_path(path, library) for path in results}
-        self.tools = {path: tool_path(path, library) for path in results}  # benchmarks, canaries
-        # base methods the CUDA platform's pick overrides: never run on CUDA (platform_picks.py)
-        self.overridden = overridden_on_cuda(program, library)
-        self.dispatch: dict[str, list] = {}
-        for result in results.values():
-            for qualname, calls in (getattr(result, "dispatch", None) or {}).items():
-                self.dispatch.setdefault(qualname, []).extend(calls)
-        # methods by name (what an unknown receiver's call may reach), module functions by
-        # name (what a registered custom op `torch.ops.<ns>.<name>` runs)
-        self.methods: dict[str, list[str]] = {}
-        self.module_functions: dict[str, list[str]] = {}
-        for qualname in program.functions:
-            owner, _, short = qualname.rpartition(".")
-            table = self.methods if owner in program.classes else self.module_functions
-            table.setdefault(short, []).append(qualname)
+        # the program's tables, the same for every walk of a pass (step_tables.py)
+        self.tables = tables = tables if tables is not None else ProgramTables(program, results, library)
+        self.other_platform, self.tools, self.overridden = tables.other_platform, tables.tools, tables.overridden
+        self.dispatch, self.methods, self.module_functions = tables.dispatch, tables.methods, tables.module_functions
+        self.kinds, self.receivers, self.imports = tables.kinds, tables.receivers, tables.imports
+        self.straight, self.spans, self.module_of = tables.straight, tables.spans, tables.module_of
         self.edges = edges
         self.roots = _root_pattern(library.hot_roots)
+        self._roots: dict[str, bool] = {}  # is_root's answers: asked for every function, several times
         self.intake = _root_pattern(_lifecycle(library))
         self.release = _root_pattern(getattr(library, "request_release", ()))
         # request intake and release (`[roots] request-intake`, `request-release`) that per-step
@@ -136,25 +123,16 @@ class PerStep:
         self.intakes: dict[str, tuple] = {}
         # qualname -> (parent qualname or None, call line in the parent)
         self.reached: dict[str, tuple] = {}
-        # per-request entries (modules.py) and what they reach outside loops: same shape
-        self.kinds = ModuleKinds(program, results, library)
-        self.receivers = DeclaredReceivers(program, self.kinds, self.dispatch,
-                                           AttributeClasses(program, results, self.other_platform.get))
         # classes only another platform's code builds: their methods never run on CUDA (platform_built.py)
         self.built_elsewhere = built if built is not None else \
             built_elsewhere(program, results, self.cold, self.other_platform, self.kinds.subclasses, texts)
-        self.straight: dict[str, tuple] = {}
-        for result in results.values():
-            self.straight.update(getattr(result, "straight", None) or {})
-        loops: dict[str, tuple] = {}
-        for result in results.values():
-            loops.update(getattr(result, "loops", None) or {})
         # the lines of a per-request function that run once per call: outside its loops, or in
         # a loop around the denoising loop (over chunks: steploops.py)
-        self.steps = StepLoops(loops, self.straight, self.calls_of, self.enterable,
+        self.steps = StepLoops(tables.loops, self.straight, self.calls_of, self.enterable,
                                lambda q: self.is_root(q) and not self.kinds.request_entry(q)
                                and not self.kinds.request_module_method(q), self.step_named,
                                self.step_dispatched)
+        # per-request entries (modules.py) and what they reach outside loops: same shape as `reached`
         self.request: dict[str, tuple] = {}
         # of those, the ones reached from a stage that runs no schedule (steploops.py: their
         # loops over data run once per request too)
@@ -164,19 +142,7 @@ class PerStep:
         # of those, the ones that run once per request whole, loops included: what a module
         # that runs once per request (modules.py: a diffusion text encoder) reaches
         self.whole: set[str] = set()
-        self.spans: dict[str, tuple] = {}
-        for result in results.values():
-            self.spans.update(getattr(result, "spans", None) or {})
         self._candidates: dict[str, list] = {}
-        imports = {result.module: getattr(result, "imports", ()) for result in results.values() if result.module}
-        builders: dict[str, set] = {}
-        for result in results.values():
-            for _maker, made, *_ in getattr(result, "makes", ()) or ():
-                inner = program.chase(made, True)
-                if inner is not None and result.module:
-                    builders.setdefault(inner, set()).add(result.module)
-        self.imports = ImportClosure(program, imports, self.kinds.bases, self.kinds.subclasses, builders)
-        self.module_of = {path: result.module for path, result in results.items()}
 
     # -- what may be entered --------------------------------------------------------------
     def line_cold(self, path: str, line: int) -> str | None:
@@ -198,6 +164,12 @@ class PerStep:
         return self.line_cold(path, facts["line"]) is None
 
     def is_root(self, qualname: str) -> bool:
+        found = self._roots.get(qualname)
+        if found is None:
+            found = self._roots[qualname] = self._is_root(qualname)
+        return found
+
+    def _is_root(self, qualname: str) -> bool:
         owner, _, short = qualname.rpartition(".")
         if not self.roots or qualname in self.demoted:
             return False
@@ -498,13 +470,14 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
         if untaken or demoted:
             # a walk's tables (~20 MB on whole vLLM) are held in cycles (the bound methods its
             # StepLoops keeps): freed here, before the second walk builds its own
-            built = walk.built_elsewhere
+            built, tables = walk.built_elsewhere, walk.tables
             _release(walk)
             del walk
             # walk again without following the calls in those blocks (a helper that only a
             # shutdown path's `wait=True` reaches); fewer callers only rule out more
             merged = {path: list(guarded.get(path, ())) + untaken.get(path, []) for path in guarded.keys() | untaken.keys()}
-            walk = PerStep(program, edges, results, library, merged, cold_name, built=built, demoted=demoted | off)
+            walk = PerStep(program, edges, results, library, merged, cold_name, built=built, demoted=demoted | off,
+                           tables=tables)
             walk.run()
     table = {qualname: walk.why(qualname) for qualname in walk.reached}
     table.update((qualname, walk.why(qualname)) for qualname in walk.request)
