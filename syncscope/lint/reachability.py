@@ -468,8 +468,9 @@ def per_step_table(program, edges: dict, results: dict, library: LibraryFacts, g
 
         untaken, calls = StepArgs(program, walk, const, plain).cold_blocks() if const is not None else ({}, {})
         if untaken or demoted:
-            # a walk's tables (~20 MB on whole vLLM) are held in cycles (the bound methods its
-            # StepLoops keeps): freed here, before the second walk builds its own
+            # a walk's own tables (~20 MB on whole vLLM) are held in cycles (the bound methods
+            # its StepLoops keeps): freed here, before the second walk builds its own; the
+            # program's tables (step_tables.py) go on to it
             built, tables = walk.built_elsewhere, walk.tables
             _release(walk)
             del walk

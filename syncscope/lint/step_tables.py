@@ -1,16 +1,16 @@
 """What a per-step walk (reachability.PerStep) reads of the program and nothing else: the same
 for every walk of one pass, so the second walk (per_step_table's, after request and start-up
-roots are demoted) takes the first's instead of building them again (~0.3 s on whole vLLM). A
-walk's own state (its cold lines, demoted roots, what it reached) stays on the walk."""
+roots are demoted) takes the first's instead of building them again (a few tenths of a second
+on whole vLLM). A walk's own state (its cold lines, demoted roots, what it reached) stays on the walk."""
 
 from __future__ import annotations
 
 from .attr_classes import AttributeClasses
+from .branches import platform_path
 from .importclosure import ImportClosure
 from .modules import ModuleKinds
 from .platform_picks import overridden_on_cuda
 from .receivers import DeclaredReceivers
-from .branches import platform_path
 from .toolpaths import tool_path
 
 
