@@ -36,9 +36,13 @@ def save(root: str, package: str, out: str) -> None:
     solve = wholeprogram.solve
 
     def saving(results, library=None, cold_name=None, texts=None):
-        with open(out, "wb") as handle:
+        with open(out + ".part", "wb") as handle:  # never a half-written file under `out`
             pickle.dump({"results": results, "sources": texts.sources, "digests": texts.digests}, handle, protocol=5)
+        os.replace(out + ".part", out)
         return solve(results, library, cold_name, texts)
+
+    if os.path.exists(out):
+        os.remove(out)  # an earlier run's file would say the pass ran
 
     engine.solve = saving  # the engine calls the name it imported
     with tempfile.TemporaryDirectory() as cache:
