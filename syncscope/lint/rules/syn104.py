@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import libcst as cst
+
 from .. import provenance as P
 from ..fix_offers import output_size_fix
 from ._common import show
@@ -22,10 +24,16 @@ class RepeatInterleaveWithoutOutputSize(Rule):
         "import torch\ndef f(x: torch.Tensor, heads: int):\n    return x.repeat_interleave(heads, dim=1)\n",
         "import torch\ndef f(x_cpu: torch.Tensor, reps_cpu: torch.Tensor):\n    return torch.repeat_interleave(x_cpu, reps_cpu)\n",
         "def f(self, k, n):\n    return k.repeat_interleave(self.num_heads // self.num_kv_heads, dim=1)\n",
+        # a count from the configuration, kept in a field the tree never puts on the device
+        "import torch\nclass B:\n    def __init__(self, spec):\n        self.num_draft = spec.num_draft\n"
+        "    def build(self, pages: torch.Tensor):\n        return torch.repeat_interleave(pages, repeats=self.num_draft, dim=0)\n",
     ]
     INVALID = [
         "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor):\n    return torch.repeat_interleave(x, reps)\n",
         "import torch\ndef f(query_lens: torch.Tensor):\n    return torch.repeat_interleave(query_lens)\n",
+        # ... and one the tree does keep on the device (through another object)
+        "import torch\nclass Meta:\n    def __init__(self, lens, d):\n        self.reps = torch.tensor(lens, device=d)\n"
+        "def build(meta, pages: torch.Tensor):\n    return torch.repeat_interleave(pages, meta.reps, dim=0)\n",
         "import torch\ndef f(common, spec_mask):\n    query_lens = common.query_start_loc[1:] - common.query_start_loc[:-1]\n"
         "    return torch.repeat_interleave(spec_mask, query_lens)\n",
         Invalid(
@@ -52,8 +60,15 @@ class RepeatInterleaveWithoutOutputSize(Rule):
         # the method form `x.repeat_interleave(n_heads // n_kv, dim=1)` usually repeats by an
         # int: ask for evidence of a tensor there; the function form with two arguments is used
         # for tensor repeats, so there not knowing is enough
-        if not P.is_tensor_like(repeats[1]) and (call.receiver is not None or source is None):
-            return
+        needs = None
+        if not P.is_tensor_like(repeats[1]):
+            if call.receiver is not None or source is None:
+                return
+            # ... except an attribute read as it is (`repeats=self.num_draft_tokens`): engines
+            # keep counts from their configuration in such fields, so, as for `if self.flag:`,
+            # the tree decides (a finding only if it keeps that attribute on the device)
+            if isinstance(repeats[0], cst.Attribute):
+                needs = ctx.device_field(repeats[0])
         if source is not None and source[1] == P.HOST:
             return
         offer = output_size_fix(ctx, call.node, repeats[0])
@@ -62,4 +77,5 @@ class RepeatInterleaveWithoutOutputSize(Rule):
             f"`{show(call.node.func, ctx)}` with tensor repeats `{show(repeats[0], ctx)}` and no "
             "`output_size` reads the repeats back to size the output (pass `output_size=`)",
             anchor="repeat_interleave", subject=repeats[0], fix=offer.fix, no_fix=offer.why_not,
+            needs_device=needs,
         )
