@@ -12,13 +12,16 @@
 (vLLM's encoder CUDA graphs: the manager copies host-only fields to the device, and its methods
 are where the models' opt-in helpers run.) The facts, about code:
 * A switch is off by default when a top-level class declares it `F: bool = False` at its top
-  level, and no file gives it anything else: no other declaration of F with another default, no
-  attribute store `.F = ...`, no keyword `F=` other than `False`, no string key `"F"` given a
-  value in code (a dict of overrides, `d["F"] = x`, `setattr`; a JSON `{"F": true}` in a
-  docstring is the user's opt-in, not code). Read as text, from each linted file's words
-  (`switch_words`, a per-file fact).
+  level (or with the type wrapped, its first argument `bool`: `F: Optional[bool] = False`,
+  `F: Annotated[bool, "help"] = False` or an alias of it over several lines, SGLang 0.5.23's
+  `F: A[bool, "..."] = False`), and no file gives it anything else: no other declaration of F
+  with another default, no attribute store `.F = ...`, no keyword `F=` other than `False`, no
+  string key `"F"` given a value in code (a dict of overrides, `d["F"] = x`, `setattr`; a JSON
+  `{"F": true}` in a docstring is the user's opt-in, not code). Read as text, from each linted
+  file's words (`switch_words`, a per-file fact).
 * A line is off by default when it lies in the body of an `if` (or the chosen arm of `a if t
-  else b`) whose test holds only if a read of such a switch does (`<path>.F`, the switch itself
+  else b`) whose test holds only if a read of such a switch does (`<path>.F`, also of what a
+  getter returns, SGLang's `get_disagg().F`; the switch itself
   or a conjunct of an `and`, directly or through a local bound once in the function to such a
   test, anywhere in the function), or after a top-level `if not <such a test>:` whose body ends in `return` / `raise`.
 * A class every resolved construction of which in the tree is on such a line (at least one),
@@ -36,6 +39,12 @@ from .text_scans import LazyTexts, TextScans
 
 
 _DECLARED = re.compile(r"^    (\w+)\s*:\s*bool\s*=\s*(\w+)\s*(?:#.*)?$", re.M)
+# the same switch with its type wrapped: `F: Optional[bool] = False`, and the annotated form
+# (`F: Annotated[bool, "help"] = False` or an alias of it, `F: A[bool, Arg(...)] = False`, over
+# several lines: SGLang 0.5.23 declares its server arguments so). The wrapper's first argument
+# is `bool`, the default is the literal; brackets nest one level (`Arg(choices=[...])`)
+_WRAPPED = re.compile(r"^    (\w+)\s*:\s*[\w.]+\[\s*bool\s*(?:,(?:[^\[\]]|\[[^\[\]]*\])*)?\]\s*=\s*(\w+)\s*(?:#.*)?$",
+                      re.M)
 _OTHER_DECL = re.compile(r"^\s*(\w+)\s*:[^=\n]*=\s*(?!False\b)\S", re.M)
 _STORED = re.compile(r"\.(\w+)\s*(?:=(?!=)|[-+*/|&]=)")
 _KEYWORD = re.compile(r"[(,]\s*(\w+)\s*=(?!=)(?!\s*False\b)")
@@ -54,8 +63,9 @@ def switch_words(text: str | None) -> tuple | None:
         return None
     declared, other, keyed = set(), set(), set()
     stored: dict[str, tuple[int, int]] = {}
-    for name, default in _DECLARED.findall(text) if "bool" in text else ():  # most files declare none
-        (declared if default == "False" else other).add(name)
+    for pattern in (_DECLARED, _WRAPPED) if "bool" in text else ():  # most files declare none
+        for name, default in pattern.findall(text):
+            (declared if default == "False" else other).add(name)
     for pattern in (_OTHER_DECL, _STORED, _KEYWORD, _STRING):
         for match in pattern.finditer(text):
             other.update(n for n in match.groups() if n)
@@ -112,7 +122,10 @@ def off_switches(results: dict, texts: TextScans, stores: dict | None = None,
 
 def _switch(node, off: frozenset, tests: dict) -> str | None:
     """The off switch this test needs to hold, if any."""
-    if isinstance(node, ast.Attribute) and node.attr in off and isinstance(node.value, (ast.Attribute, ast.Name)) \
+    # `<path>.F`, or `get_disagg().F`: the switch read from what a getter of the configuration
+    # returns (SGLang 0.5.23's namespaces); not `self.F`, a field of the class's own
+    if isinstance(node, ast.Attribute) and node.attr in off \
+            and isinstance(node.value, (ast.Attribute, ast.Name, ast.Call)) \
             and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
         return node.attr
     if isinstance(node, ast.Name):
