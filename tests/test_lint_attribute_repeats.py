@@ -7,8 +7,9 @@ SGLang 0.5.23's DSA attention backend repeats its page indices by
 any repeats whose place it did not know, so five calls and the call sites above them were
 findings; readers judged all of them "not a sync". VALID: no module of the package stores a
 device tensor in that attribute, and the call is no finding. INVALID twins: another module keeps
-the attribute on the device (the tree decides across files, as for `if self.flag:`), or the
-repeats are a local whose place is unknown (not an attribute read as it is: reported as before).
+the attribute on the device (the tree decides across files, as for `if self.flag:`; the
+function's callers are then told, SYN602: the whole-program pass keeps the root exactly where the
+finding holds), or the repeats are a local whose place is unknown (reported as before).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class Backend(nn.Module):
     def forward(self, pool_idx: torch.Tensor):
         pages = self.req_to_token[pool_idx, :64]
         return torch.repeat_interleave(pages, repeats={repeats}, dim=0)
+
+    def verify(self, pool_idx: torch.Tensor):
+        return self.forward(pool_idx) + 1
 """
 
 CONFIG = """
@@ -54,6 +58,7 @@ class Verifier:
 """
 
 REPEAT = ("pkg/backend.py", 16, "SYN104")
+CALLER = ("pkg/backend.py", 19, "SYN602")  # `verify` calls `forward`, whose repeat syncs
 
 
 def package(repeats="self.num_draft", verifier=False):
@@ -64,11 +69,14 @@ def package(repeats="self.num_draft", verifier=False):
 
 
 def test_a_count_kept_in_a_field_is_no_tensor_repeats(tmp_path):
-    assert REPEAT not in where(lint_package(tmp_path, package(), include_cold=True))
+    found = where(lint_package(tmp_path, package(), include_cold=True, hot_roots=["verify"]))
+    assert REPEAT not in found and CALLER not in found, found
 
 
 def test_the_same_field_kept_on_the_device_in_another_module_is_reported(tmp_path):
-    assert REPEAT in where(lint_package(tmp_path, package(verifier=True)))
+    # and the function's callers are told: the pass keeps the root where the finding holds
+    found = where(lint_package(tmp_path, package(verifier=True), hot_roots=["verify"]))
+    assert REPEAT in found and CALLER in found, found
 
 
 def test_repeats_of_unknown_place_that_are_no_attribute_are_still_reported(tmp_path):

@@ -83,6 +83,8 @@ class RawFinding:
     # (qualified function, parameter, its index, a method) when the stored value is that
     # parameter: the finding holds only if a call in the tree passes a Python number for it
     python_arg: tuple | None = None
+    # a root for the callers even with needs_device (Rule.ROOT_ON_CONDITION)
+    root_on_condition: bool = False
 
 
 @dataclass
@@ -367,7 +369,7 @@ class FunctionContext:
                           self.params.index(python_arg) if python_arg not in self.kwonly else -1,
                           bool(self.classes) and self.params[:1] == ["self"])
         found = RawFinding(rule.code, self.qualname, self.stmt, anchors, message, fix, rule.level, field_read, param,
-                           origin, needs_device, needs_vector, python_arg)
+                           origin, needs_device, needs_vector, python_arg, rule.ROOT_ON_CONDITION)
         (self.analyzer.latent if latent else self.analyzer.findings).append(found)
 
 

@@ -22,8 +22,7 @@ from .head_start import HeadStart
 from .interning import Interner
 from .lineshift import line_map, shift_solution
 from .optin import switch_words
-from .field_tables import FieldTables
-from .owner_fields import OwnerFields
+from .field_tables import FieldTables, condition_holds
 from .python_args import PythonArgs
 from .records import FileFinding, diagnostic
 from .source_texts import text_of_bytes
@@ -225,7 +224,7 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
         pending = [f for f in raw.findings
                    if not (f.field and "%s.%s" % f.field in host_fields)
                    and f.param not in host_params and (rel, f) not in host_origins
-                   and _device_condition_holds(f.device_condition, device_attrs, vector_attrs, owners)
+                   and condition_holds(f.device_condition, device_attrs, vector_attrs, owners)
                    and (f.python_arg is None or python_args.fed(f.python_arg))]
         if by_default:  # host data wherever the default configuration runs it: cold, with why
             pending = [f._replace(cold=by_default[f.param]) if f.param in by_default else f for f in pending]
@@ -566,15 +565,6 @@ class Scope:
                 return None
             name = name.rsplit(".", 1)[0]  # a nested function: its parent's
         return None
-
-
-def _device_condition_holds(condition, device_attrs: set, vector_attrs: set, owners: OwnerFields) -> bool:
-    """By the attribute's name anywhere in the tree, or else by its owner's class (a field of
-    that name in another class holds something else: owner_fields.py)."""
-    if condition is None:
-        return True
-    name, needs_vector, owner = condition
-    return name in (vector_attrs if needs_vector else device_attrs) or owners.holds(name, needs_vector, owner)
 
 
 def _is_diagnostic(code: str) -> bool:

@@ -61,3 +61,31 @@ class FieldTables:
         file's class keeps on the device (the engine drops a finding on such a read). `results`:
         the same results, for the fields on the host by default (switch_devices.py)."""
         return (set(switch_field_hints(results)) | self.hinted_host) - self.hinted_other
+
+
+def condition_holds(condition, device_attrs: set, vector_attrs: set, owners: OwnerFields) -> bool:
+    """Whether a finding's `device_condition` holds: by the attribute's name anywhere in the
+    tree, or else by its owner's class (a field of that name in another class holds something
+    else: owner_fields.py). None: no condition."""
+    if condition is None:
+        return True
+    name, needs_vector, owner = condition
+    return name in (vector_attrs if needs_vector else device_attrs) or owners.holds(name, needs_vector, owner)
+
+
+class HeldConditions:
+    """`condition_holds` over the whole tree's tables, built on the first question: the
+    whole-program pass asks it of the few roots that carry a condition (Rule.ROOT_ON_CONDITION),
+    before the engine builds its own tables."""
+
+    def __init__(self, results: dict) -> None:
+        self._results = results
+        self._tables: tuple | None = None
+
+    def __call__(self, condition) -> bool:
+        if condition is None:
+            return True
+        if self._tables is None:
+            tables = FieldTables.of(self._results)
+            self._tables = (*tables.device_attributes(), tables.owner_fields())
+        return condition_holds(condition, *self._tables)

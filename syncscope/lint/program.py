@@ -4,7 +4,7 @@ re-exports, class fields and inheritance (wholeprogram.py runs the summaries ove
 
 from __future__ import annotations
 
-from .field_tables import FieldTables
+from .field_tables import FieldTables, HeldConditions
 from .fact_values import CALLED, FUNC, METHOD, PROP, STAR, SUPER
 from .records import Root
 from .switch_devices import switch_field_hints
@@ -41,11 +41,13 @@ class Program:
             for qualname, info in result.classes.items():
                 self.classes.setdefault(qualname, info)
         on_host_fields = host_fields(results)
+        held = HeldConditions(results)  # a root that is a sync only where its finding holds
         for path, result in results.items():
             accepted = _accepted_lines(result.suppressions)
             on_host = _on_host_field(result, on_host_fields)
             for qualname, roots in result.roots.items():
-                kept = [r for r in roots if not _is_accepted(accepted, r) and (r.code, r.line) not in on_host]
+                kept = [r for r in roots if not _is_accepted(accepted, r) and (r.code, r.line) not in on_host
+                        and held(r.condition)]
                 if kept:
                     self.roots.setdefault(qualname, []).extend((path, r) for r in kept)
         # "Class.attr" -> host/Python, for attributes a class fills from host data (classinfo.py)

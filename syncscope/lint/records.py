@@ -85,6 +85,8 @@ class Root(NamedTuple):
     message: str
     param: str | None  # the parameter the flagged value is computed from
     origin: str | None  # the name of the call whose result it flags (`name` or `name#k`)
+    # a FileFinding.device_condition: a sync only where it holds (Rule.ROOT_ON_CONDITION)
+    condition: tuple | None = None
 
 
 class CallRecord(NamedTuple):

@@ -508,16 +508,19 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
                                            raw.fix.applicability if raw.fix else None, raw.level,
                                            field=raw.field, param=raw.param, origin=raw.origin,
                                            device_condition=condition, python_arg=raw.python_arg))
-        if condition is None and raw.python_arg is None:  # a conditional finding is no root for callers
-            _add_root(result, raw, analyzer.module_name, line, start, end)
+        # a conditional finding is no root for callers, unless its rule says (Rule.ROOT_ON_CONDITION)
+        if (condition is None or raw.root_on_condition) and raw.python_arg is None:
+            _add_root(result, raw, analyzer.module_name, line, start, end, condition)
     for raw in analyzer.latent:
-        if raw.needs_device is not None or raw.python_arg is not None:
+        if (raw.needs_device is not None and not raw.root_on_condition) or raw.python_arg is not None:
             continue
+        needs = raw.needs_device
+        condition = (needs.name, raw.needs_vector, needs.owner) if needs is not None else None
         line, _, start, end = place(raw, spans, lines, analyzer.module)
-        _add_root(result, raw, analyzer.module_name, line, start, end)
+        _add_root(result, raw, analyzer.module_name, line, start, end, condition)
 
 
-def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: int) -> None:
+def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: int, condition=None) -> None:
     """A sync of the function's own body, for the whole-program pass: unconditional, or on a
     parameter (the finding's value is computed from it)."""
     function = f"{module}.{raw.function}" if module else raw.function
@@ -527,7 +530,8 @@ def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: i
         # of the enclosing function when its callers pass a device value, not of each call of
         # the nested one (context.inherit_closure_sources)
         function = raw.param[0]
-    result.roots.setdefault(function, []).append(Root(raw.code, line, start, end, raw.message, param, raw.origin))
+    result.roots.setdefault(function, []).append(Root(raw.code, line, start, end, raw.message, param, raw.origin,
+                                                      condition))
 
 
 def place(raw, spans, lines: list[str], module_node) -> tuple[int, int, int, int]:

@@ -64,6 +64,11 @@ class Rule:
     METHODS: ClassVar[frozenset[str]] = frozenset()
     FUNCTIONS: ClassVar[frozenset[str]] = frozenset()
     ATTRIBUTES: ClassVar[bool] = False  # wants on_attribute for configured property names
+    # A finding that holds only if the tree keeps an attribute on the device (`needs_device`)
+    # is no sync for the function's callers, unless the rule says it is one wherever the finding
+    # holds: then the whole-program pass keeps its root exactly when the engine keeps the finding
+    # (program.py)
+    ROOT_ON_CONDITION: ClassVar[bool] = False
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str | Invalid]] = []
 

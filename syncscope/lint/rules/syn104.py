@@ -18,6 +18,9 @@ class RepeatInterleaveWithoutOutputSize(Rule):
     fix_applicability = "sometimes"
     FUNCTIONS = frozenset({"torch.repeat_interleave"})
     METHODS = frozenset({"repeat_interleave"})
+    # its repeats read as an attribute are a sync for the callers too, where the tree keeps
+    # that attribute on the device (`needs_device` below)
+    ROOT_ON_CONDITION = True
 
     VALID = [
         "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor, n: int):\n    return torch.repeat_interleave(x, reps, output_size=n)\n",
@@ -64,11 +67,14 @@ class RepeatInterleaveWithoutOutputSize(Rule):
         if not P.is_tensor_like(repeats[1]):
             if call.receiver is not None or source is None:
                 return
-            # ... except an attribute read as it is (`repeats=self.num_draft_tokens`): engines
-            # keep counts from their configuration in such fields, so, as for `if self.flag:`,
-            # the tree decides (a finding only if it keeps that attribute on the device)
-            if isinstance(repeats[0], cst.Attribute):
-                needs = ctx.device_field(repeats[0])
+            # ... except a field of the object read as it is (`repeats=self.num_draft_tokens`,
+            # which the class does not fill with a tensor itself): engines keep counts from their
+            # configuration in such fields, so, as for `if self.flag:`, the tree decides (a
+            # finding only if it keeps that attribute on the device). Another object's field
+            # (`verify_input.reps`) may be declared a tensor in another module: reported as before
+            node = repeats[0]
+            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+                needs = ctx.device_field(node)
         if source is not None and source[1] == P.HOST:
             return
         offer = output_size_fix(ctx, call.node, repeats[0])
