@@ -16,37 +16,14 @@ the beam group's start on another class.
 
 from __future__ import annotations
 
+# the table, and the scheduler that calls it for each request of a batch, of the intake callers' test
+from test_lint_intake_callers_s21 import CALL, SCHEDULER, SYNC, TABLE
 from test_lint_scope import lint_package, where
-
-TABLE = """
-    import torch
-
-    class CLASS:
-        def __init__(self):
-            self.arrived = torch.zeros(8, device="cuda")
-
-        def NAME(self, req):
-            return int(self.arrived.sum().item())
-"""
-
-SCHEDULER = """
-    from pkg.table import CLASS
-
-    class Scheduler:
-        def __init__(self):
-            self.table = CLASS()
-
-        def run_batch(self, batch):
-            for req in batch:
-                self.table.NAME(req)
-"""
-
-SYNC, CALL = ("pkg/table.py", 9, "SYN201"), ("pkg/scheduler.py", 10, "SYN602")
 
 
 def _run(tmp_path, name, cls="RequestTable", **overrides):
     files = {"table.py": TABLE, "scheduler.py": SCHEDULER}
-    files = {path: text.replace("NAME", name).replace("CLASS", cls) for path, text in files.items()}
+    files = {path: text.replace("NAME", name).replace("RequestTable", cls) for path, text in files.items()}
     return lint_package(tmp_path, files, **overrides)
 
 
