@@ -18,8 +18,8 @@ class RepeatInterleaveWithoutOutputSize(Rule):
     fix_applicability = "sometimes"
     FUNCTIONS = frozenset({"torch.repeat_interleave"})
     METHODS = frozenset({"repeat_interleave"})
-    # its repeats read as an attribute are a sync for the callers too, where the tree keeps
-    # that attribute on the device (`needs_device` below)
+    # repeats read from a field of `self` make a finding conditional (`needs_device` below); it
+    # is a sync for the callers too, wherever the tree keeps that field on the device
     ROOT_ON_CONDITION = True
 
     VALID = [
@@ -34,7 +34,8 @@ class RepeatInterleaveWithoutOutputSize(Rule):
     INVALID = [
         "import torch\ndef f(x: torch.Tensor, reps: torch.Tensor):\n    return torch.repeat_interleave(x, reps)\n",
         "import torch\ndef f(query_lens: torch.Tensor):\n    return torch.repeat_interleave(query_lens)\n",
-        # ... and one the tree does keep on the device (through another object)
+        # another object's field: reported whatever the tree keeps in it (it may be declared a
+        # tensor in a module this file does not see), here one the tree keeps on the device
         "import torch\nclass Meta:\n    def __init__(self, lens, d):\n        self.reps = torch.tensor(lens, device=d)\n"
         "def build(meta, pages: torch.Tensor):\n    return torch.repeat_interleave(pages, meta.reps, dim=0)\n",
         "import torch\ndef f(common, spec_mask):\n    query_lens = common.query_start_loc[1:] - common.query_start_loc[:-1]\n"
