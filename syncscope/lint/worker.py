@@ -522,7 +522,8 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
 
 def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: int, condition=None) -> None:
     """A sync of the function's own body, for the whole-program pass: unconditional, or on a
-    parameter (the finding's value is computed from it)."""
+    parameter (the finding's value is computed from it); with `condition`, only where the tree
+    keeps an attribute on the device (Rule.ROOT_ON_CONDITION: program.py decides)."""
     function = f"{module}.{raw.function}" if module else raw.function
     param = raw.param[1] if raw.param else None
     if raw.param and raw.param[0] != function:
