@@ -502,22 +502,31 @@ def _collect(analyzer, spans, lines: list[str], result: RawResult) -> None:
     """Place the analyzer's findings and call sites on lines and add them to `result`."""
     for raw in analyzer.findings:
         line, column, start, end = place(raw, spans, lines, analyzer.module)
-        needs = raw.needs_device
-        condition = (needs.name, raw.needs_vector, needs.owner) if needs is not None else None
+        condition = _device_condition(raw)
         result.findings.append(FileFinding(raw.code, line, column, start, end, raw.function, raw.message,
                                            raw.fix.applicability if raw.fix else None, raw.level,
                                            field=raw.field, param=raw.param, origin=raw.origin,
                                            device_condition=condition, python_arg=raw.python_arg))
-        # a conditional finding is no root for callers, unless its rule says (Rule.ROOT_ON_CONDITION)
-        if (condition is None or raw.root_on_condition) and raw.python_arg is None:
+        if _is_root(raw, condition):
             _add_root(result, raw, analyzer.module_name, line, start, end, condition)
     for raw in analyzer.latent:
-        if (raw.needs_device is not None and not raw.root_on_condition) or raw.python_arg is not None:
-            continue
-        needs = raw.needs_device
-        condition = (needs.name, raw.needs_vector, needs.owner) if needs is not None else None
-        line, _, start, end = place(raw, spans, lines, analyzer.module)
-        _add_root(result, raw, analyzer.module_name, line, start, end, condition)
+        condition = _device_condition(raw)
+        if _is_root(raw, condition):
+            line, _, start, end = place(raw, spans, lines, analyzer.module)
+            _add_root(result, raw, analyzer.module_name, line, start, end, condition)
+
+
+def _device_condition(raw) -> tuple | None:
+    """A finding's `FileFinding.device_condition`: the attribute it needs on the device, if any."""
+    needs = raw.needs_device
+    return (needs.name, raw.needs_vector, needs.owner) if needs is not None else None
+
+
+def _is_root(raw, condition) -> bool:
+    """Whether a finding is a sync for the function's callers: not one that holds only for a
+    Python number some caller passes, nor a conditional one unless its rule says
+    (Rule.ROOT_ON_CONDITION)."""
+    return (condition is None or raw.root_on_condition) and raw.python_arg is None
 
 
 def _add_root(result: RawResult, raw, module: str, line: int, start: int, end: int, condition=None) -> None:
