@@ -14,7 +14,8 @@ assuming a CUDA GPU, serving, no debugging (library.py lists the words):
 * `not`, `and`, `or` combine them (`if _is_cuda or _is_hip:` is true); anything else is unknown.
 A false `assert`, or a true test whose body returns or raises, makes the rest of its block cold;
 an `except` handler is an error path (cold); a function or class named for another platform
-(`forward_npu`, `AscendAttentionBackend`) is cold as a whole.
+(`forward_npu`, `AscendAttentionBackend`) is cold as a whole; a block the code accepts its syncs
+in (`with gpu_sync_allowed():`, with_blocks.py) is left out as accepted.
 
 Error paths and dead code (errorpaths.py has the predicates and the whole-program part):
 * an `if`/`elif`/`else` block that ends in `raise` (and cannot leave early) runs only on the way
@@ -50,6 +51,7 @@ from .noneguards import none_guard
 from .numberguards import number_guard
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
 from .unbound_names import unbound_on_cuda, unbound_reads
+from .with_blocks import accepted_block, captures_graph
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -294,7 +296,7 @@ class _Walk:
                     self.mark(stmt, stmt, f"`{stmt.name}` works on host data (library facts)")
                 elif event := self.lib.rare_event_function(stmt.name):
                     self.mark(stmt, stmt, f"`{stmt.name}` runs only on an event that is no ordinary step (`{event}`)")
-                elif self.captures_graph(stmt):
+                elif captures_graph(stmt, self.lib.graph_captures):
                     self.mark(stmt, stmt, f"`{stmt.name}` captures a CUDA graph: runs when a graph is built, not in a step")
                 elif function is None and not classes and is_dispatcher(stmt):
                     self.dispatchers.append(self.qualify(local))
@@ -360,6 +362,8 @@ class _Walk:
                 continue
             if function is not None and isinstance(stmt, ast.Import):
                 note_import(self, stmt, function)
+            if (accepted := accepted_block(stmt, self.lib.accepted_sync_blocks)) is not None:
+                self.mark(stmt.body[0], stmt.body[-1], accepted)
             if isinstance(stmt, ast.Assert):
                 value, why = self.conditions.evaluate(stmt.test)
                 if value is False and rest and not precondition(stmt, value):
@@ -399,13 +403,6 @@ class _Walk:
                     self.calls(child, function)
                 elif isinstance(child, ast.withitem):
                     self.calls(child.context_expr, function)
-
-    def captures_graph(self, function) -> bool:
-        """`function`'s own body (not under an `if`) holds `with torch.cuda.graph(g):`
-        (library facts `graph-captures`)."""
-        return any(isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
-            isinstance(item.context_expr, ast.Call) and _dotted(item.context_expr.func) in self.lib.graph_captures
-            for item in stmt.items) for stmt in function.body)
 
     def decided_arm(self, stmt, around: tuple) -> None:
         """`cpu = t.cpu() if in_capture else t_cpu`: the arm of a conditional expression whose

@@ -80,6 +80,7 @@ class LintRun:
     skipped: int = 0  # could not contain a finding: not parsed
     internal_errors: list[str] = field(default_factory=list)
     cold: int = 0  # findings in code that does not run every step (left out unless include_cold)
+    accepted: int = 0  # of those, the ones in a block the code accepts its syncs in (with_blocks.py)
     texts: dict[str, list[str]] = field(default_factory=dict)  # rel path -> lines, for code frames
     abs_paths: dict[str, str] = field(default_factory=dict)
 
@@ -524,6 +525,7 @@ class Scope:
     def judge(self, rel: str, raw, kept: list, run: LintRun) -> list:
         from .branches import platform_path
         from .toolpaths import tool_path, tool_in_chain
+        from .with_blocks import is_accepted
 
         other = platform_path(rel, self.library)
         tool = tool_path(rel, self.library)
@@ -549,6 +551,7 @@ class Scope:
                     p = p._replace(per_step=path)
             if why is not None:
                 run.cold += 1
+                run.accepted += is_accepted(why)
                 if not self.keep_cold:
                     continue
                 p = p._replace(cold=why)

@@ -39,6 +39,7 @@ class LibraryFacts:
     env_check_not: frozenset
     capture_states: frozenset
     graph_captures: frozenset
+    accepted_sync_blocks: frozenset
     env_readers: frozenset
     env_declarations: frozenset
     false_while_serving: frozenset
@@ -142,6 +143,7 @@ _KEYS = {
     ("switches", "env-check-not"): "env_check_not",
     ("switches", "capture-states"): "capture_states",
     ("switches", "graph-captures"): "graph_captures",
+    ("switches", "accepted-sync-blocks"): "accepted_sync_blocks",
     ("switches", "false-while-serving"): "false_while_serving",
     ("roots", "hot"): "hot_roots",
     ("roots", "module-methods"): "module_methods",

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import IO
 
 from .catalog import CATALOG, DIAGNOSTICS
+from .with_blocks import is_accepted
 
 RULES_URL = "https://github.com/syncscope/syncscope/blob/main/rules/{code}.md"
 
@@ -31,7 +32,8 @@ def _marker(finding) -> str:
 
 def write_concise(findings, stream: IO[str]) -> None:
     for f in findings:
-        cold = f" [cold: {f.cold}]" if getattr(f, "cold", None) else ""
+        cold = getattr(f, "cold", None)
+        cold = (f" [{cold}]" if is_accepted(cold) else f" [cold: {cold}]") if cold else ""
         stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}{cold}\n")
 
 
@@ -56,7 +58,7 @@ def scope_note(finding) -> str:
     """Why a finding counts: "per step: <root> (path:line) -> a() -> b()", or why it is cold."""
     cold = getattr(finding, "cold", None)
     if cold:
-        return f"cold: {cold}"
+        return cold if is_accepted(cold) else f"cold: {cold}"
     path = getattr(finding, "per_step", ())
     if not path:
         return ""
@@ -67,8 +69,8 @@ def scope_note(finding) -> str:
 
 def scope_json(finding) -> dict:
     cold = getattr(finding, "cold", None)
-    if cold:
-        return {"category": "cold", "cold": cold}
+    if cold:  # a sync the code accepts (with_blocks.py) is no cold code: a category of its own
+        return {"category": "accepted" if is_accepted(cold) else "cold", "cold": cold}
     path = getattr(finding, "per_step", ())
     if not path:
         return {}
@@ -168,6 +170,8 @@ def summary(run, findings, unsafe_fixes: bool = False) -> str:
     parts.append(f" in {run.files} file{'s' if run.files != 1 else ''}"
                  f" ({run.parsed} analyzed, {run.cached} cached, {run.skipped} without torch code).")
     hidden = getattr(run, "cold", 0) - sum(1 for f in findings if getattr(f, "cold", None))
+    accepted = getattr(run, "accepted", 0) - sum(1 for f in findings if is_accepted(getattr(f, "cold", None)))
     if hidden > 0:
-        parts.append(f" {hidden} more in code that does not run every step (`--include-cold`).")
+        of_them = f", {accepted} of them syncs the code accepts" if accepted > 0 else ""
+        parts.append(f" {hidden} more in code that does not run every step{of_them} (`--include-cold`).")
     return "".join(parts)
