@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from syncscope.runtime import compile_phase, nvtx_marks, regions, user_frames
+from syncscope.runtime import accepted_blocks, compile_phase, nvtx_marks, regions, user_frames
 from syncscope.events import Frame, HostSyncEvent
 from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.site import relative_path
@@ -136,6 +136,8 @@ class Recorder:
             reason = next((r.reason for r in self.allow_rules if r.matches(site, kind)), None)
         if reason is None:
             reason = compile_phase.reason(frame)
+        if reason is None:
+            reason = accepted_blocks.reason(frame)  # `with gpu_sync_allowed():` up the stack
         in_scope = regions.in_scope()
         event = HostSyncEvent(
             kind=kind,
