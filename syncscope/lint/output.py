@@ -171,7 +171,8 @@ def summary(run, findings, unsafe_fixes: bool = False) -> str:
                  f" ({run.parsed} analyzed, {run.cached} cached, {run.skipped} without torch code).")
     hidden = getattr(run, "cold", 0) - sum(1 for f in findings if getattr(f, "cold", None))
     accepted = getattr(run, "accepted", 0) - sum(1 for f in findings if is_accepted(getattr(f, "cold", None)))
-    if hidden > 0:
-        of_them = f", {accepted} of them syncs the code accepts" if accepted > 0 else ""
-        parts.append(f" {hidden} more in code that does not run every step{of_them} (`--include-cold`).")
+    left_out = [f"{hidden - accepted} more in code that does not run every step"] if hidden > accepted else []
+    left_out += [f"{accepted} more inside blocks that accept their syncs"] if accepted > 0 else []
+    if left_out:
+        parts.append(f" {', and '.join(left_out)} (`--include-cold`).")
     return "".join(parts)
