@@ -32,7 +32,7 @@ LAYERS: list[set[str]] = [
     {"oracle", "monitoring", "ci"},  # the checks built on the trap and the linter
     {"runtime", "lint"},  # the trap and the linter
     {"report"},  # report primitives: schema, validation, aggregation, host metadata, the writer, status
-    {"syncscope", "site", "events", "atomic", "terminal", "suggest"},  # shared vocabulary and utilities
+    {"syncscope", "site", "events", "atomic", "terminal", "suggest", "with_blocks"},  # shared vocabulary and utilities
 ]
 
 # Package-level import edges allowed against the layers, as (importer module, imported module),

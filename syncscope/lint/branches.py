@@ -51,7 +51,7 @@ from .noneguards import none_guard
 from .numberguards import number_guard
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
 from .unbound_names import unbound_on_cuda, unbound_reads
-from .with_blocks import accepted_block, captures_graph
+from syncscope.with_blocks import accepted_block, captures_graph
 
 _TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")

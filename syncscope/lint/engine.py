@@ -525,7 +525,7 @@ class Scope:
     def judge(self, rel: str, raw, kept: list, run: LintRun) -> list:
         from .branches import platform_path
         from .toolpaths import tool_path, tool_in_chain
-        from .with_blocks import is_accepted
+        from syncscope.with_blocks import is_accepted
 
         other = platform_path(rel, self.library)
         tool = tool_path(rel, self.library)

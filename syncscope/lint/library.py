@@ -12,6 +12,8 @@ import re
 import tomllib
 from dataclasses import dataclass
 
+from syncscope.with_blocks import ACCEPTING_MANAGERS
+
 _BUILTIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "library_facts.toml")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
@@ -182,6 +184,7 @@ def load(extra_file: str | None = None, extra_roots: tuple = ()) -> LibraryFacts
         if unknown:
             raise LibraryFactsError(f"{path}: unknown keys: {', '.join(sorted(unknown))}")
     merged["hot_roots"].extend(extra_roots)
+    merged["accepted_sync_blocks"].extend(ACCEPTING_MANAGERS)  # shared with the runtime trap
     ordered = ("hot_roots", "module_methods", "not_module_bases", "module_types", "step_stages", "request_modules",
                "input_processors", "request_intake", "request_release", "foreign_exports",
                "host_functions")

@@ -9,7 +9,7 @@ from collections import Counter
 from typing import IO
 
 from .catalog import CATALOG, DIAGNOSTICS
-from .with_blocks import is_accepted
+from syncscope.with_blocks import is_accepted
 
 RULES_URL = "https://github.com/syncscope/syncscope/blob/main/rules/{code}.md"
 

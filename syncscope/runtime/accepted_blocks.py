@@ -3,13 +3,13 @@
 vLLM marks the syncs it accepts with `with gpu_sync_allowed():`; its own check lets every sync
 inside pass, callees included, but only while that check is switched on (otherwise the manager
 is a no-op, and nothing at run time says the block was entered). The linter leaves those syncs
-out of its default report as `accepted` (syncscope/lint/with_blocks.py); the trap marks them
+out of its default report as `accepted` (syncscope/with_blocks.py); the trap marks them
 allowed with the same words, so a baseline never holds them and the gate never fails on them,
 and the two halves of the tool agree.
 
 A sync is accepted when any frame on its stack is inside such a block: the frame's line lies in
-the body of a `with` of a listed manager (library facts `accepted-sync-blocks`), read from the
-frame's source file. Each file is read once, and parsed only when its text names a manager; a
+the body of a `with` of a built-in accepting manager (`with_blocks.ACCEPTING_MANAGERS`), read
+from the frame's source file. Each file is read once, and parsed only when its text names a manager; a
 sync is rare, so this costs nothing on the hot path.
 """
 
@@ -18,8 +18,11 @@ from __future__ import annotations
 import ast
 import linecache
 
+from syncscope.with_blocks import ACCEPTING_MANAGERS, accepted_block
+
 _blocks: dict[str, tuple[tuple[int, int, str], ...]] = {}  # filename -> (start, end, why)
-_names: frozenset | None = None
+# the last word of each manager's name: a file whose text has none of them holds no such block
+_WORDS = tuple({name.rsplit(".", 1)[-1] for name in ACCEPTING_MANAGERS})
 
 
 def reason(frame) -> str | None:
@@ -39,25 +42,18 @@ def reason(frame) -> str | None:
 
 
 def _read(filename: str) -> tuple:
-    global _names
     if filename.startswith("<"):
         return ()
-    if _names is None:
-        from syncscope.lint.library import load
-
-        _names = load().accepted_sync_blocks
     text = "".join(linecache.getlines(filename))
-    if not any(name.rsplit(".", 1)[-1] in text for name in _names):
+    if not any(word in text for word in _WORDS):
         return ()
-    from syncscope.lint.with_blocks import accepted_block
-
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return ()
     found = []
     for node in ast.walk(tree):
-        why = accepted_block(node, _names)
+        why = accepted_block(node, ACCEPTING_MANAGERS)
         if why is not None:
             found.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno, why))
     return tuple(found)

@@ -1,5 +1,6 @@
 """What a `with` block says about the syncs in it, read from its context managers' names
-(library facts; branches.py marks the lines):
+(library facts; syncscope/lint/branches.py marks the lines, and the runtime trap reads the
+accepted blocks too: syncscope/runtime/accepted_blocks.py, so both say the same):
 
 * `with torch.cuda.graph(g):` in a function's own body: the function captures a CUDA graph, so
   it runs when a graph is built (start-up, a new shape), not in a step (`graph-captures`);
@@ -19,8 +20,11 @@ from __future__ import annotations
 
 import ast
 
-# The prefix of an accepted finding's reason: output.py tells the category by it.
+# The prefix of an accepted sync's reason: the lint output tells the category by it.
 ACCEPTED = "accepted by the code"
+# The managers built in (library facts `accepted-sync-blocks` add a project's own): vLLM's and
+# syncscope's, as written after `from ... import name` or `import syncscope`.
+ACCEPTING_MANAGERS = frozenset({"gpu_sync_allowed", "allow_sync", "syncscope.allow_sync"})
 
 
 def dotted(node) -> str | None:
