@@ -123,3 +123,19 @@ def test_a_damaged_piece_is_read_as_missing(tmp_path, part):
     for name in damaged:
         (directory / name).write_bytes(b"not a pickle")
     assert _findings(root, config) == fresh
+
+
+def test_the_code_stamp_changes_with_the_shared_with_blocks_module(monkeypatch):
+    # the linter reads accepted blocks through syncscope/with_blocks.py, outside lint/: an edit
+    # of it must not let a run read results the old reading made
+    before = cache_module.code_stamp()
+    real_stat = os.stat
+
+    def edited(path, *args, **kwargs):
+        result = real_stat(path, *args, **kwargs)
+        if str(path).endswith(os.path.join("syncscope", "with_blocks.py")):
+            return os.stat_result((result.st_mode, 0, 0, 0, 0, 0, result.st_size + 1, 0, 0, 0))
+        return result
+
+    monkeypatch.setattr(cache_module.os, "stat", edited)
+    assert cache_module.code_stamp() != before

@@ -45,6 +45,9 @@ FACT_SHARDS = 16  # ~2 MB each on whole vLLM
 DELTA_KEPT = 256  # file entries written apart from the files table before it is rewritten whole
 
 
+_SHARED = ("with_blocks.py",)
+
+
 def code_stamp() -> str:
     """Changes whenever the linter's own code does (size and mtime of its modules and of its
     built-in library facts), so a new version or a local edit of a rule or a fact never reads
@@ -58,6 +61,9 @@ def code_stamp() -> str:
             if name.endswith((".py", ".toml")):
                 stat = os.stat(os.path.join(directory, name))
                 parts.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
+    for shared in _SHARED:  # the modules outside lint/ whose reading of the code the linter keeps
+        stat = os.stat(os.path.join(os.path.dirname(base), shared))
+        parts.append(f"{shared}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.blake2b("|".join(parts).encode(), digest_size=6).hexdigest()
 
 
