@@ -89,11 +89,22 @@ step(torch.arange(8, device="cuda"))
 '''
 
 
-def test_a_run_on_the_simulated_device_reports_the_block_allowed(tmp_path):
+def _run(tmp_path, *device: str):
     (tmp_path / "prog.py").write_text(PROGRAM)
-    run = subprocess.run([sys.executable, "-m", "syncscope", "run", "--device", "sim", "--no-table", "-o", "r.json",
+    run = subprocess.run([sys.executable, "-m", "syncscope", "run", *device, "--no-table", "-o", "r.json",
                           "prog.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     by_line = {site["line"]: site for site in json.loads((tmp_path / "r.json").read_text())["sites"]}
     assert by_line[13]["allowed"] and by_line[13]["allow_reason"] == ACCEPTED
     assert not by_line[14]["allowed"]
+    return by_line
+
+
+def test_a_run_on_the_simulated_device_reports_the_block_allowed(tmp_path):
+    _run(tmp_path, "--device", "sim")
+
+
+@pytest.mark.gpu
+def test_a_run_on_the_gpu_reports_the_block_allowed_and_times_it(tmp_path):
+    by_line = _run(tmp_path)
+    assert by_line[13]["blocked_measured"] == 1  # a real wait, timed as any other
