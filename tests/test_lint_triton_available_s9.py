@@ -1,5 +1,5 @@
 """Issue 24, session 9: a test that Triton is available is true on a CUDA GPU
-(syncscope/lint/branches.py `_available_test`, library facts `available-on-cuda`), so the torch
+(syncscope/lint/capability_tests.py `available_test`, library facts `available-on-cuda`), so the torch
 fallback a serving stack takes without Triton is no per-step path there. VALID packages are not
 reported by default (their finding is cold, the reason naming the test); INVALID twins stay."""
 

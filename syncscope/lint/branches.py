@@ -11,11 +11,15 @@ assuming a CUDA GPU, serving, no debugging (library.py lists the words):
   are false;
 * `if not is_pin_memory_available(dev):` (library.py `true-on-cuda`) is false: pinned memory is
   there on a CUDA GPU, its pageable fallback does not run;
-* `not`, `and`, `or` combine them (`if _is_cuda or _is_hip:` is true); anything else is unknown.
+* `not`, `and`, `or` combine them (`if _is_cuda or _is_hip:` is true); anything else is unknown;
+* a test that the test around it decides once those are read is decided too (implied_tests.py:
+  `use_triton = not _HAS_KERNEL or "seq_lens_cpu" in kwargs; if use_triton: if "seq_lens_cpu"
+  not in kwargs:` is false on CUDA).
 A false `assert`, or a true test whose body returns or raises, makes the rest of its block cold;
 an `except` handler is an error path (cold); a function or class named for another platform
-(`forward_npu`, `AscendAttentionBackend`) is cold as a whole; a block the code accepts its syncs
-in (`with gpu_sync_allowed():`, with_blocks.py) is left out as accepted.
+(`forward_npu`, `AscendAttentionBackend`) is cold as a whole, as is a class whose `__init__`
+always imports another platform's package (platform_imports.py: `import wave_lang...`); a block
+the code accepts its syncs in (`with gpu_sync_allowed():`, with_blocks.py) is left out as accepted.
 
 Error paths and dead code (errorpaths.py has the predicates and the whole-program part):
 * an `if`/`elif`/`else` block that ends in `raise` (and cannot leave early) runs only on the way
@@ -34,7 +38,7 @@ import functools
 import re
 
 from .cache_lookups import GROWTH, by_identity, capacity_of, entry_looked_up
-from .capability_tests import capability_test
+from .capability_tests import available_test, capability_test
 from .comparetests import compare_test, precondition
 from .errorpaths import always_raises, assert_message, error_block, tail_call_line
 from .exprguards import guarded_ifexp, ifexp_guard, nullable_required, or_guard
@@ -50,6 +54,8 @@ from .memo_params import module_params
 from .noneguards import none_guard
 from .numberguards import number_guard
 from .held_tests import class_fields, foreign_stores, function_locals, module_globals
+from .implied_tests import implied_cold
+from .platform_imports import foreign_import
 from .unbound_names import unbound_on_cuda, unbound_reads
 from syncscope.with_blocks import accepted_block, captures_graph
 
@@ -148,7 +154,7 @@ class Conditions:
                 return True, f"`{name}` is true on CUDA"
         last = name.rsplit(".", 1)[-1]
         split = words(last)
-        if package := _available_test(split, self.lib.available_on_cuda):
+        if package := available_test(split, self.lib.available_on_cuda):
             return True, f"`{name}` tests that {package} is available: true on CUDA"
         if self.lib.has_word(name, self.lib.debug_words):
             return False, f"debug switch `{name}`"
@@ -187,19 +193,6 @@ class Conditions:
             return None
         value, why = self.evaluate(node.left)
         return (False, why) if value is False and why else None
-
-
-def _available_test(split: list[str], packages: frozenset) -> str | None:
-    """The package a name tests the availability of (`HAS_TRITON`, `has_triton`, `support_triton`,
-    `supports_triton`, `is_triton_available`, `triton_available`, `triton_is_available`), when a
-    CUDA install always has it (library.py `available-on-cuda`). Not `is_triton` (a backend
-    choice) nor `has_triton_kernels` (another package)."""
-    if len(split) == 2 and split[0] in ("has", "support", "supports") and split[1] in packages:
-        return split[1]
-    if split[-1:] == ["available"] and split[:-1] in (["is", p] for p in packages) or \
-            split[:1] and split[0] in packages and split[1:] in (["available"], ["is", "available"]):
-        return next(w for w in split if w in packages)
-    return None
 
 
 def _off(value) -> bool:
@@ -315,6 +308,8 @@ class _Walk:
             if isinstance(stmt, ast.ClassDef):
                 if platform_name(stmt.name, self.lib):
                     self.mark(stmt, stmt, f"`{stmt.name}` is for another platform than CUDA")
+                elif package := foreign_import(stmt, self.lib.other_packages):  # platform_imports.py
+                    self.mark(stmt, stmt, f"`{stmt.name}` imports `{package}` when built: a package of another platform than CUDA")
                 outer_fields, outer_locals = self.conditions.fields, self.conditions.locals
                 outer_tool = self.conditions.tool_class
                 self.conditions.tool_class = stmt.name if debug_tool(stmt.name, self.lib) else outer_tool
@@ -329,6 +324,8 @@ class _Walk:
                 value = None if precondition(stmt, value) else value  # `if t.device.type != "cpu": raise`
                 self.calls(stmt.test, function)
                 self.cold.extend(short_circuit(stmt.test, self.conditions.evaluate))
+                if isinstance(stmt, ast.If):  # `if use_triton: if "x" not in kwargs:` (implied_tests.py)
+                    self.cold.extend(implied_cold(stmt, body[index - 1] if index else None, self.conditions.evaluate))
                 if function is not None and isinstance(stmt, ast.If):
                     self.guard(stmt, function)
                     number_guard(self, stmt, function)  # `if isinstance(p, (int, float)):`

@@ -1,4 +1,4 @@
-"""Compute-capability tests that hold on the GPUs serving runs on (branches.Conditions).
+"""Compute-capability and package-availability tests that hold on the GPUs serving runs on (branches.Conditions).
 
 vLLM picks its C++ kernel with `if current_platform.is_cuda() and
 current_platform.has_device_capability(80):` and leaves `else:` to "the Triton fallback for ROCm and
@@ -35,4 +35,17 @@ def _capability(node) -> int | None:
     if isinstance(node, ast.Tuple) and len(node.elts) == 2 and all(
             isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts):
         return node.elts[0].value * 10 + node.elts[1].value
+    return None
+
+
+def available_test(split: list[str], packages: frozenset) -> str | None:
+    """The package a name tests the availability of (`HAS_TRITON`, `has_triton`, `support_triton`,
+    `supports_triton`, `is_triton_available`, `triton_available`, `triton_is_available`), when a
+    CUDA install always has it (library.py `available-on-cuda`). Not `is_triton` (a backend
+    choice) nor `has_triton_kernels` (another package)."""
+    if len(split) == 2 and split[0] in ("has", "support", "supports") and split[1] in packages:
+        return split[1]
+    if split[-1:] == ["available"] and split[:-1] in (["is", p] for p in packages) or \
+            split[:1] and split[0] in packages and split[1:] in (["available"], ["is", "available"]):
+        return next(w for w in split if w in packages)
     return None

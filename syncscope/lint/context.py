@@ -127,6 +127,9 @@ class FunctionContext:
     appended: dict[str, str | None] = field(default_factory=dict)
     # list name -> HOST when every item appended to it is host data ("" none yet, None: other)
     appended_places: dict[str, P.Place | None] = field(default_factory=dict)
+    # lists bound to `[]` that were given an item that may be no Python scalar (a tuple, a
+    # tensor, anything unknown): iterating one gives items of unknown place (list_origins.py)
+    mixed_items: set[str] = field(default_factory=set)
     # name -> the attribute an unknown value was read from (`buf = req.kv.track_buffer[i]` ->
     # "track_buffer"): see `device_field`
     attr_sources: dict[str, FieldRef] = field(default_factory=dict)

@@ -323,6 +323,8 @@ class ExpressionEvaluator:
         where = self.eval(node, ctx)
         if isinstance(node, cst.Name) and node.value in ctx.elements:
             return ctx.elements[node.value]  # `for t in batch` with `batch: list[torch.Tensor]`: tensors
+        if where == P.PY and isinstance(node, cst.Name) and node.value in ctx.mixed_items:
+            return P.UNKNOWN  # a local list given tuples or tensors: its items are no Python numbers (list_origins.py)
         return where
 
     def iter_parts(self, node: cst.BaseExpression, ctx: FunctionContext) -> list[P.Place] | None:

@@ -47,6 +47,7 @@ class LibraryFacts:
     false_while_serving: frozenset
     true_on_cuda: frozenset
     available_on_cuda: frozenset
+    other_packages: frozenset
     capability_tests: frozenset
     hot_roots: tuple
     module_methods: tuple
@@ -131,6 +132,7 @@ _KEYS = {
     ("platform", "other-dirs"): "other_dirs",
     ("platform", "true-on-cuda"): "true_on_cuda",
     ("platform", "available-on-cuda"): "available_on_cuda",
+    ("platform", "other-packages"): "other_packages",
     ("platform", "capability-tests"): "capability_tests",
     ("switches", "debug-words"): "debug_words",
     ("switches", "tool-path-words"): "tool_path_words",

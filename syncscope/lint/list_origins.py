@@ -26,6 +26,14 @@ for item in items]))`) joins the items that call returns: the value comes from t
 items (`flatten_nested_list#-1`, `joined_call`), which the whole-program pass reads where the
 helper's return summary says (a list of its argument's items: made_values.py; a list of Python
 values gives tensors of unknown place).
+
+A list is a Python value (`P.PY`), but its items need not be: `picked = []; picked.append((rows,
+select_block_ids(scores)))` holds tensors. A `for` over a list bound to `[]` that was given
+anything but a Python scalar (a tuple or list, a tensor, a value of unknown place; any `extend`,
+`insert`, ...) binds its target to an unknown place, not to a Python number (`mixed_items`,
+read by evaluate.iter_where), as `zip`/`enumerate` items already are (evaluate.iter_parts): a
+rule that needs a Python number (SYN406's `blocks[rows, :w] = ids`) must not take such an item
+for one. A list given only Python scalars (`lens.append(len(r))`) keeps Python items.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ _ADDING = frozenset("extend insert __iadd__ __setitem__".split())
 
 def bound(ctx, name: str, value: cst.BaseExpression | None) -> None:
     """`name = value`: an empty list literal starts a list whose items are followed."""
+    ctx.mixed_items.discard(name)
     if isinstance(value, cst.List) and not value.elements:
         ctx.appended[name] = ctx.appended_places[name] = FRESH
     else:
@@ -57,6 +66,7 @@ def note_call(call: cst.BaseExpression, ctx) -> None:
     name, method = call.func.value.value, call.func.attr.value
     if method in _ADDING and name in ctx.appended_places:
         ctx.appended_places[name] = None  # items of another source (`append`: `joined_place` saw it)
+        ctx.mixed_items.add(name)  # items not followed: not known to be Python scalars
     if name not in ctx.appended:
         return
     state = ctx.appended[name]
@@ -96,6 +106,8 @@ def joined_place(info, ctx) -> P.Place | None:
             plain = len(info.args) == 1 and not info.kwargs and not info.has_star_args
             host = plain and info.args[0][1] == P.HOST and ctx.appended_places[name] in (FRESH, P.HOST)
             ctx.appended_places[name] = P.HOST if host else None
+            if not (plain and _python_scalar(*info.args[0])):
+                ctx.mixed_items.add(name)
         return None
     first = info.args[0][0] if info.args else None
     qualname = info.qualname or ""
@@ -117,3 +129,13 @@ def joined_call(node: cst.Call, ctx) -> cst.Call | None:
             or any(a.keyword is not None and a.keyword.value == "device" for a in node.args):
         return None
     return node.args[0].value
+
+
+_CONTAINERS = (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp,
+               cst.GeneratorExp)
+
+
+def _python_scalar(node: cst.BaseExpression, where: P.Place) -> bool:
+    """An appended item that is a Python scalar: a Python value (`P.PY`) that is no container
+    literal (a tuple's members may be tensors, though the tuple is a Python value)."""
+    return where == P.PY and not isinstance(node, _CONTAINERS)
