@@ -17,6 +17,7 @@ from syncscope.events import SyncKind
 from syncscope.runtime import regions
 from syncscope.runtime.policy import HostSyncError, Policy
 from syncscope.runtime.recorder import Recorder
+from test_runtime_core import fresh_scoping  # noqa: F401  (autouse: each test gets its own trap state)
 
 ACCEPTED = "accepted by the code: inside `with gpu_sync_allowed()`"
 
@@ -24,14 +25,6 @@ ACCEPTED = "accepted by the code: inside `with gpu_sync_allowed()`"
 @contextmanager
 def gpu_sync_allowed(first_only: bool = False):
     yield  # as vLLM's with its check off: nothing at run time says the block was entered
-
-
-@pytest.fixture(autouse=True)
-def fresh_scoping():
-    before = regions.enter_trap_state(regions.TrapState())
-    regions.trap_state().declared = False
-    yield
-    regions.restore_trap_state(before)
 
 
 def sync_here(recorder):

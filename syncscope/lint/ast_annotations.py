@@ -6,18 +6,9 @@ from __future__ import annotations
 
 import ast
 
+from syncscope.with_blocks import dotted  # the dotted name of an expression, shared with the trap
+
 from .vocabulary import SCALAR_TYPES, annotation_place
-
-
-def dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def decorator_names(node) -> list[str]:
