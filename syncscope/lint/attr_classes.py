@@ -14,7 +14,10 @@ give, with `UNKNOWN` for a store whose class cannot be told: a call's result, a 
 without an annotation, an unpacking, a loop variable, `setattr(obj, "name", v)`, torch's
 `add_module("name", m)`, any store in code the facts walk skips (a kernel, module level). A
 parameter annotated with a union gives each of its classes; a local, every construction it is
-bound to in the function; `x.a = y.b`, whatever `b` holds (`READ`). A literal `None` gives
+bound to in the function; `x.a = y.b`, whatever `b` holds (`READ`); a call of a function the
+file names (`self.gemm = get_gemm()`, or a local bound to it), the one class that function is
+annotated to return (`RETURNS`, looked up over the tree: `-> GemmRsAr`, `-> GemmRsAr | None`;
+none, a union of classes, or a function outside the tree: unknown). A literal `None` gives
 nothing. Class bodies count too (`allocator: Allocator`, a dataclass field; `name = Cls()`).
 Over the tree (`AttributeClasses`): a name is known only when no store is unknown (following the
 names it reads from), every class is defined in the tree, and no class has a property of that
@@ -35,6 +38,7 @@ from .ast_annotations import dotted, factory_class, union_members
 UNKNOWN = "?"  # a store whose class cannot be told
 READ = "@"  # prefix: a store of what another attribute name holds (`x.a = y.b`: "@b")
 MADE = "!"  # prefix: a class a construction gives (`x.a = Runner(c)`), not one a declaration allows
+RETURNS = "^"  # prefix: the function whose annotated return a call gives (`x.a = get_runner()`)
 _SETTERS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
 # statements that bind a local name (the `with` forms: their `as` targets)
 _BINDINGS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
@@ -112,8 +116,8 @@ def _stored_classes(scope, value) -> set | None:
     annotation (each class of a union), a local by every binding of it in the function (each a
     construction), a construction, what another attribute name holds."""
     if isinstance(value, ast.Call):
-        made = _made(scope.file, value, scope.local_defs)
-        return {MADE + made} if made else None
+        made = _called(scope.file, value, scope.local_defs)
+        return {made} if made else None
     if isinstance(value, ast.Attribute):  # `self.mamba_allocator = self.mamba_pool`: what that name holds
         return {READ + value.attr}
     if not isinstance(value, ast.Name) or scope.node is None:
@@ -131,8 +135,8 @@ def _stored_classes(scope, value) -> set | None:
                 and any(isinstance(t, ast.Name) and t.id == value.id for t in _bound(node))]
     if not bindings or not all(isinstance(b, ast.Assign) and isinstance(b.value, ast.Call) for b in bindings):
         return None  # an unpacking, a loop variable, a `with` target, or a value of no known class
-    classes = {_made(scope.file, b.value, scope.local_defs) for b in bindings}
-    return None if None in classes else {MADE + made for made in classes}
+    classes = {_called(scope.file, b.value, scope.local_defs) for b in bindings}
+    return None if None in classes else classes
 
 
 def _bound(node) -> list:
@@ -150,6 +154,17 @@ def _made(file, call: ast.Call, local_defs) -> str | None:
     """The class a call constructs: `Allocator(...)`, `Allocator.from_config(...)`."""
     made = factory_class(file.resolve_name(dotted(call.func) or "", local_defs))
     return made if made and made.rsplit(".", 1)[-1][:1].isupper() else None
+
+
+def _called(file, call: ast.Call, local_defs) -> str | None:
+    """What a call gives, as recorded: `MADE` + the class it constructs, or `RETURNS` + the
+    function it calls (`get_gemm_rs_ar()`, a name the file imports or defines), whose return
+    annotation the run reads; None for a call of nothing the file names (a method on `self`)."""
+    made = _made(file, call, local_defs)
+    if made:
+        return MADE + made
+    function = file.resolve_name(dotted(call.func) or "", local_defs)
+    return RETURNS + function if function else None
 
 
 def file_attr_classes(table: dict) -> dict:
@@ -196,11 +211,21 @@ class AttributeClasses:
                         seen.add(each[len(READ):])
                         pending.append(each[len(READ):])
                     continue
+                if each.startswith(RETURNS):  # the class the function is annotated to return
+                    each = self._returned(each[len(RETURNS):])
+                    if each is None:
+                        return None
                 chased = self.program.chase(each.removeprefix(MADE), True)
                 if chased is None:
                     return None
                 classes.add(chased)
         return tuple(sorted(classes)) if classes else None
+
+    def _returned(self, function: str) -> str | None:
+        """The one class a tree function is annotated to return (`-> GemmRsAr | None`: facts.py
+        records none for a union of classes or no annotation); None when it is not told."""
+        facts = self.program.functions.get(self.program.chase(function) or "")
+        return facts.get("returns_class") if facts else None
 
     def library_made(self, attr: str) -> bool:
         """Every store into `attr` in the tree constructs a class from outside it (`self.runner =

@@ -34,12 +34,12 @@ import tempfile
 import zlib
 from dataclasses import replace
 
-CACHE_FORMAT = 76  # bump when RawResult or a record it holds (records.py) changes shape
+CACHE_FORMAT = 77  # bump when RawResult or a record it holds (records.py) changes shape
 # what only the whole-program pass reads
 FACT_FIELDS = ("exports", "imports", "functions", "classes", "roots", "dispatch", "guards", "flag_guards", "flag_passes",
                "straight", "loops", "bases", "error_paths", "cuda_tests", "name_bindings", "name_guards",
                "const_guards", "const_literals", "const_passes", "memos",
-               "none_config", "name_uses", "foreign_exports", "switch_words", "attr_classes")
+               "none_config", "element_calls", "name_uses", "foreign_exports", "switch_words", "attr_classes")
 SOLVED_KEPT = 4  # trees remembered (e.g. the whole repository and a subdirectory or two)
 FACT_SHARDS = 16  # ~2 MB each on whole vLLM
 DELTA_KEPT = 256  # file entries written apart from the files table before it is rewritten whole

@@ -493,6 +493,7 @@ def _moved_solution(results: dict, digests: dict, cache: Cache, previous: dict):
 # What only the whole-program pass reads of a file's result: not held past it (the run's peak
 # memory comes after the pass, while the findings are judged and their code frames read).
 _PASS_ONLY = ("name_uses", "flag_passes", "const_guards", "const_literals", "const_passes", "none_config",
+              "element_calls",
               "straight", "loops", "memos", "dispatch", "guards", "name_guards", "flag_guards", "error_paths", "cuda_tests",
               "name_bindings", "spans", "makes", "roots", "attr_classes")
 

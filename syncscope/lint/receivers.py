@@ -2,7 +2,7 @@
 by name reaches (reachability.py's `calls_of`).
 
 A method called on a receiver whose class the program does not state (`self.impl.forward(x)`)
-reaches every method of that name the caller's imports can meet. Four facts narrow that:
+reaches every method of that name the caller's imports can meet. Five facts narrow that:
 - a receiver whose declared class has only a stub of the method (stubs.py: `allocator.free(x)`,
   `allocator` a field declared `BaseTokenToKVPoolAllocator`, whose `free` raises
   NotImplementedError) holds an object of that class's family, which runs an override;
@@ -19,7 +19,10 @@ reaches every method of that name the caller's imports can meet. Four facts narr
   classes or their subclasses (attr_classes.py); one the tree only ever stores constructions of
   library classes into (`self.inference_runner = InferenceRunner(config)`, vLLM's Terratorch
   wrapper, a `terratorch` class) holds none of the tree's (`LIBRARY`): its
-  `self.inference_runner.forward(**kwargs)` reached every in-tree `forward` it could bind to.
+  `self.inference_runner.forward(**kwargs)` reached every in-tree `forward` it could bind to;
+- a loop variable over a field its class declares as a list of one class (`for processor in
+  self.logits_processors:`, `logits_processors: list[LogitsProcessor]`) holds objects of that
+  class or its subclasses (element_receivers.py).
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ LIBRARY = "library"  # a receiver only ever given constructions of library class
 class DeclaredReceivers:
     """The declared receivers of one per-step walk (reachability.PerStep), each answer kept."""
 
-    def __init__(self, program, kinds, dispatch: dict, attributes=None) -> None:
+    def __init__(self, program, kinds, dispatch: dict, attributes=None, elements=None) -> None:
         self.program, self.kinds, self.dispatch = program, kinds, dispatch
         self.attributes = attributes  # attr_classes.AttributeClasses: what a field's name holds
+        self.elements = elements  # element_receivers.ElementReceivers: a declared list's items
         self.stubs = stub_methods(program)
         self._limits: dict[str, dict] = {}
         self._families: dict[tuple, frozenset] = {}
@@ -56,6 +60,9 @@ class DeclaredReceivers:
                         self.declared(receiver, call.name) or self.given(receiver) or self.named(receiver)
                     if limit is not None:
                         limits.setdefault((call.line, call.name), []).append(limit)
+            for key, held in self.elements.limits(caller) if self.elements is not None else ():
+                if not any(self.kinds.protocol(cls) for cls in held):
+                    limits.setdefault(key, []).append(held)
             dispatched: dict[tuple, int] = {}
             for line, name, _op, _shape in self.dispatch.get(caller, ()):
                 dispatched[(line, name)] = dispatched.get((line, name), 0) + 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .attr_classes import AttributeClasses
 from .branches import platform_path
+from .element_receivers import ElementReceivers
 from .importclosure import ImportClosure
 from .modules import ModuleKinds
 from .platform_picks import overridden_on_cuda
@@ -35,7 +36,8 @@ class ProgramTables:
         # per-request entries (modules.py)
         self.kinds = ModuleKinds(program, results, library)
         self.receivers = DeclaredReceivers(program, self.kinds, self.dispatch,
-                                           AttributeClasses(program, results, self.other_platform.get))
+                                           AttributeClasses(program, results, self.other_platform.get),
+                                           ElementReceivers(program, results))
         self.straight: dict[str, tuple] = {}
         self.loops: dict[str, tuple] = {}
         self.spans: dict[str, tuple] = {}

@@ -70,6 +70,7 @@ class RawResult:
     const_literals: dict = field(default_factory=dict)
     const_passes: dict = field(default_factory=dict)  # (line, column) -> parameters passed on unchanged
     none_config: dict = field(default_factory=dict)  # values None only where a test is false (confignone.py)
+    element_calls: dict = field(default_factory=dict)  # calls on the items of a declared list (element_receivers.py)
     # per-request entry points (loops.py): function -> line ranges that run once per call (not
     # in a loop), class -> its bases as qualified names (None: cannot be told)
     straight: dict = field(default_factory=dict)
@@ -247,6 +248,8 @@ def _add_facts(result: RawResult, tree, module: str, is_package: bool, config, c
     result.const_guards, result.const_literals, result.const_passes = file_const_guards(tree, module, config.library(), result.attr_places)
     from .confignone import file_none_config
     result.none_config = file_none_config(tree, module)
+    from .element_receivers import file_element_receivers
+    result.element_calls = file_element_receivers(tree, module, aliases)
     from .loops import file_loop_facts
     result.straight, result.bases, result.spans, result.makes, result.loops = file_loop_facts(tree, module, aliases)
     from .memo import file_memos
