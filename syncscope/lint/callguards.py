@@ -20,7 +20,8 @@ def decided_lines(program, edges: dict, results: dict, library=None, texts=None,
     when the kernel's name is never None on CUDA (modulenames.py); a memo a long-lived object
     fills once (memo.py); the methods of a class built only behind a switch that is off by
     default (optin.py); lines under an environment switch the tree declares off and never sets
-    (env_switches.py)."""
+    (env_switches.py); the methods of a class built only on lines cold for such a switch or a
+    debug switch (switch_built.py)."""
     from .cuda_dispatch import dispatch_lines
     from .errorpaths import error_lines
     from .flagguards import flag_lines
@@ -28,6 +29,7 @@ def decided_lines(program, edges: dict, results: dict, library=None, texts=None,
     from .modulenames import name_lines
     from .optin import off_switches, optin_lines
     from .env_switches import env_switch_lines, switch_fields
+    from .switch_built import switch_built_lines
 
     given: set = set()  # (function, parameter): every call passes it (memo.py asks, through memo_owners.py)
     guarded = guarded_lines(program, edges, results, cold_name, given)
@@ -37,6 +39,7 @@ def decided_lines(program, edges: dict, results: dict, library=None, texts=None,
              name_lines(program, results), optin_lines(program, edges, results, texts, switches),
              dispatch_lines(program, edges, results)]
     found.append(env_switch_lines(program, results, stores, texts))
+    found.append(switch_built_lines(program, results, found[-1], texts))  # the environment switches' lines
     if library is not None:
         found.append(memo_lines(program, results, library, cold_name, frozenset(given)))
     for table in found:

@@ -23,7 +23,9 @@ follow a call into another module. The facts, about code:
   test that needs an off variable>`; `self.F` when every store of `.F` in the tree is in one
   class's methods and each stores a test that needs the same requirement (a store of `.F` on
   any other receiver or in another class, a string key `"F"` given a value or `setattr` leave it
-  unknown: optin.py's text reading counts them over the whole tree).
+  unknown: optin.py's text reading counts them over the whole tree); a module global or a
+  function's local bound once to such a test (env_names.py: `_verify = envs.X.get()`, then
+  `check = _verify and ...; if check:`), a global that no file stores from outside.
 * The body of an `if` whose test needs an off variable, and the rest of a function after a
   top-level `if not <such a test>:` whose body ends in `return` / `raise`, never run by default:
   cold, as any line callguards.decided_lines returns (their calls count for no caller).
@@ -44,6 +46,7 @@ import ast
 import re
 
 from .classinfo import module_statements
+from .env_names import NameTests
 from .nodewalk import nodes_breadth_first
 from .text_scans import TextScans
 
@@ -77,6 +80,8 @@ def _requirements(node) -> list[tuple]:
             return [("self", node.attr)]
         if _upper(node.attr):
             return [("env", node.attr)]  # vLLM's `envs.X`
+    if kind is ast.Name:
+        return [("name", node.id)]  # a global or a local that may keep a test (env_names.py)
     return []
 
 
@@ -93,8 +98,8 @@ def _false_requirements(node) -> list[tuple]:
 def _stored_requirements(value) -> tuple:
     """The requirements a stored value carries: a test's, or a negated test's marked ("not", ...)."""
     if type(value) is ast.UnaryOp and type(value.op) is ast.Not:
-        return tuple(("not",) + r for r in _requirements(value.operand) if r[0] != "self")
-    return tuple(r for r in _requirements(value) if r[0] != "self")
+        return tuple(("not",) + r for r in _requirements(value.operand) if r[0] != "self" and r[0] != "name")
+    return tuple(r for r in _requirements(value) if r[0] != "self" and r[0] != "name")
 
 
 def _switch_function(function) -> tuple | None:
@@ -102,7 +107,7 @@ def _switch_function(function) -> tuple | None:
     if body and type(body[0]) is ast.Expr and type(body[0].value) is ast.Constant:
         body = body[1:]  # the docstring
     if len(body) == 1 and type(body[0]) is ast.Return and body[0].value is not None:
-        found = [r for r in _requirements(body[0].value) if r[0] != "self" and r[0] != "args"]
+        found = [r for r in _requirements(body[0].value) if r[0] not in ("self", "args", "name")]
         if found:
             return tuple(found)
     return None
@@ -178,6 +183,10 @@ def env_facts(tree: ast.Module, text: str) -> tuple:
                         tests.append((body[k + 1].lineno, stmt.end_lineno, found))
     if not tests:
         return functions, ()
+    if any(r[0] == "name" for _, _, found in tests for r in found):
+        names = NameTests(tree, _requirements)
+        tests = [(start, end, resolved) for start, end, found in tests
+                 if (resolved := names.resolve(found, start))]
     held: dict[tuple, tuple] = {}
 
     def field(cls, name: str) -> tuple:
@@ -247,7 +256,7 @@ def switch_fields(results: dict) -> frozenset:
     `env_switch_lines` counts over the tree."""
     return frozenset(r[1] for result in results.values()
                      if len(facts := getattr(result, "switch_facts", None) or ()) >= 5
-                     for _, _, needs in facts[4] for r in needs if r[0] == "field")
+                     for _, _, needs in facts[4] for r in needs if r[0] == "field" or r[0] == "global")
 
 
 def env_switch_lines(program, results: dict, stores: dict, texts: TextScans) -> dict[str, list]:
@@ -277,6 +286,12 @@ def env_switch_lines(program, results: dict, stores: dict, texts: TextScans) -> 
         """How requirement `r` (an environment variable, a call) needs an off variable, or None."""
         if r[0] == "env":
             return f"`{r[1]}`" if r[1] in off else None
+        if r[0] == "global" and depth < 4:
+            # a module global bound once to a test (env_names.py), that no file stores from outside
+            if store_counts is None or store_counts.get(r[1], 0) or r[1] in keyed:
+                return None
+            inner = next((w for x in r[2] if (w := needs_off(x, depth + 1))), None)
+            return f"`{r[1]}` (bound once to a test that needs {inner})" if inner else None
         if r[0] == "call" and depth < 4:
             found = functions.get(r[1])
             if not found or len(found) != all_names.get(r[1], 0):

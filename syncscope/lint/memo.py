@@ -17,6 +17,7 @@ A per-step method often builds something on first use and keeps it:
     plan = self.plans.get(key); if plan is None: ...; self.plans[key] = plan  # any key but an identity
     if self.step_index is None: self._init_step_index(t)   # the method named for the field fills it
     if self.step_index is None: self._step_index = find(t)  # a property `step_index` reads `_step_index`
+    if bs not in self.meta: self._build(bs, ...)   # `_build` stores `self.meta[bs]` (callee_fills.py)
 
     @cached_property
     def precomputed_freqs_cis(self): ...                     # the whole body, on first read
@@ -47,7 +48,8 @@ from .memo_keys import changed_field, dict_entry, grown_field, kept_while, looke
 from .memo_owners import BuiltOnce
 from .memo_params import PARAM, module_params, param_memo
 from .modules import ModuleKinds
-from .root_fills import FILLED, fallback_why, mark_filled
+from .callee_fills import FILLED_KEY, called_method, mark_called
+from .root_fills import FILLED, fallback_why, mark_filled, own_stores
 
 
 def _self_field(node) -> str | None:
@@ -93,6 +95,15 @@ def _missing(test, local: dict) -> str | None:
     return None
 
 
+def _tested_key(test) -> str | None | bool:
+    """What a missing-memo test looks up, for callee_fills.py: the key's name (`bs not in
+    self.F`), None for a test of None or `hasattr`, False for any other (`(a, b) not in self.F`,
+    an `or` of tests)."""
+    if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.NotIn):
+        return test.left.id if isinstance(test.left, ast.Name) else False
+    return False if isinstance(test, ast.BoolOp) else None
+
+
 def _present(test, local: dict) -> str | None:
     """The field a test finds already built: `v is not None [and v[0] == key]` (`v = self.x`
     before), `self.x is not None`."""
@@ -121,12 +132,14 @@ def _identity_key(test) -> bool:
     return False
 
 
-def _fills(body, name: str, setters: frozenset = frozenset()) -> str | bool:
+def _fills(body, name: str, setters: frozenset = frozenset(), key: str | None | bool = False) -> str | bool:
     """The block stores `self.<name>` (or `self.<name>[key]`, `setattr(self, "<name>", v)`,
     `self.register_buffer("<name>", v)`: a setter of library facts `[fields] setters`): True;
     or calls a method of `self` named for the field (`self._init_step_index(...)` fills
     `self.step_index`): that method's name (memo_lines drops it when the method runs every step
-    anyway)."""
+    anyway); else, for a test of a missing `key` (a name) or of None (`key` None), the first call
+    of a method of `self` it could hand the fill to (callee_fills.py reads what that stores)."""
+    called = None
     for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
         if _set_by_name(node, setters) == name:
             return True
@@ -141,7 +154,9 @@ def _fills(body, name: str, setters: frozenset = frozenset()) -> str | bool:
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
                 and _named_for(node.func.attr, name):
             return node.func.attr
-    return False
+        elif called is None and key is not False:
+            called = called_method(node, key)
+    return called or False
 
 
 def _set_by_name(node, setters: frozenset) -> str | None:
@@ -203,7 +218,7 @@ def _block(body, local: dict, out: list, setters: frozenset) -> None:
         if isinstance(stmt, ast.If):
             # not `if self.x is None or bs != self.bs:`: what forces a rebuild may change every step
             missing = _missing(stmt.test, local)
-            how = _fills(stmt.body, missing, setters) if missing else False
+            how = _fills(stmt.body, missing, setters, _tested_key(stmt.test)) if missing else False
             if not how and missing and not missing.startswith("_") and _fills(stmt.body, f"_{missing}") is True:
                 how = TWIN  # `if self.step_index is None: self._step_index = ...` (memo_lines: a property)
             if how:
@@ -260,7 +275,9 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 walk(stmt.body, f"{prefix}{stmt.name}.", True)
-                mark_filled(stmt, f"{module}.{prefix}{stmt.name}." if module else f"{prefix}{stmt.name}.", found)
+                named = f"{module}.{prefix}{stmt.name}." if module else f"{prefix}{stmt.name}."
+                mark_filled(stmt, named, found)
+                mark_called(stmt, named, found, own_stores)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out: list = []
                 held = param_memo(stmt, module_params(stmt, aliases or {}, module_types))
@@ -389,6 +406,10 @@ def memo_lines(program, results: dict, library, cold_name=None, given: frozenset
             else "is an nn.Module"
         across = ", so its objects live across steps" if once is not None else ", so it lives across them"
         for start, end, field, method in items:
+            if isinstance(method, str) and method.startswith(FILLED_KEY):
+                if roots.match(method[len(FILLED_KEY):]):
+                    continue  # a per-step root stores the entry: it runs every step anyway
+                method = PER_KEY  # the called method stores the entry the test misses (callee_fills.py)
             if isinstance(method, str) and method.startswith(FILLED):
                 why = fallback_why(method, field, roots)  # a lazy call of a per-step root (root_fills.py)
                 if why is not None:

@@ -27,7 +27,8 @@ are where the models' opt-in helpers run.) The facts, about code:
 * A class every resolved construction of which in the tree is on such a line (at least one),
   and that no class of the tree names as its base, is not built by default: its whole body is
   cold, saying which switch is off. Its methods' calls and syncs then count for no caller
-  (reachability.cold_calls_removed), as for any cold line.
+  (reachability.cold_calls_removed), as for any cold line. switch_built.py does the same for a
+  class built only on lines cold for a debug, check or environment switch.
 """
 
 from __future__ import annotations

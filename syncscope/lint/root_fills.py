@@ -35,7 +35,7 @@ import ast
 FILLED = "<filled-by>"  # prefix of the filling method in a memo record: it stores the field itself
 
 
-def _stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+def own_stores(method: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """The fields of `self` the method's own body fills (`self.x = v`, `self.x: T = v`, v not None)."""
     found: set[str] = set()
     todo = list(method.body)
@@ -69,7 +69,7 @@ def mark_filled(cls: ast.ClassDef, prefix: str, found: dict) -> None:
             if not isinstance(method, str) or method.startswith("<") or method not in methods:
                 continue
             if method not in stores:
-                stores[method] = _stores(methods[method])
+                stores[method] = own_stores(methods[method])
             if field in stores[method]:
                 items[index] = (start, end, field, FILLED + method)
 
