@@ -366,8 +366,8 @@ class _Scope:
                 self.file.classes.setdefault(self.file.qualify(".".join(self.classes)),
                                              {"bases": [], "props": {}, "fields": {}, "line": 0}) \
                     .setdefault("given", {}).setdefault(target.attr, set()).add(given)
-            if isinstance(value, ast.Call) and dotted(target.value) == "self" and self.classes:
-                type_field(self, target.attr, value)  # `self.builder = Builder(device)`, `= D[k](config)`
+            if isinstance(value, (ast.Call, ast.Attribute)) and dotted(target.value) == "self" and self.classes:
+                type_field(self, target.attr, value)  # `self.builder = Builder(device)`, `= D[k](config)`, `= c.runner`
         elif isinstance(target, ast.Subscript):
             self.eval(target.value)
             self.eval(target.slice)

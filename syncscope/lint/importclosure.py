@@ -6,7 +6,8 @@ meet on in the import graph:
 * the caller's module knows the class or a class of its family (its bases, its subclasses and
   their bases): one of them is defined in a module the caller's module imports, at its top,
   under `if TYPE_CHECKING:`, in a function (a lazy factory), or by a string naming it (a
-  registry that `importlib` loads), or one that such a module imports, and so on (a
+  registry that `importlib` loads; not a string only compared, `"pkg.x" in sys.modules`:
+  imports.loaded_strings), or one that such a module imports, and so on (a
   quantization method built by a config, subclassing the `LinearMethodBase` the layer imports);
   or a module defining a subclass of the caller's class, or constructing it or one (a pipeline
   building its stage and handing it the model it loaded), knows it so;

@@ -110,8 +110,9 @@ _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?[
 def imported_names(text: str, module: str, is_package: bool) -> tuple[str, ...]:
     """Every dotted name the module imports anywhere (in a function too: `from .impl import
     Impl` inside a factory), absolute, and the string literals under its own top package that
-    name one (`("vllm.models.beam", "Model")` in a registry that `importlib` loads): what the
-    module's code may load (importclosure.py keeps those that are modules of the tree). A
+    name one (`("vllm.models.beam", "Model")` in a registry that `importlib` loads), less those
+    only compared (`loaded_strings`): what the module's code may load (importclosure.py keeps
+    those that are modules of the tree). A
     line scan, not a walk of the tree: as cheap as a regular expression over the text."""
     names: set[str] = set()
     at = text.find("import")
@@ -130,5 +131,23 @@ def imported_names(text: str, module: str, is_package: bool) -> tuple[str, ...]:
         at = text.find("import", end) if end >= 0 else -1
     top = module.partition(".")[0]
     if top and (f'"{top}.' in text or f"'{top}." in text):
-        names.update(re.findall(r"[\"'](" + re.escape(top) + r"(?:\.\w+)+)[\"']", text))
+        names.update(loaded_strings(text, top))
     return tuple(sorted(n for n in names if n))
+
+
+_COMPARED_AFTER = re.compile(r"\s*(?:==|!=|not\s+in\b|in\b)")
+
+
+def loaded_strings(text: str, top: str) -> set[str]:
+    """The string literals under the top package `top` that name what the code may load: each
+    but those whose every occurrence is an operand of a comparison (`if "sglang.multimodal_gen"
+    not in sys.modules:`, `name == "pkg.mod"`): a string compared is tested, never imported (the
+    test yields a bool). SGLang's NPU start-up tests so whether the diffusion package is loaded,
+    and read as an import that made the LLM engine's every module know the diffusion package's."""
+    loaded: set[str] = set()
+    for found in re.finditer(r"[\"'](" + re.escape(top) + r"(?:\.\w+)+)[\"']", text):
+        name = found.group(1)
+        before = text[max(0, found.start() - 16):found.start()].rstrip()
+        if not (before.endswith(("==", "!=")) or _COMPARED_AFTER.match(text, found.end())):
+            loaded.add(name)
+    return loaded

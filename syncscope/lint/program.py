@@ -5,6 +5,7 @@ re-exports, class fields and inheritance (wholeprogram.py runs the summaries ove
 from __future__ import annotations
 
 from .field_tables import FieldTables, HeldConditions
+from .call_fields import READ_OFF, read_class
 from .fact_values import CALLED, FUNC, METHOD, PROP, STAR, SUPER
 from .records import Root
 from .switch_devices import switch_field_hints
@@ -109,11 +110,13 @@ class Program:
         self._mro_memo[cls] = order
         return order
 
-    def field_class(self, cls: str, attr: str) -> str | None:
+    def field_class(self, cls: str, attr: str, depth: int = 0) -> str | None:
         for klass in self.mro(cls):
             info = self.classes.get(klass)
             if info and attr in info["fields"]:
                 given = info["fields"][attr]
+                if READ_OFF in given:  # `self.f = capture.runner`, `capture = g(...)` (call_fields.py)
+                    return read_class(self, given, depth)
                 if given.endswith(CALLED) and "." in given:  # `Cls.make(...)`: the class it returns
                     owner, _, method = given[:-len(CALLED)].rpartition(".")
                     owner = self.chase(owner, True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 
 from .ast_annotations import dotted, factory_class
+from .call_fields import read_field
 from .fact_values import CALLED, METHOD
 from .made_values import method_field
 
@@ -59,11 +60,17 @@ def _lookup(node, registries: dict) -> tuple | None:
     return None
 
 
-def type_field(scope, attr: str, value: ast.Call) -> None:
+def type_field(scope, attr: str, value) -> None:
     """`self.builder = Builder(device)` (no annotation): the class types the field; `self.meta =
     Meta.make(...)`: the class that static or class method returns (Program.field_class); `self.adapter
     = adapter_cls(config)` of a registry lookup: the field holds one of its classes (`picks`);
-    `self.resampler = self.init_resampler(...)`: what that method returns (made_values.py)."""
+    `self.resampler = self.init_resampler(...)`: what that method returns (made_values.py);
+    `self.runner = capture.runner`: the field declared in what `capture`'s call returns (call_fields.py)."""
+    if isinstance(value, ast.Attribute):  # `self.runner = capture.runner` (call_fields.py)
+        if (read := read_field(scope, value)) is not None:
+            scope.file.classes.setdefault(scope.file.qualify(".".join(scope.classes)),
+                                          {"bases": [], "props": {}, "fields": {}, "line": 0})["fields"].setdefault(attr, read)
+        return
     made = factory_class(scope.file.resolve_name(dotted(value.func) or "", scope.local_defs))
     if made and _class_method(value, made):
         made += CALLED  # `Cls.make(...)`: the class that method returns (Program.field_class)
