@@ -41,7 +41,7 @@ def decided_lines(program, edges: dict, results: dict, library=None, texts=None,
     found.append(env_switch_lines(program, results, stores, texts))
     found.append(switch_built_lines(program, results, found[-1], texts))  # the environment switches' lines
     if library is not None:
-        found.append(memo_lines(program, results, library, cold_name, frozenset(given)))
+        found.append(memo_lines(program, results, library, cold_name, frozenset(given), texts))
     for table in found:
         for path, lines in table.items():
             guarded[path] = guarded.get(path, []) + lines

@@ -47,6 +47,7 @@ from .memo_funcs import MEMOIZED, module_aliases, value_memo
 from .memo_keys import changed_field, dict_entry, grown_field, kept_while, looked_up
 from .memo_owners import BuiltOnce
 from .memo_params import PARAM, module_params, param_memo
+from .memo_carriers import CARRIED, carried_lines, carried_memo
 from .modules import ModuleKinds
 from .callee_fills import FILLED_KEY, called_method, mark_called
 from .root_fills import FILLED, fallback_why, mark_filled, own_stores
@@ -283,6 +284,9 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
                 held = param_memo(stmt, module_params(stmt, aliases or {}, module_types))
                 if held is not None:
                     out.append(held)
+                carried = carried_memo(stmt, aliases or {}, module)
+                if carried is not None:
+                    out.append(carried)
                 if stmt.decorator_list:
                     if not type_aliases:
                         type_aliases.append(module_aliases(tree))
@@ -306,11 +310,13 @@ def file_memos(tree: ast.Module, module: str, setters: frozenset = frozenset(), 
     return found
 
 
-def memo_lines(program, results: dict, library, cold_name=None, given: frozenset = frozenset()) -> dict[str, list]:
+def memo_lines(program, results: dict, library, cold_name=None, given: frozenset = frozenset(),
+               texts=None) -> dict[str, list]:
     """{path: [(start, end, why)]}: the memo fills of classes that serve steps (see above), or
     whose objects the tree builds only in code that runs once (memo_owners.py; `cold_name`:
     the names of such code, config.cold_function; `given`: (function, parameter) every call
-    passes, callguards.guarded_lines)."""
+    passes, callguards.guarded_lines); a dict a context parameter carries for a long-lived
+    owner (memo_carriers.py; `texts`: the linted files' texts, text_scans.TextScans)."""
     memos: dict[str, list] = {}
     for result in results.values():
         memos.update(getattr(result, "memos", None) or {})
@@ -379,6 +385,7 @@ def memo_lines(program, results: dict, library, cold_name=None, given: frozenset
 
     built = BuiltOnce(program, results, bases, subclasses, cold_name, given)
     found: dict[str, list] = {}
+    carried: dict[tuple, str | None] = {}  # (class, field) -> owners: one text scan per class
     for qualname, items in memos.items():
         owner = qualname.rpartition(".")[0]
         if qualname not in program.functions:
@@ -393,7 +400,19 @@ def memo_lines(program, results: dict, library, cold_name=None, given: frozenset
             elif method == MEMOIZED and owner not in program.classes:
                 # a module function memoized on Python values (memo_funcs.py)
                 found.setdefault(program.path_of[qualname], []).append((start, end, _MEMOIZED_WHY.format(field)))
-        items = [item for item in items if item[3] != PARAM and (item[3] != MEMOIZED or owner in program.classes)]
+            elif isinstance(method, str) and method.startswith(CARRIED):
+                # a dict every construction of the parameter's class takes from a long-lived owner
+                cls_name, _, entry = method[len(CARRIED):].partition("|")
+                if (cls_name, entry) not in carried:
+                    carried[(cls_name, entry)] = carried_lines(program, results, texts, serves, cls_name, entry)
+                owners = carried[(cls_name, entry)]
+                if owners is not None:
+                    found.setdefault(program.path_of[qualname], []).append(
+                        (start, end, f"runs once per key: fills an entry of `{field}`, the dict every "
+                                     f"`{cls_name.rpartition('.')[2]}` is built with from `{owners}`, "
+                                     f"which lives across steps"))
+        items = [item for item in items if item[3] != PARAM and not str(item[3]).startswith(CARRIED)
+                 and (item[3] != MEMOIZED or owner in program.classes)]
         if not items or owner not in program.classes:
             continue
         server = serves(owner)
