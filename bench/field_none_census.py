@@ -185,7 +185,7 @@ def main() -> None:
     parser.add_argument("report")
     args = parser.parse_args()
     tree = Tree(args.tree)
-    findings = [f for f in json.load(open(args.report)) if f.get("category") not in ("cold", "accepted")]
+    findings = [f for f in json.load(open(args.report)) if f.get("category") != "cold"]
     by_field = collections.defaultdict(list)
     for finding in findings:
         places = [(finding["path"], finding["line"])] + [(s["path"], s["line"]) for s in finding.get("chain") or []]

@@ -6,10 +6,11 @@ accepted blocks too: syncscope/runtime/accepted_blocks.py, so both say the same)
   it runs when a graph is built (start-up, a new shape), not in a step (`graph-captures`);
 * `with gpu_sync_allowed():` (vLLM's sync check lets every sync inside pass, on this thread,
   callees included) or `with syncscope.allow_sync("why"):` (the runtime trap marks them allowed):
-  the code accepts the syncs inside (`accepted-sync-blocks`). They are real and may run every
-  step, but a developer has already looked at them and said yes, so they leave the default
-  report as a category of their own (`accepted`, shown with `--include-cold`) and are no sync
-  for the callers either, as at run time: the allowance holds for whatever the block calls.
+  the code accepts the syncs inside (`accepted-sync-blocks`). They stay in the lint report,
+  marked `accepted` with why, and the trap records them allowed. Not hidden: an accepted sync is
+  known debt that the engines' own later fixes removed (vLLM 0.30's `mamba_mixer2.py` held four
+  `.tolist()` calls in such a block; later releases dropped them), and the block is no cold
+  code: what it calls still syncs for its callers.
 
 A call with a keyword is not read as accepting: a keyword may narrow what it accepts (vLLM's
 `gpu_sync_allowed(first_only=True)` lets only the first entry pass, later syncs there are still
@@ -20,7 +21,8 @@ from __future__ import annotations
 
 import ast
 
-# The prefix of an accepted sync's reason: the lint output tells the category by it.
+# The prefix of an accepted sync's reason (branches.py carries the block with the cold lines;
+# is_accepted tells them apart).
 ACCEPTED = "accepted by the code"
 # The managers built in (library facts `accepted-sync-blocks` add a project's own): vLLM's and
 # syncscope's, as written after `from ... import name` or `import syncscope`.

@@ -18,8 +18,9 @@ assuming a CUDA GPU, serving, no debugging (library.py lists the words):
 A false `assert`, or a true test whose body returns or raises, makes the rest of its block cold;
 an `except` handler is an error path (cold); a function or class named for another platform
 (`forward_npu`, `AscendAttentionBackend`) is cold as a whole, as is a class whose `__init__`
-always imports another platform's package (platform_imports.py: `import wave_lang...`); a block
-the code accepts its syncs in (`with gpu_sync_allowed():`, with_blocks.py) is left out as accepted.
+always imports another platform's package (platform_imports.py: `import wave_lang...`). A block
+the code accepts its syncs in (`with gpu_sync_allowed():`, with_blocks.py) travels with the cold
+ranges, marked so: its findings are reported and marked accepted, not cold (ColdLines skips it).
 
 Error paths and dead code (errorpaths.py has the predicates and the whole-program part):
 * an `if`/`elif`/`else` block that ends in `raise` (and cannot leave early) runs only on the way

@@ -57,6 +57,7 @@ class Finding:
     # root first (reachability.py); empty when the whole-program pass did not run
     per_step: tuple = ()
     cold: str | None = None  # why it does not run every step (reported with --include-cold only)
+    accepted: str | None = None  # why the code accepts it: in a block that accepts its syncs
 
     @property
     def rule_id(self) -> str:
@@ -80,7 +81,6 @@ class LintRun:
     skipped: int = 0  # could not contain a finding: not parsed
     internal_errors: list[str] = field(default_factory=list)
     cold: int = 0  # findings in code that does not run every step (left out unless include_cold)
-    accepted: int = 0  # of those, the ones in a block the code accepts its syncs in (with_blocks.py)
     texts: dict[str, list[str]] = field(default_factory=dict)  # rel path -> lines, for code frames
     abs_paths: dict[str, str] = field(default_factory=dict)
 
@@ -264,7 +264,7 @@ def _lint(files: list, report_only: set | None, cache: Cache | None, config: Lin
         seen.add(key)
         numbered_site = by_key.get((site.path, site.line, site.kind, site.function), site)
         run.findings.append(Finding(numbered_site, p.code, p.message, p.level, p.column, p.fix,
-                                    numbered_site.fingerprint(), p.chain, p.per_step, p.cold))
+                                    numbered_site.fingerprint(), p.chain, p.per_step, p.cold, p.accepted))
     return run
 
 
@@ -532,6 +532,8 @@ class Scope:
         tool = tool_path(rel, self.library)
         ranges = tuple(raw.branch_cold) + tuple(self.guarded.get(rel, ()))
         lines = self._lines(ranges) if ranges else None
+        # blocks that accept their syncs: no cold code (ColdLines leaves them out), marked
+        accepted = [r for r in raw.branch_cold if is_accepted(r[2])]
         out = []
         for p in kept:
             if _is_diagnostic(p.code) or p.code == "SYN900":
@@ -550,9 +552,10 @@ class Scope:
                     why = "not reached from a per-step root"
                 else:
                     p = p._replace(per_step=path)
+            if accepted:
+                p = _mark_accepted(p, accepted)
             if why is not None:
                 run.cold += 1
-                run.accepted += is_accepted(why)
                 if not self.keep_cold:
                     continue
                 p = p._replace(cold=why)
@@ -569,6 +572,11 @@ class Scope:
                 return None
             name = name.rsplit(".", 1)[0]  # a nested function: its parent's
         return None
+
+
+def _mark_accepted(p, blocks: list):
+    """`p` marked with why the code accepts it, when its line is in one of `blocks`."""
+    return next((p._replace(accepted=why) for start, end, why in blocks if start <= p.line <= end), p)
 
 
 def _is_diagnostic(code: str) -> bool:

@@ -9,7 +9,6 @@ from collections import Counter
 from typing import IO
 
 from .catalog import CATALOG, DIAGNOSTICS
-from syncscope.with_blocks import is_accepted
 
 RULES_URL = "https://github.com/syncscope/syncscope/blob/main/rules/{code}.md"
 
@@ -32,8 +31,8 @@ def _marker(finding) -> str:
 
 def write_concise(findings, stream: IO[str]) -> None:
     for f in findings:
-        cold = getattr(f, "cold", None)
-        cold = (f" [{cold}]" if is_accepted(cold) else f" [cold: {cold}]") if cold else ""
+        cold = f" [cold: {f.cold}]" if getattr(f, "cold", None) else ""
+        cold += f" [{f.accepted}]" if getattr(f, "accepted", None) else ""
         stream.write(f"{f.site.path}:{f.site.line}:{f.column}: {f.code} {_marker(f)}{f.message}{cold}\n")
 
 
@@ -58,7 +57,7 @@ def scope_note(finding) -> str:
     """Why a finding counts: "per step: <root> (path:line) -> a() -> b()", or why it is cold."""
     cold = getattr(finding, "cold", None)
     if cold:
-        return cold if is_accepted(cold) else f"cold: {cold}"
+        return f"cold: {cold}"
     path = getattr(finding, "per_step", ())
     if not path:
         return ""
@@ -68,13 +67,14 @@ def scope_note(finding) -> str:
 
 
 def scope_json(finding) -> dict:
+    accepted = {"accepted": finding.accepted} if getattr(finding, "accepted", None) else {}
     cold = getattr(finding, "cold", None)
-    if cold:  # a sync the code accepts (with_blocks.py) is no cold code: a category of its own
-        return {"category": "accepted" if is_accepted(cold) else "cold", "cold": cold}
+    if cold:
+        return {"category": "cold", "cold": cold, **accepted}
     path = getattr(finding, "per_step", ())
     if not path:
-        return {}
-    return {"category": "per-step", "per_step": {
+        return accepted
+    return {**accepted, "category": "per-step", "per_step": {
         "why": scope_note(finding),
         "root": {"function": path[0][0], "path": path[0][1], "line": path[0][2]},
         "path": [{"function": q, "path": p, "line": line} for q, p, line in path]}}
@@ -97,6 +97,8 @@ def write_text(findings, texts: dict[str, list[str]], stream: IO[str]) -> None:
         note = scope_note(f)
         if note:
             stream.write(f"    = {note}\n")
+        if getattr(f, "accepted", None):
+            stream.write(f"    = {f.accepted}\n")
         lines = texts.get(f.site.path)
         if not lines or not 0 < f.site.line <= len(lines):
             continue
@@ -169,10 +171,10 @@ def summary(run, findings, unsafe_fixes: bool = False) -> str:
         parts.append(f" ({'; '.join(extra)})")
     parts.append(f" in {run.files} file{'s' if run.files != 1 else ''}"
                  f" ({run.parsed} analyzed, {run.cached} cached, {run.skipped} without torch code).")
+    accepted = sum(1 for f in findings if getattr(f, "accepted", None))
+    if accepted:
+        parts.append(f" {accepted} of them inside blocks that accept their syncs (marked `accepted`).")
     hidden = getattr(run, "cold", 0) - sum(1 for f in findings if getattr(f, "cold", None))
-    accepted = getattr(run, "accepted", 0) - sum(1 for f in findings if is_accepted(getattr(f, "cold", None)))
-    left_out = [f"{hidden - accepted} more in code that does not run every step"] if hidden > accepted else []
-    left_out += [f"{accepted} more inside blocks that accept their syncs"] if accepted > 0 else []
-    if left_out:
-        parts.append(f" {', and '.join(left_out)} (`--include-cold`).")
+    if hidden > 0:
+        parts.append(f" {hidden} more in code that does not run every step (`--include-cold`).")
     return "".join(parts)

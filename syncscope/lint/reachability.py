@@ -51,17 +51,21 @@ from .request_roots import request_only_roots
 from .startup_roots import startup_only_roots
 from .step_tables import ProgramTables
 from .steploops import StepLoops
+from syncscope.with_blocks import is_accepted
 
 MAX_WHY = 6  # steps of the path from the root kept for the report
 MAX_DISPATCH = 200  # a name defined by more methods than this is too generic to dispatch on
 
 
 class ColdLines:
-    """A file's cold line ranges, merged, for fast lookup: line -> why, or None."""
+    """A file's cold line ranges, merged, for fast lookup: line -> why, or None. A block that
+    accepts its syncs travels with them (with_blocks.py) but is no cold code: left out here."""
 
     def __init__(self, ranges) -> None:
         merged: list[list] = []
         for start, end, why in sorted(ranges):
+            if is_accepted(why):
+                continue
             if merged and start <= merged[-1][1]:
                 merged[-1][1] = max(merged[-1][1], end)
             else:

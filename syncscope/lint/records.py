@@ -65,6 +65,8 @@ class FileFinding(NamedTuple):
     # parameter: it holds only if a per-step call in the tree passes a Python number for it
     # (python_args.py)
     python_arg: tuple | None = None
+    # why the code accepts this sync: it sits in a block that accepts its syncs (with_blocks.py)
+    accepted: str | None = None
 
 
 def diagnostic(code: str, message: str, line: int = 1, column: int = 1, *, level: str = "error",

@@ -105,6 +105,8 @@ def _result(record, rule_index: int) -> dict:
         properties["perStep"] = [{"function": f, "path": p, "line": line} for f, p, line in per_step]
     if getattr(record, "cold", None):
         properties["cold"] = record.cold
+    if getattr(record, "accepted", None):  # lint: in a block that accepts its syncs
+        properties["accepted"] = record.accepted
     if properties:
         result["properties"] = properties
     return result

@@ -2,10 +2,10 @@
 
 vLLM marks the syncs it accepts with `with gpu_sync_allowed():`; its own check lets every sync
 inside pass, callees included, but only while that check is switched on (otherwise the manager
-is a no-op, and nothing at run time says the block was entered). The linter leaves those syncs
-out of its default report as `accepted` (syncscope/with_blocks.py); the trap marks them
-allowed with the same words, so a baseline never holds them and the gate never fails on them,
-and the two halves of the tool agree.
+is a no-op, and nothing at run time says the block was entered). The linter marks those syncs
+`accepted` (syncscope/with_blocks.py); the trap records them allowed with the same words, so a
+baseline never holds them and the gate never fails on them, and the two halves of the tool
+agree.
 
 A sync is accepted when any frame on its stack is inside such a block: the frame's line lies in
 the body of a `with` of a built-in accepting manager (`with_blocks.ACCEPTING_MANAGERS`), read
