@@ -29,3 +29,22 @@ def lint_source(tmp_path, source: str, name: str = "example.py", **overrides):
 
 def codes(run) -> list[str]:
     return [f.code for f in run.findings]
+
+
+def env_module(off: str) -> str:
+    """An `environ.py` whose `envs.<off>` is a switch declared off by default (`EnvBool(False)`),
+    and `envs.PKG_OTHER` one declared on: the shape vLLM's and SGLang's env modules have."""
+    return f"""
+    class EnvBool:
+        def __init__(self, default):
+            self.default = default
+
+        def get(self):
+            return self.default
+
+    class Envs:
+        {off} = EnvBool(False)
+        PKG_OTHER = EnvBool(True)
+
+    envs = Envs()
+"""
