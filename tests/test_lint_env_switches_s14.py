@@ -10,20 +10,9 @@ from __future__ import annotations
 from test_lint_guards import lines
 from test_lint_scope import lint_package
 
-ENVIRON = """
-    class EnvBool:
-        def __init__(self, default):
-            self.default = default
+from lint_helpers import env_module
 
-        def get(self):
-            return self.default
-
-    class Envs:
-        PKG_ENABLE_RELAY = EnvBool(False)
-        PKG_OTHER = EnvBool(True)
-
-    envs = Envs()
-"""
+ENVIRON = env_module("PKG_ENABLE_RELAY")
 
 UTILS = """
     from pkg.environ import envs
