@@ -240,9 +240,15 @@ def optin_lines(program, edges: dict, results: dict, texts: TextScans, switches=
         switches = sorted({s for _, _, s in sites[name]})
         why = f"`{name}` is built only where `{'`, `'.join(switches)}` is on " \
               "(a bool field that defaults to False and that nothing in the tree sets)"
-        for qualname, path in program.path_of.items():
-            if qualname.startswith(cls + ".") and qualname.count(".") == cls.count(".") + 1:
-                span = (getattr(results[path], "spans", None) or {}).get(qualname)
-                if span:
-                    found.setdefault(path, []).append((span[0], span[1], why))
+        mark_methods(program, results, cls, why, found)
     return found
+
+
+def mark_methods(program, results: dict, cls: str, why: str, out: dict) -> None:
+    """Every method of class `cls` marked cold with `why`: its lines, into `out` ({path: [(start,
+    end, why)]}). Shared by the built-only-under-a-switch rules (here and switch_built.py)."""
+    for qualname, path in program.path_of.items():
+        if qualname.startswith(cls + ".") and qualname.count(".") == cls.count(".") + 1:
+            span = (getattr(results[path], "spans", None) or {}).get(qualname)
+            if span:
+                out.setdefault(path, []).append((span[0], span[1], why))

@@ -35,6 +35,8 @@ from __future__ import annotations
 import bisect
 import re
 
+from .optin import mark_methods
+
 _CALLED = re.compile(r"(?<!class )\b([A-Z]\w*)\s*\(")
 # a switch the lint decides is off wherever it is read: branches.Conditions' debug and check
 # switches, env_switches.py's environment switches
@@ -113,11 +115,7 @@ def switch_built_lines(program, results: dict, decided: dict, texts) -> dict[str
     for name in sorted(kept):
         cls = by_short[name][0]
         why = f"`{name}` is built only where a switch is off by default: {sorted(candidates[name])[0]}"
-        for qualname, path in program.path_of.items():
-            if qualname.startswith(cls + ".") and qualname.count(".") == cls.count(".") + 1:
-                span = (getattr(results[path], "spans", None) or {}).get(qualname)
-                if span:
-                    out.setdefault(path, []).append((span[0], span[1], why))
+        mark_methods(program, results, cls, why, out)
     return out
 
 
