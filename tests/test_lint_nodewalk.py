@@ -81,6 +81,23 @@ def test_breadth_first_is_ast_walks_order():
     assert {"Hidden", "Built", "Inner"} <= {ast.unparse(c.func) for c in nodes_breadth_first(function, {ast.Call})}
 
 
+def test_every_node_is_ast_walk_and_its_shared_lists_let_the_tree_go():
+    import gc
+    import weakref
+
+    from syncscope.lint.nodewalk import every_node
+
+    tree = ast.parse(SOURCE)
+    for node in ast.walk(tree):
+        for _ in range(2):  # the second time from the shared list of a definition or module
+            assert [id(n) for n in every_node(node)] == [id(n) for n in ast.walk(node)]
+    # a shared list holding its own key would keep every parsed file alive for the whole run
+    gone = weakref.ref(tree)
+    del tree, node
+    gc.collect()
+    assert gone() is None
+
+
 def test_host_function_patterns_translated_once_and_matching_as_globs():
     from syncscope.lint.branches import _patterns
 

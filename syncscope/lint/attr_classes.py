@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 
 from .ast_annotations import dotted, factory_class, union_members
+from .nodewalk import every_node
 
 UNKNOWN = "?"  # a store whose class cannot be told
 READ = "@"  # prefix: a store of what another attribute name holds (`x.a = y.b`: "@b")
@@ -60,11 +61,11 @@ def note_declared(file, attr: str, found: str | None) -> None:
 def note_unwalked(file, node) -> None:
     """Every attribute store in code the facts walk skips (a function taken for a kernel by its
     decorator, module-level statements): a store of no known class."""
-    for inner in ast.walk(node):
+    for inner in every_node(node):
         targets = inner.targets if isinstance(inner, ast.Assign) else \
             [inner.target] if isinstance(inner, (ast.AnnAssign, ast.AugAssign)) else ()
         for target in targets:
-            for part in ast.walk(target):
+            for part in every_node(target):
                 if isinstance(part, ast.Attribute) and isinstance(part.ctx, ast.Store):
                     file.attr_classes.setdefault(part.attr, set()).add(UNKNOWN)
         if isinstance(inner, ast.Call):
@@ -131,7 +132,7 @@ def _stored_classes(scope, value) -> set | None:
     if any(a.arg == value.id for a in args.posonlyargs + args.args + args.kwonlyargs) \
             or value.id in (getattr(args.vararg, "arg", None), getattr(args.kwarg, "arg", None)):
         return None  # a parameter without an annotation
-    bindings = [node for node in ast.walk(scope.node) if isinstance(node, _BINDINGS)
+    bindings = [node for node in every_node(scope.node) if isinstance(node, _BINDINGS)
                 and any(isinstance(t, ast.Name) and t.id == value.id for t in _bound(node))]
     if not bindings or not all(isinstance(b, ast.Assign) and isinstance(b.value, ast.Call) for b in bindings):
         return None  # an unpacking, a loop variable, a `with` target, or a value of no known class
@@ -147,7 +148,7 @@ def _bound(node) -> list:
         targets = [node.target]
     else:
         targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
-    return [part for target in targets for part in ast.walk(target)]
+    return [part for target in targets for part in every_node(target)]
 
 
 def _made(file, call: ast.Call, local_defs) -> str | None:

@@ -49,7 +49,7 @@ from .local_modules import module_receiver, note_import
 from .rare_events import ENABLED, compaction_after, debug_tool, rare_block, short_circuit
 from .library import LibraryFacts, words
 from .modulenames import NoneSites
-from .nodewalk import nodes_breadth_first
+from .nodewalk import nodes_breadth_first, every_node
 from .cuda_dispatch import dispatch_blocks, is_dispatcher
 from .memo_params import module_params
 from .noneguards import none_guard
@@ -468,7 +468,7 @@ class _Walk:
         if cache not in self.module_names or by_identity(key, before, self.module_params(function)):
             return None
         stored = any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == cache
-                     for node in stmt.body for inner in ast.walk(node) if isinstance(inner, ast.Assign)
+                     for node in stmt.body for inner in every_node(node) if isinstance(inner, ast.Assign)
                      for target in inner.targets)
         return cache if stored else None
 

@@ -6,6 +6,7 @@ new object, so it is no once-per-key cache, unless the object is a module of the
 from __future__ import annotations
 
 import ast
+from .nodewalk import every_node
 
 
 def entry_looked_up(name: str, before: list) -> tuple[str, ast.AST] | None:
@@ -31,7 +32,7 @@ def capacity_of(node: ast.AST, before: list) -> tuple[str, ast.AST] | None:
         return None
     for stmt in reversed(before):
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets):
-            for inner in ast.walk(stmt.value):
+            for inner in every_node(stmt.value):
                 if isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name):
                     found = entry_looked_up(inner.value.id, before)
                     if found is not None:
@@ -50,7 +51,7 @@ def by_identity(key: ast.AST, before: list, modules=(frozenset(), frozenset())) 
         nodes += [stmt.value for stmt in before if isinstance(stmt, ast.Assign)
                   and any(isinstance(t, ast.Name) and t.id == key.id for t in stmt.targets)]
     for node in nodes:
-        for inner in ast.walk(node):
+        for inner in every_node(node):
             if isinstance(inner, ast.Call):
                 called = inner.func
                 if isinstance(called, ast.Name) and called.id == "id":
@@ -89,9 +90,9 @@ def filled_after(stmt: ast.If, rest: list, before: list, module_names: frozenset
         return None
     cache = looked_up[0]
     if any(isinstance(inner, ast.Name) and inner.id == cache and isinstance(inner.ctx, ast.Store)
-           for node in before for inner in ast.walk(node)):
+           for node in before for inner in every_node(node)):
         return None  # a local of that name (`_META = {}` in the function): new on every call
     stored = any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == cache
-                 for node in rest for inner in ast.walk(node) if isinstance(inner, ast.Assign)
+                 for node in rest for inner in every_node(node) if isinstance(inner, ast.Assign)
                  for target in inner.targets)
     return f"fills the module's cache `{cache}`: runs once per key" if stored else None

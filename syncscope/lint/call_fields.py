@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 
 from .ast_annotations import dotted
+from .nodewalk import every_node
 
 READ_OFF = "()."  # `"<callee>().a.b"`: field `a`'s `b` of what calling the callee returns
 
@@ -48,8 +49,8 @@ def read_field(scope, value: ast.Attribute) -> str | None:
         node = node.value
     if not isinstance(node, ast.Name) or node.id == "self" or scope.node is None:
         return None
-    bindings = [stmt for stmt in ast.walk(scope.node) if _binds(stmt, node.id)]
-    assigned = [stmt for stmt in ast.walk(scope.node) if isinstance(stmt, ast.Assign)
+    bindings = [stmt for stmt in every_node(scope.node) if _binds(stmt, node.id)]
+    assigned = [stmt for stmt in every_node(scope.node) if isinstance(stmt, ast.Assign)
                 and len(stmt.targets) == 1 and stmt.targets[0] in bindings and isinstance(stmt.value, ast.Call)]
     if len(bindings) != 1 or len(assigned) != 1:
         return None  # a parameter, a loop variable, an unpacking, bound twice, or no call's result

@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 
 from .ast_annotations import annotation_shape
-from .nodewalk import own_nodes
+from .nodewalk import own_nodes, every_node
 from .vocabulary import annotation_place
 
 _NOT_CLASSES = frozenset("Tensor Optional Union List Dict Tuple Set Any Callable Type Sequence Mapping".split())
@@ -72,10 +72,10 @@ def _classes(tree: ast.Module) -> dict:
     found: dict[tuple, set] = {}
     spoiled: set[str] = set()
     calls: set[int] = set()  # ids of the Name nodes that are a call's function
-    for node in ast.walk(tree):
+    for node in every_node(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in helpers:
             spoiled.add(node.value)  # `__all__`, getattr(module, "_f")
-    for caller in ast.walk(tree):
+    for caller in every_node(tree):
         if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         annotated = {a.arg: _class_of(a.annotation)
@@ -96,7 +96,7 @@ def _classes(tree: ast.Module) -> dict:
                 arg = passed.get(param)
                 cls = annotated.get(arg.id) if isinstance(arg, ast.Name) else None
                 found.setdefault((name, param), set()).add(cls)
-    for node in ast.walk(tree):  # a use of the name that is no call (a callback) may pass anything
+    for node in every_node(tree):  # a use of the name that is no call (a callback) may pass anything
         if isinstance(node, ast.Name) and node.id in helpers and id(node) not in calls:
             spoiled.add(node.id)
     return {key: next(iter(classes)) for key, classes in found.items()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 
 from . import provenance as P
-from .nodewalk import nodes_breadth_first
+from .nodewalk import nodes_breadth_first, every_node
 
 _CONTAINERS = frozenset("List list Sequence Iterable Tuple tuple Set set Collection".split())
 _KEYED_SETTERS = frozenset(("set", "__setitem__", "__setattr__"))
@@ -45,13 +45,13 @@ def carrier_facts(tree: ast.Module, text: str) -> dict | None:
     """What this file tells about carrier classes; None when nothing (most files)."""
     classes: dict[str, set] = {}
     if "__getattr__" in text:
-        for cls in ast.walk(tree):
+        for cls in every_node(tree):
             if isinstance(cls, ast.ClassDef) and any(
                     isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__" for s in cls.body):
                 classes[cls.name] = _declared(cls)
     found: dict[str, dict[str, set]] = {"moved": {}, "device": {}, "keys": {}, "holds": {}, "maps": {}}
     if classes:  # most files have none: no second walk of the module
-        for cls in (c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name in classes):
+        for cls in (c for c in every_node(tree) if isinstance(c, ast.ClassDef) and c.name in classes):
             found["maps"][cls.name] = _mappings(cls)
     for function in _functions(tree):
         _function(function, found)
@@ -73,7 +73,7 @@ def _mappings(cls: ast.ClassDef) -> set:
     for method in cls.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method.name != "__getattr__":
             continue
-        for node in ast.walk(method):
+        for node in every_node(method):
             store = node.value if isinstance(node, ast.Subscript) else \
                 node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "get" else None
@@ -219,7 +219,7 @@ def _device_value(value) -> bool:
     """Whether a stored value may be device data: a `.cuda()`, a `.to(...)` to anything but
     the CPU, or a call given `device=` anything but the CPU. Anything else (a processor's
     output, a parameter) is no evidence either way."""
-    for node in ast.walk(value):
+    for node in every_node(value):
         if not isinstance(node, ast.Call):
             continue
         if isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":

@@ -26,6 +26,7 @@ import ast
 
 from .ast_annotations import dotted
 from .library import LibraryFacts, words
+from .nodewalk import every_node
 
 _DEVICE_ENDS = (".type", "device", "device_type")
 _ATTENTION = frozenset(("attn", "attention"))  # with `cpu`: the CPU platform's attention backend
@@ -76,7 +77,7 @@ def precondition(stmt, value) -> bool:
     (branches.py), and the walk narrows the value to the host after it (place_tests.py)."""
     if value is None or not any(isinstance(node, ast.Compare) and len(node.ops) == 1
                                 and any(_value_device((dotted(side) or "").lower()) for side in (node.left, *node.comparators))
-                                for node in ast.walk(stmt.test)):
+                                for node in every_node(stmt.test)):
         return False
     if isinstance(stmt, ast.Assert):
         return value is False

@@ -48,6 +48,7 @@ import ast
 from .ast_annotations import dotted
 from .vocabulary import literal_device_place
 from . import provenance as P
+from .nodewalk import every_node
 
 SETTLES = "settles"  # function facts: {switch key: ((test, literal), ...)} of a `__post_init__`
 DEVICE_RETURNS = "device_returns"  # function facts: {k: None (always) or (switch key, polarity)}
@@ -97,7 +98,7 @@ def _settles(node) -> dict:
     """{key: arms}, or {key: None} for a switch this method settles otherwise (a value that is no
     literal, an arm without one, two settlements that differ, a store outside them)."""
     out, used = {}, set()
-    for block in ast.walk(node):
+    for block in every_node(node):
         if not (isinstance(block, ast.If) and isinstance(block.test, ast.Compare) and len(block.test.ops) == 1
                 and isinstance(block.test.ops[0], ast.Is) and isinstance(block.test.comparators[0], ast.Constant)
                 and block.test.comparators[0].value is None):
@@ -108,7 +109,7 @@ def _settles(node) -> dict:
         direct = _literal(block.body, key, used)
         arms = ((None, direct[0]),) if direct else None if direct == () else _chain(block.body, key, used)
         out[key] = arms if out.get(key, arms) == arms else None
-    for store in ast.walk(node):
+    for store in every_node(node):
         targets = store.targets if isinstance(store, ast.Assign) else [store.target] \
             if isinstance(store, (ast.AugAssign, ast.AnnAssign)) else []
         for target in targets:
@@ -149,7 +150,7 @@ def _host_device(value) -> bool:
 
 def _stores(stmt, name: str) -> bool:
     return any((isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
-               or (isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names) for n in ast.walk(stmt))
+               or (isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names) for n in every_node(stmt))
 
 
 def _binds(stmt, name: str):
@@ -170,7 +171,7 @@ def _device_local(body: list, name: str):
         if bound is not None:
             state = True if bound else None
             continue
-        if not (isinstance(stmt, ast.If) and not stmt.orelse) or any(isinstance(n, ast.Raise) for n in ast.walk(stmt)):
+        if not (isinstance(stmt, ast.If) and not stmt.orelse) or any(isinstance(n, ast.Raise) for n in every_node(stmt)):
             return None
         test = _test(stmt.test)
         last = [s for s in stmt.body if _stores(s, name)]

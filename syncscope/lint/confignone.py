@@ -42,7 +42,7 @@ from __future__ import annotations
 import ast
 
 from .constargs import _APPLY, _FLIP, _OPS, _literal, UNKNOWN
-from .nodewalk import function_code, own_nodes
+from .nodewalk import function_code, own_nodes, every_node
 from .vocabulary import TORCH_FACTORIES
 
 MAX_DEPTH = 6  # name and call hops followed; deeper decides nothing
@@ -158,7 +158,7 @@ class _Function:
             else:
                 self._unknown_stores(_header(stmt))
             if type(stmt).__name__ == "Match":  # names a pattern captures
-                self.unknown.update(n for sub in ast.walk(stmt) for n in (getattr(sub, "name", None),
+                self.unknown.update(n for sub in every_node(stmt) for n in (getattr(sub, "name", None),
                                     getattr(sub, "rest", None)) if isinstance(n, str))
             if isinstance(stmt, ast.If):
                 self._walk(stmt.body, tests + _path_tests(stmt.test, True), in_try)
@@ -191,7 +191,7 @@ class _Function:
             self.stores.setdefault(target.id, []).append((("expr", value), tests, block, index, in_try))
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
-                for sub in ast.walk(target):
+                for sub in every_node(target):
                     if isinstance(sub, ast.Name):
                         self.unknown.add(sub.id)
                 return
@@ -202,11 +202,11 @@ class _Function:
                     part = ("element", value, position) if isinstance(value, ast.Call) else ("unknown",)
                     self.stores.setdefault(element.id, []).append((part, tests, block, index, in_try))
                 else:
-                    for sub in ast.walk(element):
+                    for sub in every_node(element):
                         if isinstance(sub, ast.Name):
                             self.unknown.add(sub.id)
         else:
-            for sub in ast.walk(target):
+            for sub in every_node(target):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                     self.unknown.add(sub.id)
 
@@ -302,7 +302,7 @@ def _never_none_annotation(node) -> bool:
     if node is None:
         return False
     words = set()
-    for sub in ast.walk(node):
+    for sub in every_node(node):
         if isinstance(sub, ast.Name):
             words.add(sub.id)
         elif isinstance(sub, ast.Attribute):

@@ -41,6 +41,7 @@ engine as carrier attributes are.
 from __future__ import annotations
 
 import ast
+from .nodewalk import every_node
 
 _HOST_BUFFERS = frozenset({"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "empty_strided"})
 
@@ -59,7 +60,7 @@ def copy_facts(tree: ast.Module, text: str, module: str = "") -> dict | None:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     _method(item, aliases, found, recorded, text)
     if ".synchronize()" in text:
-        for node in ast.walk(tree):
+        for node in every_node(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                     and node.func.attr == "synchronize" and not node.args \
                     and isinstance(node.func.value, ast.Attribute) \
@@ -143,14 +144,14 @@ def _method(method, aliases: dict, found: dict, recorded: bool, text: str) -> No
             found["mappers"].setdefault(method.name, set()).update(mapped)
     if not recorded:
         return
-    events = {n.func.value.attr for n in ast.walk(method)
+    events = {n.func.value.attr for n in every_node(method)
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "record"
               and not n.args and isinstance(n.func.value, ast.Attribute)
               and isinstance(n.func.value.value, ast.Name) and n.func.value.value.id == "self"}
     if not events:
         return
     copies, maps = set(), set()
-    for node in ast.walk(method):
+    for node in every_node(method):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_chain(node.targets[0]):
             copier = _copier_of(node.value, node.targets[0], aliases)
             if copier is not None:
@@ -213,7 +214,7 @@ def _mapped_fields(method, fn: str) -> set[str]:
     """The fields `m(self, fn)` replaces by `fn` of themselves; empty when it uses `fn` in any
     other way."""
     fields, copies = set(), 0
-    for node in ast.walk(method):
+    for node in every_node(method):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
                 and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self" \
                 and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
@@ -223,7 +224,7 @@ def _mapped_fields(method, fn: str) -> set[str]:
             copies += 1
     if not copies:
         return set()
-    uses = sum(1 for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == fn and isinstance(n.ctx, ast.Load))
+    uses = sum(1 for n in every_node(method) if isinstance(n, ast.Name) and n.id == fn and isinstance(n.ctx, ast.Load))
     return fields if uses == copies else set()
 
 
@@ -280,13 +281,13 @@ def _tests_host(test, param: str) -> bool:
 def _host_buffers(function) -> set[str]:
     """Locals bound only to `torch.empty(..., pin_memory=True)` / `device="cpu"` buffers."""
     bound: dict[str, bool] = {}
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.With)):
             targets = node.targets if isinstance(node, ast.Assign) else \
                 [getattr(node, "target", None)] if not isinstance(node, ast.With) else \
                 [i.optional_vars for i in node.items]
             for target in targets:
-                for name in ast.walk(target) if target is not None else ():
+                for name in every_node(target) if target is not None else ():
                     if isinstance(name, ast.Name):
                         ok = isinstance(node, ast.Assign) and target is name and _host_buffer(node.value)
                         bound[name.id] = bound.get(name.id, True) and ok

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 
 from .device_params import copied_to, own_statements
-from .nodewalk import function_code
+from .nodewalk import function_code, every_node
 
 HOST_DEVICE = "cpu"
 _CONVERSIONS = frozenset({"int", "float", "bool", "len", "bytes", "list", "tuple", "str"})
@@ -55,7 +55,7 @@ def chosen_device_guards(function, params: frozenset, compile_test) -> list[tupl
     for node in code:
         if type(node) is ast.Assign:
             for target in node.targets:
-                for name in ast.walk(target):
+                for name in every_node(target):
                     if isinstance(name, ast.Name):
                         bindings.setdefault(name.id, []).append(node)
         elif type(node) is ast.Name and not isinstance(node.ctx, ast.Load):
@@ -81,9 +81,9 @@ def chosen_device_guards(function, params: frozenset, compile_test) -> list[tupl
             if copied_to(value, frozenset((name,))) == name:  # `torch.tensor([size], device=device)`
                 found.append((stmt.lineno, stmt.end_lineno or stmt.lineno, test))
                 continue
-            reads = {sub.id for sub in ast.walk(value) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+            reads = {sub.id for sub in every_node(value) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
             if reads and reads <= readable and reads & (built | {name}) \
-                    and not any(isinstance(sub, _NESTED) for sub in ast.walk(value)):
+                    and not any(isinstance(sub, _NESTED) for sub in every_node(value)):
                 found.append((stmt.lineno, stmt.end_lineno or stmt.lineno, test))
     return found
 

@@ -29,6 +29,7 @@ of no subclass of `C`), which the declaration rules out as a parameter's annotat
 from __future__ import annotations
 
 import ast
+from .nodewalk import every_node
 
 _LISTS = frozenset({"list", "List", "Sequence", "MutableSequence", "tuple", "Tuple"})
 _BINDS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
@@ -84,7 +85,7 @@ def _declared(cls: ast.ClassDef) -> dict[str, str | None]:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             note(stmt.target.id, stmt.annotation)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for node in ast.walk(stmt):
+            for node in every_node(stmt):
                 target = getattr(node, "target", None)
                 if isinstance(node, ast.AnnAssign) and isinstance(target, ast.Attribute) \
                         and isinstance(target.value, ast.Name) and target.value.id == "self":
@@ -98,7 +99,7 @@ def _bindings(function) -> dict[str, list]:
     args = function.args
     for arg in args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
         found.setdefault(arg.arg, []).append(arg)
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, ast.ExceptHandler) and node.name:
             found.setdefault(node.name, []).append(node)
         if isinstance(node, _BINDS) and not isinstance(node, ast.ExceptHandler):
@@ -106,7 +107,7 @@ def _bindings(function) -> dict[str, list]:
                 [i.optional_vars for i in node.items if i.optional_vars is not None] \
                 if isinstance(node, (ast.With, ast.AsyncWith)) else [node.target]
             for target in targets:
-                for part in ast.walk(target):
+                for part in every_node(target):
                     if isinstance(part, ast.Name):
                         found.setdefault(part.id, []).append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -156,7 +157,7 @@ def _element_calls(method, me: str, declared: dict) -> tuple:
     if len(bindings.get(me, ())) != 1:
         return ()
     held: dict[str, str] = {}
-    for node in ast.walk(method):
+    for node in every_node(method):
         if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name) \
                 and isinstance(node.iter, ast.Attribute) and isinstance(node.iter.value, ast.Name) \
                 and node.iter.value.id == me and declared.get(node.iter.attr) \
@@ -164,7 +165,7 @@ def _element_calls(method, me: str, declared: dict) -> tuple:
             held[node.target.id] = declared[node.iter.attr]
     if not held:
         return ()
-    return tuple((node.lineno, node.func.attr, held[node.func.value.id]) for node in ast.walk(method)
+    return tuple((node.lineno, node.func.attr, held[node.func.value.id]) for node in every_node(method)
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                  and isinstance(node.func.value, ast.Name) and node.func.value.id in held)
 

@@ -30,6 +30,7 @@ import ast
 
 from .classinfo import module_statements
 from .held_tests import module_globals
+from .nodewalk import every_node
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -96,7 +97,7 @@ class NameTests:
         for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
             if arg is not None:
                 stores.setdefault(arg.arg, []).append(None)
-        for node in ast.walk(function):
+        for node in every_node(function):
             if node is function:
                 continue
             if type(node) is ast.Name and type(node.ctx) is ast.Store:
@@ -107,7 +108,7 @@ class NameTests:
             elif isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
                 stores.setdefault(node.name, []).append(None)
         plain = {}
-        for node in ast.walk(function):
+        for node in every_node(function):
             if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
                 plain[node.targets[0]] = node.value
         bound = {}

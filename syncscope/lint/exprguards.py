@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 
 from .ast_annotations import dotted, union_members
+from .nodewalk import every_node
 
 
 def _plain(node) -> bool:
@@ -46,7 +47,7 @@ _COLLECT = frozenset({"append", "extend"})  # list methods: `vals.append(row if 
 
 
 def _has_call(node) -> bool:
-    return any(isinstance(sub, (ast.Call, ast.Subscript)) for sub in ast.walk(node))
+    return any(isinstance(sub, (ast.Call, ast.Subscript)) for sub in every_node(node))
 
 
 def guarded_ifexp(stmt, before: int, after: int, collect: bool = False):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 
-from .nodewalk import nodes_breadth_first
+from .nodewalk import nodes_breadth_first, every_node
 
 
 def carried_keys(tree, fields: set[str] | frozenset[str]) -> set[str]:
@@ -86,7 +86,7 @@ def _bindings(assignments):
     tuple target."""
     for node in assignments:
         for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-            for name in ast.walk(target):
+            for name in every_node(target):
                 if isinstance(name, ast.Name):
                     yield node, target, name
 

@@ -12,6 +12,7 @@ host-only field refilled so stays on the host (`device=None` is torch's default,
 from __future__ import annotations
 
 import ast
+from .nodewalk import every_node
 
 _DEPTH = 4  # locals followed from a `device=` argument back to the field read
 # a file's second walk (refill_variant.py) keeps its refilled fields host; FOUND: field -> the
@@ -33,7 +34,7 @@ def single_assignments(statements) -> dict[str, ast.expr]:
         else:
             targets = []
         for target in targets:
-            for name in ast.walk(target):
+            for name in every_node(target):
                 if isinstance(name, ast.Name):
                     single = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and target is name
                     seen[name.id] = stmt.value if single and name.id not in seen else None

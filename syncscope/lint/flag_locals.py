@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 
-from .nodewalk import function_code
+from .nodewalk import function_code, every_node
 
 _UNKNOWN = ("?",)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -52,7 +52,7 @@ def flag_tests(function, compile_at) -> dict[str, tuple]:
         elif type(node) in (ast.Global, ast.Nonlocal):
             candidates.difference_update(node.names)
         elif type(node) in (ast.FunctionDef, ast.AsyncFunctionDef):  # a closure may set it: `nonlocal`
-            candidates.difference_update(name for inner in ast.walk(node) if type(inner) is ast.Nonlocal
+            candidates.difference_update(name for inner in every_node(node) if type(inner) is ast.Nonlocal
                                          for name in inner.names)
     if not candidates:
         return {}

@@ -25,7 +25,7 @@ import re
 from typing import NamedTuple
 
 from .dispatched import dispatched_calls
-from .nodewalk import nodes_breadth_first
+from .nodewalk import nodes_breadth_first, every_node
 from .text_scans import TextScans
 from .switch_args import SwitchArgs
 
@@ -346,7 +346,7 @@ _ADDERS = frozenset(("update", "setdefault", "__setitem__", "__ior__"))
 def _stores_into(function, name: str) -> bool:
     """The function puts something into its `**name` or binds the name again: `kwargs["x"] =
     v`, `kwargs.update(...)`, `kwargs = {...}` (removing a key, `kwargs.pop("x")`, is not)."""
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             node = node.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ADDERS:

@@ -24,6 +24,7 @@ import ast
 from fnmatch import fnmatchcase
 
 from .ast_annotations import dotted
+from .nodewalk import every_node
 
 
 def foreign_exports(tree: ast.Module, text: str, module: str, aliases: dict, patterns: tuple) -> tuple:
@@ -31,7 +32,7 @@ def foreign_exports(tree: ast.Module, text: str, module: str, aliases: dict, pat
     if not patterns or not any(pattern.rpartition(".")[2] in text for pattern in patterns):
         return ()
     found: list[str] = []
-    for node in ast.walk(tree):
+    for node in every_node(tree):
         if not isinstance(node, ast.Call):
             continue
         called = _qualified(dotted(node.func), module, aliases)

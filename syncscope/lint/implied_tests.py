@@ -33,6 +33,7 @@ Everything returned is plain tuples (start, end, why), as branches.py's cold lin
 from __future__ import annotations
 
 import ast
+from .nodewalk import every_node
 
 _NEGATED = {ast.NotIn: ast.In, ast.IsNot: ast.Is, ast.NotEq: ast.Eq}
 
@@ -66,7 +67,7 @@ def _expanded(test: ast.expr, previous) -> ast.expr:
         return test
     target = previous.targets[0]
     if not isinstance(target, ast.Name) or target.id != name.id or any(
-            isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(previous.value)):
+            isinstance(n, ast.Name) and n.id == name.id for n in every_node(previous.value)):
         return test  # `flag = flag and ...`: the old `flag` is not the one tested later
     return ast.UnaryOp(op=ast.Not(), operand=previous.value) if negated else previous.value
 
@@ -124,7 +125,7 @@ def _decide(node: ast.expr, held: dict, evaluate) -> bool | None:
 def _stable(node: ast.expr) -> bool:
     """A test that reads the same twice in a row: no call, no assignment expression."""
     return not any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom))
-                   for n in ast.walk(node))
+                   for n in every_node(node))
 
 
 def _key(node: ast.expr) -> tuple[str, bool]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 
 from .cache_lookups import filled_after
+from .nodewalk import every_node
 
 _INIT_FLAGS = frozenset(("inited", "initialized", "initialised", "is_initialized", "is_inited"))
 _INITIALIZERS = ("init", "initialize", "initialise", "setup", "_init", "_initialize", "_setup")
@@ -44,7 +45,7 @@ def _flag(test, module_names: frozenset) -> tuple[str, str] | None:
 
 def _sets(rest, owner: str, flag: str) -> bool:
     for stmt in rest:
-        for node in ast.walk(stmt):
+        for node in every_node(stmt):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True:
                 if any(isinstance(t, ast.Attribute) and t.attr == flag and isinstance(t.value, ast.Name)
                        and t.value.id == owner for t in node.targets):

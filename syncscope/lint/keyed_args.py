@@ -15,6 +15,7 @@ as for `f(grid_thw=...)`.
 from __future__ import annotations
 
 import ast
+from .nodewalk import every_node
 
 
 def string_keys(node) -> tuple[str, ...] | None:
@@ -30,11 +31,11 @@ def expanded(function, name: str, keyed: tuple, named: set) -> list:
     not already `named` by the call, when `function` binds `name` only there and never changes
     it; [] otherwise (then `**name` may pass anything)."""
     bound = None
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id == name and string_keys(node.value) is not None and bound is None:
             bound = node.targets[0]
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) and node is not bound:
             return []
         if isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.value, ast.Name) and node.value.id == name \

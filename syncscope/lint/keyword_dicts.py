@@ -4,6 +4,7 @@ a call dispatched by name, so that a target it cannot bind to is not followed)."
 from __future__ import annotations
 
 import ast
+from .nodewalk import every_node
 
 
 def keyword_dicts(function) -> dict[str, tuple]:
@@ -28,12 +29,12 @@ def keyword_dicts(function) -> dict[str, tuple]:
             if isinstance(node.target, ast.Name):
                 spoiled.add(node.target.id)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-            spoiled.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+            spoiled.update(n.id for n in every_node(node.target) if isinstance(n, ast.Name))
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             spoiled.update(n.id for item in node.items if item.optional_vars is not None
-                           for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name))
+                           for n in every_node(item.optional_vars) if isinstance(n, ast.Name))
         elif isinstance(node, ast.Delete):
-            spoiled.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            spoiled.update(n.id for t in node.targets for n in every_node(t) if isinstance(n, ast.Name))
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \

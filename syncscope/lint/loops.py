@@ -35,7 +35,7 @@ from .ast_annotations import dotted
 from .exprguards import nullable_required, or_fallback
 from .lines import last_line
 from .noneguards import EITHER, none_guard
-from .nodewalk import DEFINITIONS, function_code, own_nodes
+from .nodewalk import DEFINITIONS, function_code, own_nodes, every_node
 from .steploops import names_generation, names_steps
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -283,11 +283,11 @@ def _fallback_calls(function) -> dict:
             if guard is None or EITHER in guard[2]:
                 continue
             block = node.body if guard[0] == node.body[0].lineno else node.orelse
-            found.update((id(call), guard[2]) for stmt in block for call in ast.walk(stmt) if type(call) is ast.Call)
+            found.update((id(call), guard[2]) for stmt in block for call in every_node(stmt) if type(call) is ast.Call)
             continue
         shaped = or_fallback(node, function, nullable)
         if shaped is not None:
-            found.update((id(call), shaped[0]) for call in ast.walk(shaped[1]) if type(call) is ast.Call)
+            found.update((id(call), shaped[0]) for call in every_node(shaped[1]) if type(call) is ast.Call)
     return found
 
 

@@ -51,6 +51,7 @@ from .memo_carriers import CARRIED, carried_lines, carried_memo
 from .modules import ModuleKinds
 from .callee_fills import FILLED_KEY, called_method, mark_called
 from .root_fills import FILLED, fallback_why, mark_filled, own_stores
+from .nodewalk import every_node
 
 
 def _self_field(node) -> str | None:
@@ -141,7 +142,7 @@ def _fills(body, name: str, setters: frozenset = frozenset(), key: str | None | 
     anyway); else, for a test of a missing `key` (a name) or of None (`key` None), the first call
     of a method of `self` it could hand the fill to (callee_fills.py reads what that stores)."""
     called = None
-    for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+    for node in every_node(ast.Module(body=list(body), type_ignores=[])):
         if _set_by_name(node, setters) == name:
             return True
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):

@@ -48,6 +48,7 @@ import ast
 
 from .ast_annotations import dotted
 from .lines import last_line
+from .nodewalk import every_node
 
 CARRIED = "<carried>"  # method slot prefix: CARRIED + "class|field" (memo_lines asks carried_lines)
 _CONSTRUCTORS = frozenset(("__init__", "__post_init__"))
@@ -84,7 +85,7 @@ def _holder(node, params: dict) -> tuple | None:
 
 def _stores_entry(body, param: str, field: str) -> bool:
     """The statements store an entry of `param.field` (`p.f[k] = v`)."""
-    for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+    for node in every_node(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Subscript) and _holder(target.value, {param: 1}) == (param, field):
@@ -151,7 +152,7 @@ def _builds(short: str):
                 if isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and cls:
                     targets = child.targets if isinstance(child, ast.Assign) else [child.target]
                     for target in targets:
-                        for sub in ast.walk(target):
+                        for sub in every_node(target):
                             if kind(sub):
                                 stores.setdefault(cls, {}).setdefault(sub.attr, set()).add(method)
                 if isinstance(child, ast.Call):
@@ -183,7 +184,7 @@ def _fields_in_order(text: str, name: str, line: int) -> tuple | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-    for node in ast.walk(tree):
+    for node in every_node(tree):
         if isinstance(node, ast.ClassDef) and node.name == name and node.lineno == line:
             return tuple(stmt.target.id for stmt in node.body
                          if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 
 from .ast_annotations import dotted
+from .nodewalk import every_node
 
 MEMOIZED = "<memoized>"  # in place of the filling method: the body of a memoized function (memo_lines)
 
@@ -77,7 +78,7 @@ def _memoizing(function) -> bool:
 
 def _keys_by_identity(function, params: set) -> bool:
     """`id(p)` of a parameter anywhere in the body: a memo by identity misses for each new object."""
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id" \
                 and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in params:
             return True

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 
 from .cache_lookups import by_identity
+from .nodewalk import every_node
 
 
 def _field_of(node, local: dict) -> str | None:
@@ -110,7 +111,7 @@ def _bind(node, before: list, bound: dict) -> dict:
     both to the zip)."""
     bound = dict(bound)
     for generator in node.generators:
-        for name in ast.walk(generator.target):
+        for name in every_node(generator.target):
             if isinstance(name, ast.Name):
                 bound[name.id] = (generator.iter, dict(bound))
     return bound

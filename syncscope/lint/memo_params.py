@@ -25,6 +25,7 @@ import fnmatch
 
 from .ast_annotations import dotted
 from .lines import last_line
+from .nodewalk import every_node
 
 PARAM = "<param>"  # in place of the filling method: a field of a module parameter (memo_lines)
 
@@ -79,7 +80,7 @@ def _param_field(node, params: frozenset) -> str | None:
 
 def _stores(body, field: str) -> bool:
     """The statements store `layer._wrapper` (`layer._wrapper = v`, `setattr(layer, "_wrapper", v)`)."""
-    for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+    for node in every_node(ast.Module(body=list(body), type_ignores=[])):
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)

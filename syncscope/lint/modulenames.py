@@ -54,6 +54,7 @@ import ast
 
 from .ast_annotations import dotted
 from .classinfo import module_statements
+from .nodewalk import every_node
 
 NEVER_NONE = ("value",)
 IS_NONE = ("none",)
@@ -118,7 +119,7 @@ def module_bindings(tree: ast.Module, module: str | None, aliases: dict, evaluat
             elif kind is ast.With:
                 walk(stmt.body, True)
                 for item in stmt.items:
-                    for sub in ast.walk(item.optional_vars) if item.optional_vars is not None else ():
+                    for sub in every_node(item.optional_vars) if item.optional_vars is not None else ():
                         if isinstance(sub, ast.Name):
                             bind(sub.id, UNKNOWN, True, True)
             elif kind is ast.Import:
@@ -139,12 +140,12 @@ def module_bindings(tree: ast.Module, module: str | None, aliases: dict, evaluat
                     if isinstance(target, ast.Name):
                         bind(target.id, _value(stmt.value, module, aliases), nested, True)
                     else:  # unpacking: no single value
-                        for sub in ast.walk(target):
+                        for sub in every_node(target):
                             if isinstance(sub, ast.Name):
                                 bind(sub.id, UNKNOWN, nested, True)
             elif kind is not ast.Expr:
                 # loops, augmented stores, `del`, `match`: whatever they store is unknown
-                for sub in ast.walk(stmt):
+                for sub in every_node(stmt):
                     if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
                         bind(sub.id, UNKNOWN, True, True)
 
@@ -168,7 +169,7 @@ def top_names(tree: ast.Module, aliases: dict) -> frozenset:
             names.add(stmt.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
-                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                names.update(n.id for n in every_node(target) if isinstance(n, ast.Name))
         elif isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
             pending.extend(stmt.body)
             pending.extend(getattr(stmt, "orelse", ()))
@@ -216,7 +217,7 @@ def none_block(stmt: ast.If, rest: tuple | None, names: frozenset) -> tuple[str,
 def binds(function, name: str) -> bool:
     """Whether `function` (or a function nested in it) takes `name` as a parameter or stores
     into it: then the test may read a local, not the module's name."""
-    for node in ast.walk(function):
+    for node in every_node(function):
         kind = type(node)
         if kind is ast.Name and node.id == name and not isinstance(node.ctx, ast.Load):
             return True

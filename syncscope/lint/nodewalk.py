@@ -11,12 +11,17 @@ context) and yields no generator: about a quarter of the time.
 The order is `ast.iter_child_nodes`'s depth-first one from a stack (the last statement of the
 block first), so callers that number what they find (constargs.py's guards) get the numbering
 they always had.
+
+`every_node` stands in for `ast.walk` in the linter (same nodes, same order): a definition's or
+a module's nodes are listed once and shared by the facts that walk it; `nodes_breadth_first` of
+such a node filters that list.
 """
 
 from __future__ import annotations
 
 import ast
 import weakref
+from itertools import chain
 
 DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 # what `return` and friends inside a lambda leave is the lambda, not the block
@@ -95,6 +100,8 @@ def nodes_breadth_first(node, wanted) -> list:
     """The nodes under `node` (itself included, nested definitions too) whose type is in
     `wanted`, in `ast.walk`'s breadth-first order: for the walks whose first hit decides
     (branches.py's dispatch calls, flagguards.py's passes)."""
+    if type(node) in _CACHED_WALKS:  # the full walk's list, shared; what this walk skips are leaves
+        return [current for current in every_node(node) if type(current) in wanted]
     found = []
     queue = [node]
     fields_of = _FIELDS
@@ -114,6 +121,47 @@ def nodes_breadth_first(node, wanted) -> list:
             elif value is not None:
                 queue.append(value)
     return found
+
+
+_EVERY_FIELD: dict[type, tuple] = {}  # node type -> all its fields, as `ast.walk` reads them
+_CACHED_WALKS = DEFINITIONS | {ast.Module}
+# definition or module -> every node under it (the tree is never changed after parsing)
+_walked: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def every_node(node):
+    """`ast.walk(node)`'s nodes, in its order, made faster. About fifteen per-file facts
+    walk every function and class of a file, each on its own; on whole vLLM those walks were a
+    fifth of the per-file CPU. A definition's or a module's list is made once and shared; any
+    other node's is made by a loop without `ast.walk`'s two generators per node (about twice as
+    fast)."""
+    if type(node) in _CACHED_WALKS:
+        below = _walked.get(node)
+        if below is None:
+            # without the node itself: a list holding its own key would keep the tree alive
+            below = _walked[node] = _breadth_first(node)[1:]
+        return chain((node,), below)
+    return _breadth_first(node)
+
+
+def _breadth_first(node) -> list:
+    queue = [node]
+    fields_of = _EVERY_FIELD
+    is_node = ast.AST
+    for current in queue:  # the list grows while it is read: a queue without a deque
+        kind = type(current)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = kind._fields
+        for name in fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, is_node):  # `global a, b` holds strings, `{**d}` a None key
+                        queue.append(item)
+            elif isinstance(value, is_node):
+                queue.append(value)
+    return queue
 
 
 def flat_statements(body):

@@ -37,6 +37,7 @@ import ast
 import re
 
 from .text_scans import LazyTexts, TextScans
+from .nodewalk import every_node
 
 
 _DECLARED = re.compile(r"^    (\w+)\s*:\s*bool\s*=\s*(\w+)\s*(?:#.*)?$", re.M)
@@ -139,18 +140,18 @@ def _switch(node, off: frozenset, tests: dict) -> str | None:
 def _gated(function, off: frozenset) -> list[tuple[int, int, str]]:
     """(start, end, switch) of the lines of `function` that run only where a switch is on."""
     bound: dict[str, list] = {}
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             bound.setdefault(node.id, []).append(node)
     tests = {}
-    for stmt in ast.walk(function):  # a local bound once: its test, wherever it is bound
+    for stmt in every_node(function):  # a local bound once: its test, wherever it is bound
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                 and len(bound.get(stmt.targets[0].id, ())) == 1:
             found = _switch(stmt.value, off, tests)
             if found:
                 tests[stmt.targets[0].id] = found
     out = []
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, (ast.If, ast.IfExp)):
             found = _switch(node.test, off, tests)
             body = node.body if isinstance(node, ast.If) else [node.body]
@@ -173,7 +174,7 @@ def _gated_calls(text: str, off: frozenset) -> tuple[dict, list]:
     except SyntaxError:
         return {}, []
     functions, reads, calls_made = [], [], []
-    for node in ast.walk(tree):
+    for node in every_node(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.append(node)
         elif isinstance(node, ast.Attribute) and node.attr in off:

@@ -16,7 +16,7 @@ import ast
 import re
 
 from .library import LibraryFacts
-from .nodewalk import own_nodes
+from .nodewalk import own_nodes, every_node
 
 _BINDING_KINDS = frozenset({ast.Assign, ast.Name})
 
@@ -95,7 +95,7 @@ def _bindings(stmt, names: set) -> list:
     found, plain = [], set()
     for node in nodes:
         if isinstance(node, ast.Assign):
-            for name in (n for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)):
+            for name in (n for target in node.targets for n in every_node(target) if isinstance(n, ast.Name)):
                 plain.add(id(name))
                 if name.id in names:
                     found.append((name.id, node.value))
@@ -209,4 +209,4 @@ def short_circuit(test, evaluate) -> list[tuple[int, int, str]]:
 
 
 def _calls_any(node) -> bool:
-    return any(isinstance(n, ast.Call) for n in ast.walk(node))
+    return any(isinstance(n, ast.Call) for n in every_node(node))

@@ -30,6 +30,7 @@ from .ast_annotations import dotted, factory_class
 from .call_fields import read_field
 from .fact_values import CALLED, METHOD
 from .made_values import method_field
+from .nodewalk import every_node
 
 
 def module_registries(body, file) -> dict[str, tuple[str, ...]]:
@@ -103,7 +104,7 @@ def picked_classes(scope, value: ast.Call) -> tuple | None:
         return _lookup(func, registries)
     if scope.node is None:
         return None
-    bound = [node.value for node in ast.walk(scope.node) if isinstance(node, ast.Assign)
+    bound = [node.value for node in every_node(scope.node) if isinstance(node, ast.Assign)
              and any(isinstance(t, ast.Name) and t.id == func.id for t in node.targets)]
     return _lookup(bound[0], registries) if len(bound) == 1 else None
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import re
+from .nodewalk import every_node
 
 _STEP_WORDS = re.compile(r"timestep|sigma|step", re.IGNORECASE)
 _STEP_NAMES = frozenset({"t"})  # the usual name of the current timestep
@@ -56,7 +57,7 @@ MAX_DEPTH = 4  # calls followed from a loop's lines to find the schedule's loop
 def names_steps(node) -> bool:
     """The expression (a `for` target or iterable, a `while` test) names the denoising
     schedule: an identifier or attribute with `timestep`, `sigma` or `step` in it, or `t`."""
-    for sub in ast.walk(node):
+    for sub in every_node(node):
         name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
         if name is not None and (name in _STEP_NAMES or _STEP_WORDS.search(name)):
             return True
@@ -66,7 +67,7 @@ def names_steps(node) -> bool:
 def names_generation(node) -> bool:
     """The expression names generated tokens or decoding rounds (`range(max_new_tokens)`,
     `range(self.max_length)`, `range(num_iters)`): a loop so headed is a step loop anyway."""
-    for sub in ast.walk(node):
+    for sub in every_node(node):
         name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
         if name is not None and _GENERATION_WORDS.search(name):
             return True

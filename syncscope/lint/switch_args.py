@@ -26,6 +26,7 @@ import ast
 import re
 
 from .optin import _switch
+from .nodewalk import every_node
 
 
 class SwitchArgs:
@@ -52,7 +53,7 @@ class SwitchArgs:
         scope = _innermost(self._functions(path, text), line)
         if scope is None:
             return None
-        calls = [node for node in ast.walk(scope) if isinstance(node, ast.Call) and node.lineno == line
+        calls = [node for node in every_node(scope) if isinstance(node, ast.Call) and node.lineno == line
                  and (node.col_offset + 1 == column if column is not None
                       else any(k.arg == name for k in node.keywords))]
         if len(calls) != 1:
@@ -69,7 +70,7 @@ class SwitchArgs:
                 tree = ast.parse(text)
             except SyntaxError:
                 tree = None
-            self.functions[path] = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))] \
+            self.functions[path] = [node for node in every_node(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))] \
                 if tree is not None else []
         return self.functions[path]
 
@@ -99,7 +100,7 @@ def _bound_tests(function, off: frozenset) -> dict[str, str]:
     params.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
     bound: dict[str, int] = {}
     assigns = []
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bound[node.id] = bound.get(node.id, 0) + 1
         elif isinstance(node, ast.Assign):

@@ -35,6 +35,7 @@ import fnmatch
 import re
 
 from . import provenance as P
+from .nodewalk import every_node
 
 _SETS = (
     re.compile(r"\b([A-Z][A-Z0-9_]+)\s*\.\s*(?:set|override)\s*\("),  # `envs.X.set(True)`
@@ -94,7 +95,7 @@ def _declared_off(tree: ast.Module, text: str, patterns) -> set[str]:
                for p in patterns):
         return set()
     found = set()
-    bodies = [tree.body] + [node.body for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    bodies = [tree.body] + [node.body for node in every_node(tree) if isinstance(node, ast.ClassDef)]
     for body in bodies:
         for stmt in body:
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
@@ -178,7 +179,7 @@ def device_locals(function, conditions, library) -> dict[str, frozenset]:
     spoiled.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
     def spoil(node) -> None:  # every name a statement's own parts (not its blocks) bind
-        for sub in ast.walk(node):
+        for sub in every_node(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
                 spoiled.add(sub.id)
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, (ast.Store, ast.Del)) \

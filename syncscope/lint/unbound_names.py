@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from .nodewalk import every_node
 
 _BUILTINS = frozenset(dir(builtins))
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -32,7 +33,7 @@ def unbound_on_cuda(tree: ast.Module, evaluate) -> frozenset:
     bound: set[str] = set()
     if not _visit(tree.body, False, evaluate, dead, bound) or not dead - bound:
         return frozenset()
-    for node in ast.walk(tree):
+    for node in every_node(tree):
         if isinstance(node, ast.Global):  # `global ms` in a function may bind it anywhere
             bound.update(node.names)
     return frozenset(dead - bound - _BUILTINS)
@@ -68,7 +69,7 @@ def _visit(body, off: bool, evaluate, dead: set, bound: set) -> bool:
             if handler.name:
                 into.add(handler.name)
         for part in (stmt,) if not any(nested) else _heads(stmt):
-            for node in ast.walk(part):  # stores in comprehensions too: more bound, never fewer
+            for node in every_node(part):  # stores in comprehensions too: more bound, never fewer
                 if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                     into.add(node.id)
                 elif isinstance(node, ast.alias):
@@ -139,7 +140,7 @@ def _locals(function) -> frozenset:
     args = function.args
     names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
     names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
-    for node in ast.walk(function):
+    for node in every_node(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
         elif isinstance(node, ast.alias):
