@@ -10,11 +10,12 @@ accepted blocks too: syncscope/runtime/accepted_blocks.py, so both say the same)
   marked `accepted` with why, and the trap records them allowed. Not hidden: an accepted sync is
   known debt that the engines' own later fixes removed (vLLM 0.30's `mamba_mixer2.py` held four
   `.tolist()` calls in such a block; later releases dropped them), and the block is no cold
-  code: what it calls still syncs for its callers.
+  code: what it calls still syncs for its callers (whose call sites are marked accepted too
+  when that is the only sync they reach: syncscope/lint/summaries.py).
 
 A call with a keyword is not read as accepting: a keyword may narrow what it accepts (vLLM's
 `gpu_sync_allowed(first_only=True)` lets only the first entry pass, later syncs there are still
-reported), and so is a conditional manager (`nullcontext() if pinned else gpu_sync_allowed()`).
+reported), nor is a conditional manager (`nullcontext() if pinned else gpu_sync_allowed()`).
 """
 
 from __future__ import annotations

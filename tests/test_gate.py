@@ -241,3 +241,27 @@ def test_gate_on_real_lint_output(tmp_path):
     copied = edited + "\n\nclass Sampler:\n    def forward(self, lens):\n        n = lens.sum().item()\n        return n\n"
     code, out = cli("gate", lint(copied, "lint3.json"), "--baseline", baseline)
     assert code == 1 and "SYN201 in Sampler.forward" in out, out
+
+
+def test_a_lint_finding_the_code_accepts_is_not_gated(tmp_path):
+    """A sync added inside `with syncscope.allow_sync(...)` is accepted in code, as the runtime's
+    allowed syncs are: the gate passes. The same sync outside the block fails it."""
+
+    def lint(source: str, name: str) -> str:
+        (tmp_path / "model.py").write_text(source)
+        proc = subprocess.run([sys.executable, "-m", "syncscope", "lint", "model.py", "--output-format", "json", "--no-cache"],
+                              cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 1, proc.stderr
+        (tmp_path / name).write_text(proc.stdout)
+        return str(tmp_path / name)
+
+    baseline = str(tmp_path / "baseline.json")
+    assert cli("baseline", "create", lint(LINTED, "lint1.json"), "-o", baseline)[0] == 0
+    new = "        m = x.max().item()\n        return n + m"
+    inside = LINTED.replace("import torch", "import syncscope\nimport torch").replace(
+        "        return n", "        with syncscope.allow_sync('debug read'):\n    " + new.replace("\n", "\n    ", 1))
+    accepted = lint(inside, "lint2.json")
+    assert any(f.get("accepted") for f in json.load(open(accepted)))
+    assert cli("gate", accepted, "--baseline", baseline)[0] == 0
+    code, out = cli("gate", lint(LINTED.replace("        return n", new), "lint3.json"), "--baseline", baseline)
+    assert code == 1 and "SYN201 in Engine.step" in out, out

@@ -8,6 +8,7 @@ from .field_tables import FieldTables, HeldConditions
 from .call_fields import READ_OFF, read_class
 from .fact_values import CALLED, FUNC, METHOD, PROP, STAR, SUPER
 from .records import Root
+from .summaries import accepted_lines
 from .switch_devices import switch_field_hints
 from .config_defaults import host_device_elements
 
@@ -41,6 +42,7 @@ class Program:
                     self.path_of[qualname] = path
             for qualname, info in result.classes.items():
                 self.classes.setdefault(qualname, info)
+        self.accepted_lines = accepted_lines(results)  # (path, line) -> why the code accepts its syncs
         on_host_fields = host_fields(results)
         held = HeldConditions(results)  # a root that is a sync only where its finding holds
         for path, result in results.items():

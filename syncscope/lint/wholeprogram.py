@@ -16,7 +16,7 @@ A function's summary says:
   and why): its callers' call sites are reported cold, with that reason, not dropped;
 * `ret`: where its result lives (host, device, Python), or "where parameter p lives".
 Summaries are computed to a fixpoint over the call graph (a worklist; a chain is kept only when
-it is shorter).
+it is shorter, or the code does not accept it where it accepted the one kept: summaries.py).
 
 Findings at call sites in hot code: SYN602, the callee (function, method, property getter)
 syncs whatever it is given; SYN601, the call passes a device value where the callee syncs on it.
@@ -34,46 +34,10 @@ from .origin_calls import joined, origin_calls
 from .param_items import container_of, is_items, items_argument
 from .program import Program, module_prefix
 from .records import CallRecord, ChainStep, FileFinding
+from .summaries import Summary, accepted_chain
 
 MAX_CHAIN = 12  # deeper chains are kept at this length (the root is always the last step)
 NO_ENTRIES = MappingProxyType({})  # a computed Summary's empty tables share it (3 dicts each: ~7 MB on vLLM)
-
-
-class Summary:
-    __slots__ = ("sync", "gsync", "ruled", "cond", "gcond", "ret", "elements")
-
-    def __init__(self) -> None:
-        self.sync: tuple | None = None  # chain: (ChainStep, ..., root step)
-        self.gsync: dict[tuple, tuple] = {}  # guard indices (constargs.py) -> chain
-        self.ruled: tuple | None = None  # (chain, why): a sync only constants ruled out
-        self.cond: dict[str, tuple] = {}
-        self.gcond: dict[tuple, tuple] = {}  # (parameter, guard indices) -> chain: `cond` in a guarded block
-        self.ret: tuple = (P.PY, None)  # (where, parameter it follows or None)
-        self.elements: tuple | None = None  # `return a, b`: (where, parameter) of each element
-
-    def key(self) -> tuple:
-        return (self.sync is not None, len(self.sync or ()), tuple(sorted((p, len(c)) for p, c in self.cond.items())),
-                tuple(sorted((k, len(c)) for k, c in self.gsync.items())),
-                tuple(sorted((k, len(c)) for k, c in self.gcond.items())), self.ruled is not None,
-                len(self.ruled[0]) if self.ruled else 0, self.ret, self.elements)
-
-    def add_sync(self, key: tuple, chain: tuple) -> None:
-        """An unconditional sync, or (`key`: the guards the line lies under) a guarded one."""
-        if not key:
-            if _better(self.sync, chain):
-                self.sync = chain
-        elif _better(self.gsync.get(key), chain):
-            self.gsync[key] = chain
-
-    def add_cond(self, param: str, key: tuple, chain: tuple) -> None:
-        """A sync on a parameter's device value, unguarded or (`key`) under guards."""
-        table, at = (self.gcond, (param, key)) if key else (self.cond, param)
-        if _better(table.get(at), chain):
-            table[at] = chain
-
-
-def _better(old: tuple | None, new: tuple) -> bool:
-    return old is None or len(new) < len(old)
 
 
 class Solver:
@@ -107,7 +71,7 @@ class Solver:
                 callers.setdefault(target, {})[qualname] = None
             self.edges[qualname] = out
         self.callers, self.readers = callers, readers
-        self.summaries: dict[str, Summary] = {q: Summary() for q in program.functions}
+        self.summaries: dict[str, Summary] = {q: Summary(program.accepted_lines) for q in program.functions}
         self._by_class: dict[str, list[str]] | None = None  # class -> its methods (_overrides)
         self.foreign: frozenset = frozenset()  # files for another platform (reachability.platform_files)
         self.intakes: frozenset = frozenset()  # request intake and release the calls go into (solve)
@@ -135,7 +99,7 @@ class Solver:
         program = self.program
         facts = program.functions[qualname]
         path = program.path_of[qualname]
-        summary = Summary()
+        summary = Summary(program.accepted_lines)
         for root_path, root in program.roots.get(qualname, ()):
             param = root.param
             if param is None and root.origin is not None:
@@ -224,7 +188,7 @@ class Solver:
             return callee.sync
         best = None
         for key, chain in callee.gsync.items():
-            if self.const.ruled_out(path, call, target, shift, key) is None and _better(best, chain):
+            if self.const.ruled_out(path, call, target, shift, key) is None and callee.better(best, chain):
                 best = chain
         return best
 
@@ -413,6 +377,7 @@ class Solver:
                 found.setdefault(path, []).append(FileFinding(
                     code, call.line, call.column, call.stmt_start, call.stmt_end, function or "<module>",
                     _message(code, call, chain), None, "error", chain, cold=cold,
+                    accepted=accepted_chain(self.program.accepted_lines, chain),
                 ))
         return found
 
