@@ -42,7 +42,7 @@ class Program:
                     self.path_of[qualname] = path
             for qualname, info in result.classes.items():
                 self.classes.setdefault(qualname, info)
-        self.accepted_lines = accepted_lines(results)  # (path, line) -> why the code accepts its syncs
+        self.accepted_lines = accepted_lines(results)  # path -> {line: why the code accepts its syncs}
         on_host_fields = host_fields(results)
         held = HeldConditions(results)  # a root that is a sync only where its finding holds
         for path, result in results.items():

@@ -16,15 +16,17 @@ from syncscope.with_blocks import ACCEPTED, is_accepted
 from . import provenance as P
 
 
-def accepted_lines(results: dict) -> dict[tuple[str, int], str]:
-    """(path, line) -> why, for every line of a block that accepts its syncs (branches.py keeps
-    the blocks with the cold lines)."""
-    found: dict[tuple[str, int], str] = {}
+def accepted_lines(results: dict) -> dict[str, dict[int, str]]:
+    """path -> {line: why}, for every line of a block that accepts its syncs (branches.py keeps
+    the blocks with the cold lines). By path first: most steps of a chain are in files with no
+    such block, and the summaries ask about every chain they compare."""
+    found: dict[str, dict[int, str]] = {}
     for path, result in results.items():
         for start, end, why in getattr(result, "branch_cold", None) or ():
             if is_accepted(why):
+                lines = found.setdefault(path, {})
                 for line in range(start, end + 1):
-                    found.setdefault((path, line), why)
+                    lines.setdefault(line, why)
     return found
 
 
@@ -33,7 +35,8 @@ def accepted_chain(lines: dict, chain: tuple | None) -> str | None:
     block (`accepted by the code: utils.py:551 is inside ...`), or None."""
     if lines and chain:
         for step in chain:
-            why = lines.get((step.path, step.line))
+            blocks = lines.get(step.path)
+            why = blocks.get(step.line) if blocks else None
             if why is not None:
                 return f"{ACCEPTED}: {step.path}:{step.line} is{why[len(ACCEPTED) + 1:]}"
     return None
