@@ -242,3 +242,37 @@ def test_an_edit_that_only_moves_lines_keeps_the_none_config_facts_a_move(tmp_pa
     moved = line_map(before, analyzed(source.replace("    def forward", "    # why\n\n    def forward")))
     assert moved is not None and all(new == old + 2 for old, new in moved.items() if old >= 16)
     assert line_map(before, analyzed(source.replace("size > 1", "size > 2"))) is None
+
+
+SWITCHED = """
+import torch
+import vllm.envs as envs
+
+
+class Runner:
+    def step(self, x):
+        if envs.VLLM_DEBUG_DUMP:
+            print(x.sum().item())
+        return x
+"""
+
+
+def test_an_edit_that_only_moves_lines_keeps_the_switched_spans_a_move(tmp_path):
+    """switch_facts holds the lines of `if` bodies on a switch (env_switches.env_facts): an edit
+    that only moves them is still a move, so the staged file's run reuses the pass (session 36's
+    switch names put such spans in vLLM's `gpu_input_batch.py`, and every edit of it reran the
+    pass: 12-13 s instead of under 1 s). One that changes the switch is not a move."""
+    from syncscope.lint.lineshift import line_map
+    from syncscope.lint.worker import analyze_bytes
+
+    config = make_project(tmp_path)
+    source = textwrap.dedent(SWITCHED)
+
+    def analyzed(text):
+        return analyze_bytes(text.encode(), "pkg.runner", False, config)
+
+    before = analyzed(source)
+    assert before.switch_facts[4]  # the span this test is about is there
+    moved = line_map(before, analyzed(source.replace("    def step", "    # why\n\n    def step")))
+    assert moved is not None and moved.get(9) == 11
+    assert line_map(before, analyzed(source.replace("VLLM_DEBUG_DUMP", "VLLM_DEBUG_TRACE"))) is None

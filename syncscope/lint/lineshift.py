@@ -204,6 +204,15 @@ def _none_config(table, out: list):
     return guards, returns, args
 
 
+def _switch_facts(facts, out: list):
+    """switch_devices.switch_facts' tuple: the spans of its last table, (first line, last line,
+    requirements) of each `if` body on a switch, hold lines (env_switches.env_facts)."""
+    if not isinstance(facts, tuple) or len(facts) != 5:
+        return ("not switch facts", facts)
+    *tables, spans = facts
+    return (*tables, _each(_positions(0, 1))(spans, out))
+
+
 def _name_uses(uses, out: list):
     """name_uses.py's flat tuple: its lines are its numbers (the built names' lines)."""
     if not isinstance(uses, tuple):
@@ -234,6 +243,7 @@ _STRIP = {
     "memos": _values(_each(_positions(0, 1))),
     "none_config": _none_config,
     "name_uses": _name_uses,
+    "switch_facts": _switch_facts,
 }
 
 
