@@ -276,3 +276,41 @@ def test_an_edit_that_only_moves_lines_keeps_the_switched_spans_a_move(tmp_path)
     moved = line_map(before, analyzed(source.replace("    def step", "    # why\n\n    def step")))
     assert moved is not None and moved.get(9) == 11
     assert line_map(before, analyzed(source.replace("VLLM_DEBUG_DUMP", "VLLM_DEBUG_TRACE"))) is None
+
+
+ELEMENTS = """
+from dataclasses import dataclass, field
+
+
+class Renaming:
+    def rename(self, key):
+        return key
+
+
+@dataclass
+class Mapper:
+    renamings: list[Renaming] = field(default_factory=list)
+
+    def map(self, key):
+        for renaming in self.renamings:
+            key = renaming.rename(key)
+        return key
+"""
+
+
+def test_an_edit_that_only_moves_lines_keeps_the_element_calls_a_move(tmp_path):
+    """element_receivers' table holds each call's line: a move is still a move."""
+    from syncscope.lint.lineshift import line_map
+    from syncscope.lint.worker import analyze_bytes
+
+    config = make_project(tmp_path)
+    source = textwrap.dedent(ELEMENTS)
+
+    def analyzed(text):
+        return analyze_bytes(text.encode(), "pkg.mapper", False, config)
+
+    before = analyzed(source)
+    assert before.element_calls  # the table this test is about is there
+    moved = line_map(before, analyzed(source.replace("    def map", "    # why\n\n    def map")))
+    assert moved is not None and moved.get(16) == 18
+    assert line_map(before, analyzed(source.replace("renaming.rename(key)", "renaming.other(key)"))) is None

@@ -244,6 +244,7 @@ _STRIP = {
     "none_config": _none_config,
     "name_uses": _name_uses,
     "switch_facts": _switch_facts,
+    "element_calls": _values(_each(_positions(0))),  # element_receivers.py: (line, method, class)
 }
 
 
