@@ -225,23 +225,32 @@ CONFIG_NONE = """
 """
 
 
-def test_an_edit_that_only_moves_lines_keeps_the_none_config_facts_a_move(tmp_path):
-    """confignone's per-file table holds lines (guards' ranges, calls' positions, sources' call
-    lines): an edit that only moves them is still a move, one that changes a test is not."""
+def _moves(tmp_path, module: str, source: str, before_marker: str, table, changed: tuple[str, str]):
+    """(line_map of an edit that adds two lines before `before_marker`, line_map of one that
+    replaces `changed[0]` by `changed[1]`), after checking that `table(result)`, the table the
+    test is about, holds something."""
     from syncscope.lint.lineshift import line_map
     from syncscope.lint.worker import analyze_bytes
 
     config = make_project(tmp_path)
-    source = textwrap.dedent(CONFIG_NONE)
+    source = textwrap.dedent(source)
 
     def analyzed(text):
-        return analyze_bytes(text.encode(), "pkg.runner", False, config)
+        return analyze_bytes(text.encode(), module, False, config)
 
     before = analyzed(source)
-    assert before.none_config  # the table this test is about is there
-    moved = line_map(before, analyzed(source.replace("    def forward", "    # why\n\n    def forward")))
+    assert table(before)
+    moved = line_map(before, analyzed(source.replace(before_marker, f"    # why\n\n{before_marker}")))
+    return moved, line_map(before, analyzed(source.replace(*changed)))
+
+
+def test_an_edit_that_only_moves_lines_keeps_the_none_config_facts_a_move(tmp_path):
+    """confignone's per-file table holds lines (guards' ranges, calls' positions, sources' call
+    lines): an edit that only moves them is still a move, one that changes a test is not."""
+    moved, changed = _moves(tmp_path, "pkg.runner", CONFIG_NONE, "    def forward", lambda r: r.none_config,
+                            ("size > 1", "size > 2"))
     assert moved is not None and all(new == old + 2 for old, new in moved.items() if old >= 16)
-    assert line_map(before, analyzed(source.replace("size > 1", "size > 2"))) is None
+    assert changed is None
 
 
 SWITCHED = """
@@ -262,20 +271,10 @@ def test_an_edit_that_only_moves_lines_keeps_the_switched_spans_a_move(tmp_path)
     that only moves them is still a move, so the staged file's run reuses the pass (session 36's
     switch names put such spans in vLLM's `gpu_input_batch.py`, and every edit of it reran the
     pass: 12-13 s instead of under 1 s). One that changes the switch is not a move."""
-    from syncscope.lint.lineshift import line_map
-    from syncscope.lint.worker import analyze_bytes
-
-    config = make_project(tmp_path)
-    source = textwrap.dedent(SWITCHED)
-
-    def analyzed(text):
-        return analyze_bytes(text.encode(), "pkg.runner", False, config)
-
-    before = analyzed(source)
-    assert before.switch_facts[4]  # the span this test is about is there
-    moved = line_map(before, analyzed(source.replace("    def step", "    # why\n\n    def step")))
+    moved, changed = _moves(tmp_path, "pkg.runner", SWITCHED, "    def step", lambda r: r.switch_facts[4],
+                            ("VLLM_DEBUG_DUMP", "VLLM_DEBUG_TRACE"))
     assert moved is not None and moved.get(9) == 11
-    assert line_map(before, analyzed(source.replace("VLLM_DEBUG_DUMP", "VLLM_DEBUG_TRACE"))) is None
+    assert changed is None
 
 
 ELEMENTS = """
@@ -300,17 +299,7 @@ class Mapper:
 
 def test_an_edit_that_only_moves_lines_keeps_the_element_calls_a_move(tmp_path):
     """element_receivers' table holds each call's line: a move is still a move."""
-    from syncscope.lint.lineshift import line_map
-    from syncscope.lint.worker import analyze_bytes
-
-    config = make_project(tmp_path)
-    source = textwrap.dedent(ELEMENTS)
-
-    def analyzed(text):
-        return analyze_bytes(text.encode(), "pkg.mapper", False, config)
-
-    before = analyzed(source)
-    assert before.element_calls  # the table this test is about is there
-    moved = line_map(before, analyzed(source.replace("    def map", "    # why\n\n    def map")))
+    moved, changed = _moves(tmp_path, "pkg.mapper", ELEMENTS, "    def map", lambda r: r.element_calls,
+                            ("renaming.rename(key)", "renaming.other(key)"))
     assert moved is not None and moved.get(16) == 18
-    assert line_map(before, analyzed(source.replace("renaming.rename(key)", "renaming.other(key)"))) is None
+    assert changed is None
