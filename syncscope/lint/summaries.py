@@ -6,7 +6,7 @@ accept beats one it accepts. A chain is accepted when one of its lines sits in a
 accepts its syncs (`with gpu_sync_allowed():`, with_blocks.py): vLLM's sync check and the runtime
 trap let such a sync pass however far down the stack the block is. So a call site is marked
 accepted only when the sync it is shown reaching is, and it is shown an accepted one only when
-no other sync is below it.
+no other sync of that kind is below it (an unconditional sync, a guarded one, one on a parameter).
 """
 
 from __future__ import annotations
