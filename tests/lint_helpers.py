@@ -31,9 +31,10 @@ def codes(run) -> list[str]:
     return [f.code for f in run.findings]
 
 
-def env_module(off: str) -> str:
+def env_module(off: str, on: tuple[str, ...] = ("PKG_OTHER",)) -> str:
     """An `environ.py` whose `envs.<off>` is a switch declared off by default (`EnvBool(False)`),
-    and `envs.PKG_OTHER` one declared on: the shape vLLM's and SGLang's env modules have."""
+    and each of `on` one declared on: the shape vLLM's and SGLang's env modules have."""
+    declared_on = "\n        ".join(f"{name} = EnvBool(True)" for name in on)
     return f"""
     class EnvBool:
         def __init__(self, default):
@@ -44,7 +45,7 @@ def env_module(off: str) -> str:
 
     class Envs:
         {off} = EnvBool(False)
-        PKG_OTHER = EnvBool(True)
+        {declared_on}
 
     envs = Envs()
 """

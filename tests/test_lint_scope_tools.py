@@ -5,6 +5,7 @@ not reported by default (its finding is cold with `include_cold`); each INVALID 
 
 from __future__ import annotations
 
+from lint_helpers import env_module
 from test_lint_scope import lint_package, where
 from test_lint_scope_once import cold_reasons
 
@@ -83,21 +84,8 @@ def test_a_word_that_only_contains_bench_is_no_tool(tmp_path):
 
 
 # -- SGLang's environment switches read with `.get()` -------------------------------------------
-ENVS = """
-    class EnvBool:
-        def __init__(self, default):
-            self.default = default
-
-        def get(self):
-            return self.default
-
-    class Envs:
-        SGLANG_CHECK_KV_PAGE_INVARIANTS = EnvBool(False)
-        SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE = EnvBool(True)
-        SGLANG_ENABLE_OVERLAP = EnvBool(True)
-
-    envs = Envs()
-"""
+ENVS = env_module("SGLANG_CHECK_KV_PAGE_INVARIANTS",
+                  on=("SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE", "SGLANG_ENABLE_OVERLAP"))
 
 SCHEDULER = """
     import torch

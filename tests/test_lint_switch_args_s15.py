@@ -6,23 +6,11 @@ default. VALID: its sync leaves the default report (cold, with the reason); INVA
 
 from __future__ import annotations
 
+from lint_helpers import env_module
 from test_lint_guards import lines
 from test_lint_scope import lint_package
 
-ENVIRON = """
-    class EnvBool:
-        def __init__(self, default):
-            self.default = default
-
-        def get(self):
-            return self.default
-
-    class Envs:
-        PKG_USE_ONLINE = EnvBool(False)
-        PKG_ON = EnvBool(True)
-
-    envs = Envs()
-"""
+ENVIRON = env_module("PKG_USE_ONLINE", on=("PKG_ON",))
 
 PLAN = """
     import torch
