@@ -363,6 +363,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
     from .compiled import tree_constants
     from .cst_parse import parse_module
     from .files import function_trigger
+    from .quiet_functions import may_fire
     from .callgraph import cold_private_helpers
     from .classinfo import class_hints
     from .imports import aliases_from_ast
@@ -391,7 +392,7 @@ def _by_function(tree, text: str, module: str, is_package: bool, config) -> RawR
         first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
         segment = lines[first - 1: fn.end_lineno]
         source = "".join(segment)
-        if not trigger.search(source):
+        if not trigger.search(source) or not may_fire(fn, registry.by_name, registry.attribute_names, aliases):
             continue
         indent = fn.col_offset
         if indent:
