@@ -8,6 +8,7 @@ import gc
 import importlib
 import os
 
+from .collector import paused_then_frozen
 from .pool_worker import COLLECT_EVERY, analyze_in_worker, init_worker
 from .records import diagnostic
 from .worker import RawResult, analyze_file
@@ -56,16 +57,17 @@ def analyze_all(todo, config, jobs: int | None, progress):
     with ProcessPoolExecutor(max_workers=min(jobs, len(ordered)), mp_context=context,
                              initializer=init_worker) as pool:
         futures = {pool.submit(analyze_in_worker, t[0], t[2], t[3], config, t[6], t[7]): t for t in ordered}
-        for future in as_completed(futures):
-            task = futures[future]
-            try:
-                result = future.result()
-            except Exception as error:  # a worker died (e.g. out of memory): report, go on
-                result = RawResult(findings=[diagnostic("SYN003", f"internal error: worker failed: {error!r}")],
-                                   internal_error=repr(error))
-            if progress is not None:
-                progress.advance(1)
-            yield task, result
+        with paused_then_frozen():  # the results live through the run: never scanned (collector.py)
+            for future in as_completed(futures):
+                task = futures[future]
+                try:
+                    result = future.result()
+                except Exception as error:  # a worker died (e.g. out of memory): report, go on
+                    result = RawResult(findings=[diagnostic("SYN003", f"internal error: worker failed: {error!r}")],
+                                       internal_error=repr(error))
+                if progress is not None:
+                    progress.advance(1)
+                yield task, result
 
 
 def _size(path: str) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from ..site import Site, with_occurrences
 from .cache import FACT_FIELDS, Cache, content_hash, tree_key
+from .collector import fewer_full_collections
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
 from .field_configs import FIELDS_METHOD, configs_ahead
@@ -394,14 +395,13 @@ def _whole_program(results: dict, digests: dict, cache: Cache | None, config: Li
                    previous: dict | None = None):
     """The whole-program pass's findings, from the cache when no file changed since it last ran
     on this set of files (then the per-function facts are not even loaded)."""
-    # The cyclic collector's scans over the analysis results (~3 million objects on whole vLLM)
-    # cost more than the pass itself (measured 1.1 s of 2.6 s on 1,700 vLLM files); they live
-    # through the run, so they are frozen here (lint_paths unfreezes them at the end). The
-    # collector stays on for what the pass makes: a walk's tables left in a cycle (a recursive
-    # closure, a lambda on `self`) are freed, not held to the pass's peak (~25 MB on vLLM
-    # when the collector was paused instead).
+    # The results (~3 million objects on whole vLLM) live through the run: frozen here, if the
+    # arrivals have not frozen them already, so that no collection scans them (lint_paths
+    # unfreezes them at the end). The collector stays on for the pass's own cycles, its full
+    # collections made rarer (collector.py).
     gc.freeze()
-    return _solve_or_reuse(results, digests, cache, config, abs_paths, previous)
+    with fewer_full_collections():
+        return _solve_or_reuse(results, digests, cache, config, abs_paths, previous)
 
 
 def _solve_or_reuse(results: dict, digests: dict, cache: Cache | None, config: LintConfig, abs_paths: dict,
