@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from syncscope.lint.config import LintConfig
 from syncscope.lint.engine import lint_paths
 
@@ -49,3 +51,21 @@ def env_module(off: str, on: tuple[str, ...] = ("PKG_OTHER",)) -> str:
 
     envs = Envs()
 """
+
+
+def helper_and_step_package(tmp_path):
+    """`pkg/`: a helper module whose function syncs, and a step that calls it and syncs itself
+    (SYN201, SYN203 and the call site's SYN601 across modules). Returns the package's path."""
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "helpers.py").write_text("def gather(x):\n    return x.cpu()\n")
+    (root / "step.py").write_text(textwrap.dedent("""
+        import torch
+        from .helpers import gather
+
+        def step(t: torch.Tensor):
+            a = gather(t)
+            return t.sum().item()
+    """))
+    return root

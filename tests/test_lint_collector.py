@@ -6,7 +6,6 @@ linter also runs inside other programs: pytest, the pre-commit hook's head start
 from __future__ import annotations
 
 import gc
-import textwrap
 
 import pytest
 
@@ -15,7 +14,7 @@ from syncscope.lint.collector import PASS_FULL_COLLECTION_EVERY, fewer_full_coll
 from syncscope.lint.engine import lint_paths
 from syncscope.lint.files import module_name
 
-from lint_helpers import make_config
+from lint_helpers import helper_and_step_package, make_config
 
 
 @pytest.fixture(autouse=True)
@@ -30,22 +29,6 @@ def _collector_as_found():
     (gc.enable if enabled else gc.disable)()
 
 
-def _package(tmp_path):
-    root = tmp_path / "pkg"
-    root.mkdir()
-    (root / "__init__.py").write_text("")
-    (root / "helpers.py").write_text("def gather(x):\n    return x.cpu()\n")
-    (root / "step.py").write_text(textwrap.dedent("""
-        import torch
-        from .helpers import gather
-
-        def step(t: torch.Tensor):
-            a = gather(t)
-            return t.sum().item()
-    """))
-    return root
-
-
 def _tasks(root) -> list[tuple]:
     """The engine's tasks for every file of `root` (analysis_runs.py's tuple)."""
     tasks = []
@@ -56,7 +39,7 @@ def _tasks(root) -> list[tuple]:
 
 
 def test_results_arrive_with_the_collector_paused_and_are_frozen_after(tmp_path):
-    root = _package(tmp_path)
+    root = helper_and_step_package(tmp_path)
     config = make_config(tmp_path)
     while_arriving = []
     frozen_before = gc.get_freeze_count()
@@ -69,7 +52,7 @@ def test_results_arrive_with_the_collector_paused_and_are_frozen_after(tmp_path)
 
 
 def test_a_run_stopped_while_results_arrive_turns_the_collector_back_on(tmp_path):
-    root = _package(tmp_path)
+    root = helper_and_step_package(tmp_path)
     arrivals = analysis_runs.analyze_all(_tasks(root), make_config(tmp_path), 2, None)
     next(arrivals)
     assert not gc.isenabled()
@@ -88,7 +71,7 @@ def test_a_collector_the_program_had_off_stays_off(tmp_path):
 
 
 def test_the_pass_runs_with_rarer_full_collections_and_gives_the_thresholds_back(tmp_path, monkeypatch):
-    root = _package(tmp_path)
+    root = helper_and_step_package(tmp_path)
     gc.set_threshold(500, 7, 9)  # the program's own, not CPython's defaults
     seen = []
     solve = engine._solve_or_reuse

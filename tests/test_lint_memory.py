@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import gc
 import pickle
-import textwrap
 
 from syncscope.lint import pool_worker
 from syncscope.lint.cache import FACT_FIELDS, Cache
@@ -16,7 +15,7 @@ from syncscope.lint.interning import Interner
 from syncscope.lint.records import CallRecord, ChainStep, FileFinding
 from syncscope.lint.worker import RawResult
 
-from lint_helpers import make_config
+from lint_helpers import helper_and_step_package, make_config
 
 
 def _result(module: str) -> RawResult:
@@ -91,18 +90,7 @@ def test_facts_are_pickled_when_the_cache_is_written_and_read_back_equal(tmp_pat
 def test_a_cold_run_with_two_workers_gives_what_one_process_gives(tmp_path):
     """The pool path (interned results, facts written before the pass) and the in-process one
     agree, and a rerun whose pass has to run again from the facts file does too."""
-    root = tmp_path / "pkg"
-    root.mkdir()
-    (root / "__init__.py").write_text("")
-    (root / "helpers.py").write_text("def gather(x):\n    return x.cpu()\n")
-    (root / "step.py").write_text(textwrap.dedent("""
-        import torch
-        from .helpers import gather
-
-        def step(t: torch.Tensor):
-            a = gather(t)
-            return t.sum().item()
-    """))
+    root = helper_and_step_package(tmp_path)
     config = make_config(tmp_path)
 
     def findings(**kw):
