@@ -22,9 +22,10 @@ PASS_FULL_COLLECTION_EVERY = 50
 
 @contextlib.contextmanager
 def paused_then_frozen() -> Iterator[None]:
-    """Pause the collector while results arrive (unpickled data, then interned: no cycles; a
-    collection at the end of whole vLLM's arrivals found none), then freeze what arrived so
-    that no later collection scans it. Paused, not collected every few files: a full
+    """Pause the collector while results arrive from the pool, or cached facts are loaded for a
+    rerun's pass (`engine._load_facts`): unpickled data, no cycles (a collection at the end of
+    whole vLLM's arrivals found none). Then freeze what arrived so that no later collection
+    scans it. Paused, not collected every few files: a full
     collection of the files since the last freeze cost as much as the scans it saved. Were a
     cycle made here after all, it would only be held until `lint_paths` unfreezes."""
     collecting = gc.isenabled()

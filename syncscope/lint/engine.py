@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from ..site import Site, with_occurrences
 from .cache import FACT_FIELDS, Cache, content_hash, tree_key
-from .collector import fewer_full_collections
+from .collector import fewer_full_collections, paused_then_frozen
 from .config import LintConfig
 from .files import discover, module_name, trigger_pattern
 from .field_configs import FIELDS_METHOD, configs_ahead
@@ -431,29 +431,25 @@ def _load_facts(results: dict, cache: Cache, config: LintConfig, abs_paths: dict
     objects (none in a cycle) that live through the pass: the cyclic collector's collections
     while they arrive scanned them again and again (2.8 of 18 s of an edit's rerun on whole
     vLLM), so it is paused, and what was loaded is then frozen, as the results were before."""
-    collecting = gc.isenabled()
-    gc.disable()
     analyzed = False
-    try:
-        for rel, result in list(results.items()):
-            if not result.has_facts:
-                full = cache.with_facts(rel, result)
-                if full is None:  # facts lost from the cache: read them from the file again
-                    absolute = abs_paths[rel]
-                    module, is_package = module_name(absolute)
-                    facts = analyze_file(absolute, module, is_package, config, False)  # roots need the rules
-                    # only the facts: the cached findings stay exactly what they were
-                    full = replace(result, **{name: getattr(facts, name) for name in FACT_FIELDS}, has_facts=True)
-                    analyzed = True
-                # not interned: the walk costs ~5 s on whole vLLM, more than an edited file's
-                # whole run, and no workers run beside this pass (the run's peak is theirs)
-                results[rel] = full
-    finally:
-        if analyzed:
-            gc.collect()  # an analysis's cycles: freed, not frozen
-        gc.freeze()
-        if collecting:
-            gc.enable()
+    with paused_then_frozen():
+        try:
+            for rel, result in list(results.items()):
+                if not result.has_facts:
+                    full = cache.with_facts(rel, result)
+                    if full is None:  # facts lost from the cache: read them from the file again
+                        absolute = abs_paths[rel]
+                        module, is_package = module_name(absolute)
+                        facts = analyze_file(absolute, module, is_package, config, False)  # roots need the rules
+                        # only the facts: the cached findings stay exactly what they were
+                        full = replace(result, **{name: getattr(facts, name) for name in FACT_FIELDS}, has_facts=True)
+                        analyzed = True
+                    # not interned: the walk costs ~5 s on whole vLLM, more than an edited file's
+                    # whole run, and no workers run beside this pass (the run's peak is theirs)
+                    results[rel] = full
+        finally:
+            if analyzed:
+                gc.collect()  # an analysis's cycles: freed, not frozen
 
 
 def _solution_ahead(cache: Cache, digests: dict, previous: dict) -> None:
